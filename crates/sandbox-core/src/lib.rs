@@ -1,0 +1,40 @@
+//! The platform-neutral heart of cli-sandbox.
+//!
+//! This crate says *what* a confined coding CLI may do, never *how* an operating system enforces
+//! it. It holds:
+//!
+//! - [`Layout`]: where the home, the app folder (state root), workspace-docs and each chat's
+//!   runtime are;
+//! - [`Policy`]: one chat's rules (open, closed, granted, refused, blocked), built and validated
+//!   from a [`PolicyRequest`], and [`Policy::decide`], the reference semantics both backends are
+//!   tested against;
+//! - [`Config`]: the optional TOML configuration (`--config FILE`);
+//! - [`platform`]: the decision table that picks a backend and a [`Mode`] from facts about the
+//!   machine (the facts are gathered elsewhere);
+//! - [`CliAdapter`] and [`LaunchRequest`]: what each CLI crate supplies.
+//!
+//! What it is not: it makes no system call and knows no OS mechanism (no Seatbelt, no Landlock,
+//! no namespaces). Anything that touches the disk comes in through a small trait ([`Resolver`],
+//! [`PersonFiles`]) that the caller implements, so every rule here is testable with fakes.
+
+mod adapter;
+mod config;
+mod error;
+mod layout;
+mod path;
+pub mod platform;
+mod policy;
+
+pub use adapter::{
+    AdapterError, ArgvParts, CliAdapter, CliLaunch, EnvChanges, FileEdit, FileFormat,
+    LaunchRequest, McpServer, PersonFiles, PreTrust, Stdin,
+};
+pub use config::{CliConfig, Config, ConfigError, LayoutConfig, PolicyConfig};
+pub use error::PolicyError;
+pub use layout::{ChatId, Layout, LayoutInputs, Os};
+pub use path::{Resolver, check_absolute_clean};
+pub use platform::{Backend, Decision};
+pub use policy::{
+    Access, BLOCKED_PROGRAMS_LINUX, BLOCKED_PROGRAMS_MACOS, DEFAULT_REFUSED, Grant, GrantRequest,
+    Mode, Op, Policy, PolicyRequest, RefusedPattern, Rule, Shape, Verdict,
+};

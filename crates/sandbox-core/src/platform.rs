@@ -1,0 +1,280 @@
+//! The decision table of DESIGN section 3: which backend and which mode, from facts about the
+//! machine. The facts are gathered by the launcher; here they are plain values, so the table is
+//! tested with made-up machines.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Mode;
+
+/// What the launcher found out about a Mac.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MacFacts {
+    /// `/usr/bin/sandbox-exec` exists.
+    pub sandbox_exec: bool,
+    /// Accounts with uid >= 501 whose name does not start with `_`.
+    pub people: Vec<String>,
+    /// The launcher already runs inside a Seatbelt sandbox (a nested `sandbox-exec` fails).
+    pub already_sandboxed: bool,
+}
+
+/// What the launcher found out about a Linux machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinuxFacts {
+    /// The kernel's Landlock ABI, `None` when Landlock is missing or disabled.
+    pub landlock_abi: Option<u32>,
+    /// A user namespace (with a mount and a PID namespace inside) can be created by this user.
+    pub user_namespaces: bool,
+    /// Why user namespaces cannot be created, when they cannot.
+    pub user_namespaces_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "os", rename_all = "lowercase")]
+pub enum Facts {
+    #[serde(rename = "macos")]
+    MacOs(MacFacts),
+    Linux(LinuxFacts),
+    /// An OS with no backend.
+    Other {
+        name: String,
+    },
+}
+
+/// The confinement a launch gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "backend", rename_all = "lowercase")]
+pub enum Backend {
+    /// `/usr/bin/sandbox-exec` with a generated profile.
+    Seatbelt,
+    /// The `cli-sandbox exec` helper: namespaces (when `namespaces`), Landlock and seccomp.
+    Landlock { abi: u32, namespaces: bool },
+    /// No confinement: the launch must be bridge-only.
+    None,
+}
+
+/// The platform decision for one launch: backend, mode, and why, in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub backend: Backend,
+    pub mode: Mode,
+    pub reason: String,
+    /// A short sentence for the CLI's prompt, saying what the sandbox does.
+    pub notice: String,
+}
+
+/// The lowest Landlock ABI that scopes signals and abstract unix sockets.
+pub const LANDLOCK_ABI_SCOPING: u32 = 6;
+
+/// Decides backend and mode. `requested` is what the caller asked for; `supported` the modes the
+/// CLI supports (Pi: bridge-only only). Nothing ever runs unconfined with its tools on: without a
+/// backend the mode is bridge-only whatever was asked.
+pub fn decide(facts: &Facts, requested: Mode, supported: &[Mode]) -> Decision {
+    let (backend, platform_reason) = backend_for(facts);
+    let (mode, mode_reason) = if backend == Backend::None {
+        (Mode::BridgeOnly, "no confinement here, so bridge-only")
+    } else if requested == Mode::BridgeOnly {
+        (Mode::BridgeOnly, "bridge-only was asked for; still wrapped")
+    } else if !supported.contains(&Mode::Full) {
+        (
+            Mode::BridgeOnly,
+            "this CLI supports bridge-only alone; still wrapped",
+        )
+    } else {
+        (Mode::Full, "Full CLI inside the sandbox")
+    };
+    Decision {
+        backend,
+        mode,
+        reason: format!("{platform_reason}; {mode_reason}"),
+        notice: notice(backend, mode),
+    }
+}
+
+fn backend_for(facts: &Facts) -> (Backend, String) {
+    match facts {
+        Facts::MacOs(mac) => {
+            if !mac.sandbox_exec {
+                (
+                    Backend::None,
+                    "macOS without /usr/bin/sandbox-exec".to_owned(),
+                )
+            } else if mac.already_sandboxed {
+                (
+                    Backend::None,
+                    "the launcher already runs inside a sandbox (a nested sandbox-exec fails with exit 71)"
+                        .to_owned(),
+                )
+            } else if mac.people.len() > 1 {
+                (
+                    Backend::None,
+                    format!(
+                        "a multi-user Mac ({} accounts: {}): the open home would not be one person's",
+                        mac.people.len(),
+                        mac.people.join(", ")
+                    ),
+                )
+            } else {
+                (
+                    Backend::Seatbelt,
+                    "macOS with /usr/bin/sandbox-exec, one person's account".to_owned(),
+                )
+            }
+        }
+        Facts::Linux(linux) => match linux.landlock_abi {
+            None | Some(0) => (
+                Backend::None,
+                "Linux without Landlock (a server without its lock)".to_owned(),
+            ),
+            Some(abi) => {
+                let namespaces = linux.user_namespaces;
+                let mut reason = format!("Linux with Landlock ABI {abi}");
+                if namespaces {
+                    reason.push_str(", user, mount and PID namespaces");
+                } else {
+                    reason.push_str(&format!(
+                        ", no user namespaces ({}): protected roots closed by Landlock alone, their ancestors frozen",
+                        linux
+                            .user_namespaces_error
+                            .as_deref()
+                            .unwrap_or("cannot be created")
+                    ));
+                }
+                if abi < LANDLOCK_ABI_SCOPING {
+                    reason.push_str(&format!(
+                        ", signals and abstract sockets not scoped (ABI {LANDLOCK_ABI_SCOPING} needed)"
+                    ));
+                }
+                (Backend::Landlock { abi, namespaces }, reason)
+            }
+        },
+        Facts::Other { name } => (Backend::None, format!("{name} has no backend")),
+    }
+}
+
+fn notice(backend: Backend, mode: Mode) -> String {
+    match (backend, mode) {
+        (Backend::None, _) => "You have no shell or file tools here: you work only through the AgentWorks tools (MCP bridge), because this machine cannot confine them.".to_owned(),
+        (_, Mode::BridgeOnly) => "You work only through the AgentWorks tools (MCP bridge); your own shell and file tools are off.".to_owned(),
+        (_, Mode::Full) => "Your home folder is open. AgentWorks data outside this chat is not. Protected files, and opening or scripting other apps, are refused.".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOTH: &[Mode] = &[Mode::Full, Mode::BridgeOnly];
+    const BRIDGE: &[Mode] = &[Mode::BridgeOnly];
+
+    fn mac(sandbox_exec: bool, people: &[&str], already_sandboxed: bool) -> Facts {
+        Facts::MacOs(MacFacts {
+            sandbox_exec,
+            people: people.iter().map(|s| s.to_string()).collect(),
+            already_sandboxed,
+        })
+    }
+
+    fn linux(abi: Option<u32>, user_namespaces: bool) -> Facts {
+        Facts::Linux(LinuxFacts {
+            landlock_abi: abi,
+            user_namespaces,
+            user_namespaces_error: None,
+        })
+    }
+
+    #[test]
+    fn one_persons_mac_runs_full_in_seatbelt() {
+        let d = decide(&mac(true, &["ann"], false), Mode::Full, BOTH);
+        assert_eq!((d.backend, d.mode), (Backend::Seatbelt, Mode::Full));
+        assert!(d.notice.contains("home folder is open"));
+    }
+
+    #[test]
+    fn a_mac_without_sandbox_exec_is_bridge_only() {
+        let d = decide(&mac(false, &["ann"], false), Mode::Full, BOTH);
+        assert_eq!((d.backend, d.mode), (Backend::None, Mode::BridgeOnly));
+        assert!(d.reason.contains("sandbox-exec"), "{}", d.reason);
+    }
+
+    #[test]
+    fn a_multi_user_mac_is_bridge_only_and_names_the_accounts() {
+        let d = decide(&mac(true, &["ann", "bob"], false), Mode::Full, BOTH);
+        assert_eq!((d.backend, d.mode), (Backend::None, Mode::BridgeOnly));
+        assert!(d.reason.contains("ann, bob"), "{}", d.reason);
+    }
+
+    #[test]
+    fn an_already_sandboxed_launcher_is_bridge_only() {
+        let d = decide(&mac(true, &["ann"], true), Mode::Full, BOTH);
+        assert_eq!((d.backend, d.mode), (Backend::None, Mode::BridgeOnly));
+        assert!(d.reason.contains("already"), "{}", d.reason);
+    }
+
+    #[test]
+    fn linux_with_landlock_runs_full() {
+        let d = decide(&linux(Some(7), true), Mode::Full, BOTH);
+        assert_eq!(
+            (d.backend, d.mode),
+            (
+                Backend::Landlock {
+                    abi: 7,
+                    namespaces: true
+                },
+                Mode::Full
+            )
+        );
+    }
+
+    #[test]
+    fn linux_without_namespaces_still_runs_full_and_says_what_it_costs() {
+        let d = decide(&linux(Some(5), false), Mode::Full, BOTH);
+        assert_eq!(d.mode, Mode::Full);
+        assert!(d.reason.contains("frozen"), "{}", d.reason);
+        assert!(d.reason.contains("not scoped"), "{}", d.reason);
+    }
+
+    #[test]
+    fn linux_without_landlock_is_bridge_only() {
+        for abi in [None, Some(0)] {
+            let d = decide(&linux(abi, true), Mode::Full, BOTH);
+            assert_eq!((d.backend, d.mode), (Backend::None, Mode::BridgeOnly));
+            assert!(d.reason.contains("without Landlock"));
+        }
+    }
+
+    #[test]
+    fn pi_is_bridge_only_and_still_wrapped() {
+        let d = decide(&linux(Some(7), true), Mode::Full, BRIDGE);
+        assert_eq!(d.mode, Mode::BridgeOnly);
+        assert_ne!(d.backend, Backend::None);
+        let d = decide(&mac(true, &["ann"], false), Mode::Full, BRIDGE);
+        assert_eq!((d.backend, d.mode), (Backend::Seatbelt, Mode::BridgeOnly));
+    }
+
+    #[test]
+    fn asked_bridge_only_stays_wrapped() {
+        let d = decide(&linux(Some(7), true), Mode::BridgeOnly, BOTH);
+        assert_eq!(d.mode, Mode::BridgeOnly);
+        assert_ne!(d.backend, Backend::None);
+    }
+
+    #[test]
+    fn other_os_is_bridge_only() {
+        let d = decide(
+            &Facts::Other {
+                name: "freebsd".into(),
+            },
+            Mode::Full,
+            BOTH,
+        );
+        assert_eq!((d.backend, d.mode), (Backend::None, Mode::BridgeOnly));
+    }
+
+    #[test]
+    fn the_stored_full_unconfined_reads_as_full() {
+        let mode: Mode = serde_json::from_str("\"full_unconfined\"").unwrap();
+        assert_eq!(mode, Mode::Full);
+        let mode: Mode = serde_json::from_str("\"bridge-only\"").unwrap();
+        assert_eq!(mode, Mode::BridgeOnly);
+    }
+}

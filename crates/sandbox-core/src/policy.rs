@@ -1,0 +1,539 @@
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::path::{Resolver, canonicalize_lenient, check_absolute_clean, is_within};
+use crate::{ChatId, Config, Layout, Os, PolicyError};
+
+/// How a CLI runs: with its own tools on inside our sandbox, or with only the MCP bridge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// The CLI's own tools on, its own sandbox off, inside ours. A stored `full_unconfined`
+    /// (a mode that no longer exists) reads as this: nothing runs unconfined any more.
+    #[serde(alias = "full_unconfined")]
+    Full,
+    /// The CLI's own tools off; it reaches the world only through the MCP bridge.
+    #[serde(alias = "bridge_only")]
+    BridgeOnly,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Full => "full",
+            Mode::BridgeOnly => "bridge-only",
+        }
+    }
+}
+
+/// How the CLI is driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Shape {
+    /// Interactive, in a tmux pane.
+    Tmux,
+    /// Headless, a JSON stream on stdout.
+    Structured,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    #[serde(rename = "ro")]
+    ReadOnly,
+    #[serde(rename = "rw")]
+    ReadWrite,
+}
+
+impl Access {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::ReadOnly => "ro",
+            Access::ReadWrite => "rw",
+        }
+    }
+}
+
+/// A grant as the caller asked for it (`--grant PATH[:ro|:rw]`), before validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantRequest {
+    pub path: PathBuf,
+    pub access: Access,
+}
+
+impl GrantRequest {
+    /// Reads `PATH`, `PATH:ro` or `PATH:rw` (read-write when no suffix is given).
+    pub fn parse(text: &str) -> GrantRequest {
+        let (path, access) = match text.rsplit_once(':') {
+            Some((p, "ro")) => (p, Access::ReadOnly),
+            Some((p, "rw")) => (p, Access::ReadWrite),
+            _ => (text, Access::ReadWrite),
+        };
+        GrantRequest {
+            path: PathBuf::from(path),
+            access,
+        }
+    }
+}
+
+/// A validated grant: an existing folder, canonical.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    pub path: PathBuf,
+    pub access: Access,
+}
+
+/// A pattern refused inside every grant (not inside the chat's own runtime), matched against the
+/// entries directly at the grant's top: `planning/` is the folder `planning` and everything in
+/// it; `*.sqlite` is any file whose name matches (`*` and `?` are the only wildcards).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct RefusedPattern {
+    text: String,
+}
+
+impl RefusedPattern {
+    pub fn new(text: &str) -> Result<RefusedPattern, PolicyError> {
+        let bad = |why| {
+            Err(PolicyError::BadPattern {
+                pattern: text.to_owned(),
+                why,
+            })
+        };
+        let name = text.strip_suffix('/').unwrap_or(text);
+        if name.is_empty() {
+            return bad("it is empty");
+        }
+        if name.contains('/') {
+            return bad("a pattern names one entry at a grant's top: no `/` except a trailing one");
+        }
+        if name == "." || name == ".." || name == "*" {
+            return bad("it would refuse the whole grant");
+        }
+        if name.bytes().any(|b| b == 0 || b == b'\n' || b == b'\r') {
+            return bad("it contains a NUL byte or a newline");
+        }
+        Ok(RefusedPattern {
+            text: text.to_owned(),
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// A folder pattern (`planning/`) covers the folder and everything in it.
+    pub fn is_dir(&self) -> bool {
+        self.text.ends_with('/')
+    }
+
+    /// The name part, without the trailing `/`.
+    pub fn name(&self) -> &str {
+        self.text.strip_suffix('/').unwrap_or(&self.text)
+    }
+
+    /// Whether the pattern contains a wildcard (so the names it matches are not known ahead).
+    pub fn is_glob(&self) -> bool {
+        self.name().contains(['*', '?'])
+    }
+
+    /// Whether an entry name at a grant's top matches.
+    pub fn matches_name(&self, name: &str) -> bool {
+        glob_match(self.name().as_bytes(), name.as_bytes())
+    }
+
+    /// Whether `path`, relative to a grant's top, is refused by this pattern.
+    pub fn refuses(&self, relative: &Path) -> bool {
+        let mut parts = relative.components();
+        let Some(first) = parts.next() else {
+            return false;
+        };
+        let Some(first) = first.as_os_str().to_str() else {
+            return false;
+        };
+        if !self.matches_name(first) {
+            return false;
+        }
+        // A folder pattern covers what is inside; a file pattern only the entry itself.
+        self.is_dir() || parts.next().is_none()
+    }
+}
+
+impl TryFrom<String> for RefusedPattern {
+    type Error = PolicyError;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        RefusedPattern::new(&s)
+    }
+}
+
+impl From<RefusedPattern> for String {
+    fn from(p: RefusedPattern) -> String {
+        p.text
+    }
+}
+
+fn glob_match(pattern: &[u8], name: &[u8]) -> bool {
+    match (pattern.split_first(), name.split_first()) {
+        (None, None) => true,
+        (Some((b'*', rest)), _) => {
+            glob_match(rest, name) || (!name.is_empty() && glob_match(pattern, &name[1..]))
+        }
+        (Some((b'?', rest)), Some((_, name_rest))) => glob_match(rest, name_rest),
+        (Some((p, rest)), Some((n, name_rest))) => p == n && glob_match(rest, name_rest),
+        _ => false,
+    }
+}
+
+/// The refused patterns every policy starts with: the folder guard's list.
+pub const DEFAULT_REFUSED: &[&str] = &["planning/", "*.sqlite", "*.sqlite3", "*.db"];
+
+/// Programs whose execution is a way out of the sandbox, per OS (DESIGN section 2).
+pub const BLOCKED_PROGRAMS_MACOS: &[&str] = &[
+    "/usr/bin/open",
+    "/usr/bin/osascript",
+    "/usr/bin/osacompile",
+    "/usr/bin/automator",
+    "/usr/bin/shortcuts",
+];
+pub const BLOCKED_PROGRAMS_LINUX: &[&str] = &[
+    "/usr/bin/xdg-open",
+    "/usr/bin/gio",
+    "/usr/bin/systemd-run",
+    "/usr/bin/dbus-send",
+    "/usr/bin/gdbus",
+    "/usr/bin/busctl",
+];
+
+/// What the caller wants a policy for.
+#[derive(Debug, Clone)]
+pub struct PolicyRequest<'a> {
+    pub os: Os,
+    pub layout: &'a Layout,
+    pub chat: &'a ChatId,
+    pub grants: &'a [GrantRequest],
+    pub config: &'a Config,
+}
+
+/// One chat's policy: every path absolute and canonical. Built only by [`Policy::build`], so a
+/// value of this type has passed validation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    pub os: Os,
+    pub chat: ChatId,
+    pub home: PathBuf,
+    /// Closed to read, write and listing, except the grants and the runtime; sorted.
+    pub protected: Vec<PathBuf>,
+    /// The chat's own working folder, always read-write, never subject to refused patterns.
+    pub runtime: PathBuf,
+    /// The folder that holds every chat's runtime (closed like the rest of the state root).
+    pub runtimes_dir: PathBuf,
+    pub grants: Vec<Grant>,
+    pub refused: Vec<RefusedPattern>,
+    /// Refused to execute and to read (a copy of a readable program runs just the same).
+    pub blocked_programs: Vec<PathBuf>,
+    /// Unix-socket paths a confined process may still connect to (none by default).
+    pub unix_socket_allow: Vec<PathBuf>,
+}
+
+/// An operation `decide` answers for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Read,
+    Write,
+    Exec,
+    /// List a folder's entries.
+    List,
+    /// Rename, move or delete the path itself.
+    Move,
+}
+
+impl Op {
+    pub const ALL: [Op; 5] = [Op::Read, Op::Write, Op::Exec, Op::List, Op::Move];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Exec => "exec",
+            Op::List => "list",
+            Op::Move => "move",
+        }
+    }
+}
+
+impl std::str::FromStr for Op {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Op, String> {
+        Op::ALL
+            .into_iter()
+            .find(|op| op.as_str() == s)
+            .ok_or_else(|| format!("unknown operation `{s}`: use read, write, exec, list or move"))
+    }
+}
+
+/// The rule that decided a verdict, highest precedence first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "rule", rename_all = "kebab-case")]
+pub enum Rule {
+    /// A blocked program: a way out of the sandbox.
+    Blocked { program: PathBuf },
+    /// A refused pattern inside a grant.
+    Refused { grant: PathBuf, pattern: String },
+    /// The path is a protected root or one of its ancestors: moving it would move protected
+    /// data out from under the rules computed for its old path.
+    Pinned { root: PathBuf },
+    /// This chat's own runtime (read-write).
+    Runtime { runtime: PathBuf },
+    /// A grant of this chat.
+    Granted { grant: PathBuf, access: Access },
+    /// Inside a protected root, outside every grant.
+    Closed { root: PathBuf },
+    /// Everything else: the person's own machine, their home included.
+    Open,
+}
+
+impl Rule {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Rule::Blocked { .. } => "blocked",
+            Rule::Refused { .. } => "refused",
+            Rule::Pinned { .. } => "pinned",
+            Rule::Runtime { .. } => "runtime",
+            Rule::Granted { .. } => "granted",
+            Rule::Closed { .. } => "closed",
+            Rule::Open => "open",
+        }
+    }
+}
+
+/// `decide`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub allowed: bool,
+    #[serde(flatten)]
+    pub rule: Rule,
+}
+
+impl Policy {
+    /// Validates the request and builds the policy. Paths are canonicalized through `resolver`.
+    pub fn build(req: &PolicyRequest<'_>, resolver: &dyn Resolver) -> Result<Policy, PolicyError> {
+        let layout = req.layout;
+        let runtime = layout.runtime(req.chat);
+
+        let mut protected = layout.protected_roots();
+        for extra in &req.config.policy.protected {
+            protected.push(canonicalize_lenient("protected root", extra, resolver)?);
+        }
+        protected.sort();
+        protected.dedup();
+
+        let mut grants: Vec<Grant> = Vec::with_capacity(req.grants.len());
+        for asked in req.grants {
+            let grant = validate_grant(asked, layout, &runtime, &protected, resolver)?;
+            // The same folder twice keeps the wider access.
+            match grants.iter_mut().find(|g| g.path == grant.path) {
+                Some(seen) => seen.access = seen.access.max(grant.access),
+                None => grants.push(grant),
+            }
+        }
+        grants.sort_by(|a, b| a.path.cmp(&b.path));
+
+        let mut refused = Vec::new();
+        for text in DEFAULT_REFUSED
+            .iter()
+            .copied()
+            .chain(req.config.policy.refused.iter().map(String::as_str))
+        {
+            let pattern = RefusedPattern::new(text)?;
+            if !refused.contains(&pattern) {
+                refused.push(pattern);
+            }
+        }
+
+        let defaults = match req.os {
+            Os::MacOs => BLOCKED_PROGRAMS_MACOS,
+            Os::Linux => BLOCKED_PROGRAMS_LINUX,
+        };
+        let mut blocked_programs = Vec::new();
+        for program in defaults
+            .iter()
+            .map(PathBuf::from)
+            .chain(req.config.policy.blocked_programs.iter().cloned())
+        {
+            let program = canonicalize_lenient("blocked program", &program, resolver)?;
+            if !blocked_programs.contains(&program) {
+                blocked_programs.push(program);
+            }
+        }
+
+        let mut unix_socket_allow = Vec::new();
+        for socket in &req.config.policy.allow_unix_sockets {
+            unix_socket_allow.push(canonicalize_lenient(
+                "allowed unix socket",
+                socket,
+                resolver,
+            )?);
+        }
+
+        Ok(Policy {
+            os: req.os,
+            chat: req.chat.clone(),
+            home: layout.home.clone(),
+            protected,
+            runtimes_dir: layout.runtimes_dir(),
+            runtime,
+            grants,
+            refused,
+            blocked_programs,
+            unix_socket_allow,
+        })
+    }
+
+    /// The reference semantics: may a confined process do `op` on `path` (absolute, canonical)?
+    /// Precedence, highest first: blocked > refused > pinned > runtime/granted > closed > open.
+    pub fn decide(&self, op: Op, path: &Path) -> Verdict {
+        let refuse = |rule| Verdict {
+            allowed: false,
+            rule,
+        };
+
+        if let Some(program) = self.blocked_programs.iter().find(|p| *p == path)
+            && op != Op::List
+        {
+            return refuse(Rule::Blocked {
+                program: program.clone(),
+            });
+        }
+
+        let grant = self.innermost_grant(path);
+        if let Some(grant) = grant
+            && let Ok(relative) = path.strip_prefix(&grant.path)
+            && let Some(pattern) = self.refused.iter().find(|p| p.refuses(relative))
+        {
+            return refuse(Rule::Refused {
+                grant: grant.path.clone(),
+                pattern: pattern.as_str().to_owned(),
+            });
+        }
+
+        if op == Op::Move
+            && let Some(root) = self.protected.iter().find(|r| is_within(r, path))
+        {
+            return refuse(Rule::Pinned { root: root.clone() });
+        }
+
+        if is_within(path, &self.runtime) {
+            // Moving the runtime itself would leave the next launch without it.
+            let allowed = !(op == Op::Move && path == self.runtime);
+            return Verdict {
+                allowed,
+                rule: Rule::Runtime {
+                    runtime: self.runtime.clone(),
+                },
+            };
+        }
+
+        if let Some(grant) = grant {
+            let writes = matches!(op, Op::Write | Op::Move);
+            let allowed = match grant.access {
+                Access::ReadWrite => !(op == Op::Move && path == grant.path),
+                Access::ReadOnly => !writes,
+            };
+            return Verdict {
+                allowed,
+                rule: Rule::Granted {
+                    grant: grant.path.clone(),
+                    access: grant.access,
+                },
+            };
+        }
+
+        if let Some(root) = self.protected.iter().find(|r| is_within(path, r)) {
+            return refuse(Rule::Closed { root: root.clone() });
+        }
+
+        Verdict {
+            allowed: true,
+            rule: Rule::Open,
+        }
+    }
+
+    /// The deepest grant that holds `path` (grants may nest: a read-write folder inside a
+    /// read-only workflow).
+    fn innermost_grant(&self, path: &Path) -> Option<&Grant> {
+        self.grants
+            .iter()
+            .filter(|g| is_within(path, &g.path))
+            .max_by_key(|g| g.path.as_os_str().len())
+    }
+
+    /// Every folder the chat may use: its grants and its runtime, with their access.
+    pub fn writable_and_readable(&self) -> impl Iterator<Item = Grant> + '_ {
+        std::iter::once(Grant {
+            path: self.runtime.clone(),
+            access: Access::ReadWrite,
+        })
+        .chain(self.grants.iter().cloned())
+    }
+
+    /// Whether `path` lies inside (or is) one of the protected roots.
+    pub fn is_protected(&self, path: &Path) -> bool {
+        self.protected.iter().any(|r| is_within(path, r))
+    }
+}
+
+fn validate_grant(
+    asked: &GrantRequest,
+    layout: &Layout,
+    runtime: &Path,
+    protected: &[PathBuf],
+    resolver: &dyn Resolver,
+) -> Result<Grant, PolicyError> {
+    check_absolute_clean("grant", &asked.path)?;
+    let path = resolver
+        .canonicalize(&asked.path)
+        .map_err(|e| PolicyError::GrantMissing {
+            path: asked.path.clone(),
+            reason: e.to_string(),
+        })?;
+    if !resolver.is_dir(&path) {
+        return Err(PolicyError::GrantNotFolder {
+            path: asked.path.clone(),
+        });
+    }
+    if let Some(root) = protected.iter().find(|r| is_within(r, &path)) {
+        return Err(PolicyError::GrantContainsProtected {
+            path: asked.path.clone(),
+            root: root.clone(),
+        });
+    }
+    if layout.is_in_runtimes(&path) && !is_within(&path, runtime) {
+        return Err(PolicyError::GrantInOtherRuntime {
+            path: asked.path.clone(),
+            resolved: path,
+        });
+    }
+    // Inside the app folder (or the state root) only workspace-docs may be granted; the rest is
+    // AgentWorks' own: logins, the token, personal MCP connections, event databases.
+    for app in [&layout.app_folder, &layout.state_root] {
+        if is_within(&path, app) && !is_within(&path, &layout.workspace_docs) {
+            if is_within(&path, runtime) {
+                break;
+            }
+            return Err(PolicyError::GrantInAppFolder {
+                path: asked.path.clone(),
+                resolved: path,
+                app: app.clone(),
+            });
+        }
+    }
+    Ok(Grant {
+        path,
+        access: asked.access,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,355 @@
+use std::path::Path;
+
+use super::*;
+use crate::LayoutInputs;
+use crate::path::fake::FakeFs;
+
+const HOME: &str = "/home/ann";
+const STATE: &str = "/home/ann/.local/share/AgentWorks";
+const DOCS: &str = "/home/ann/.local/share/AgentWorks/workspace-docs";
+const RUNTIMES: &str = "/home/ann/.local/share/AgentWorks/state/cli-runtimes/v1";
+
+fn fs() -> FakeFs {
+    FakeFs::default()
+        .file("/home/ann/notes.txt")
+        .file(&format!("{STATE}/config.json"))
+        .dir(&format!("{STATE}/state/auth"))
+        .dir(&format!("{RUNTIMES}/chat-1"))
+        .dir(&format!("{RUNTIMES}/chat-2"))
+        .file(&format!("{DOCS}/workflows/wf-1/planning/plan.json"))
+        .file(&format!("{DOCS}/workflows/wf-1/raw.sqlite"))
+        .file(&format!("{DOCS}/workflows/wf-1/doc.md"))
+        .dir(&format!("{DOCS}/workflows/wf-1/sub"))
+        .file(&format!("{DOCS}/workflows/wf-2/doc.md"))
+        .file(&format!("{DOCS}/workflows/wf-3/doc.md"))
+        .file("/usr/bin/xdg-open")
+        .link("/home/ann/link-to-wf2", &format!("{DOCS}/workflows/wf-2"))
+        .link("/home/ann/link-to-chat2", &format!("{RUNTIMES}/chat-2"))
+}
+
+fn layout(fs: &FakeFs) -> Layout {
+    Layout::resolve(
+        &LayoutInputs {
+            os: Os::Linux,
+            home: HOME.into(),
+            xdg_data_home: None,
+            state_root: None,
+            workspace_docs: None,
+        },
+        fs,
+    )
+    .unwrap()
+}
+
+fn build(grants: &[&str]) -> Result<Policy, PolicyError> {
+    build_with(grants, &Config::default())
+}
+
+fn build_with(grants: &[&str], config: &Config) -> Result<Policy, PolicyError> {
+    let fs = fs();
+    let layout = layout(&fs);
+    let chat = ChatId::new("chat-1").unwrap();
+    let grants: Vec<_> = grants.iter().map(|g| GrantRequest::parse(g)).collect();
+    Policy::build(
+        &PolicyRequest {
+            os: Os::Linux,
+            layout: &layout,
+            chat: &chat,
+            grants: &grants,
+            config,
+        },
+        &fs,
+    )
+}
+
+fn policy() -> Policy {
+    build(&[
+        &format!("{DOCS}/workflows/wf-1:rw"),
+        &format!("{DOCS}/workflows/wf-3:ro"),
+    ])
+    .unwrap()
+}
+
+fn rule(op: Op, path: &str) -> (bool, &'static str) {
+    let v = policy().decide(op, Path::new(path));
+    (v.allowed, v.rule.name())
+}
+
+#[test]
+fn the_home_is_open() {
+    for op in [Op::Read, Op::Write, Op::Exec, Op::List, Op::Move] {
+        assert_eq!(rule(op, "/home/ann/notes.txt"), (true, "open"), "{op:?}");
+    }
+    assert_eq!(rule(Op::Write, "/home/ann/.newfile"), (true, "open"));
+    assert_eq!(rule(Op::Write, "/tmp/x"), (true, "open"));
+}
+
+#[test]
+fn the_runtime_is_read_write() {
+    let f = format!("{RUNTIMES}/chat-1/out.txt");
+    for op in [Op::Read, Op::Write, Op::Exec, Op::Move] {
+        assert_eq!(rule(op, &f), (true, "runtime"), "{op:?}");
+    }
+    assert_eq!(
+        rule(Op::List, &format!("{RUNTIMES}/chat-1")),
+        (true, "runtime")
+    );
+    assert_eq!(
+        rule(Op::Move, &format!("{RUNTIMES}/chat-1")),
+        (false, "runtime")
+    );
+}
+
+#[test]
+fn a_read_write_grant_is_read_write() {
+    let f = format!("{DOCS}/workflows/wf-1/doc.md");
+    assert_eq!(rule(Op::Read, &f), (true, "granted"));
+    assert_eq!(rule(Op::Write, &f), (true, "granted"));
+    assert_eq!(
+        rule(Op::Write, &format!("{DOCS}/workflows/wf-1/new.md")),
+        (true, "granted")
+    );
+    assert_eq!(
+        rule(Op::Move, &format!("{DOCS}/workflows/wf-1")),
+        (false, "granted")
+    );
+}
+
+#[test]
+fn a_read_only_grant_is_read_only() {
+    let f = format!("{DOCS}/workflows/wf-3/doc.md");
+    assert_eq!(rule(Op::Read, &f), (true, "granted"));
+    assert_eq!(
+        rule(Op::List, &format!("{DOCS}/workflows/wf-3")),
+        (true, "granted")
+    );
+    assert_eq!(rule(Op::Write, &f), (false, "granted"));
+    assert_eq!(rule(Op::Move, &f), (false, "granted"));
+}
+
+#[test]
+fn protected_roots_are_closed() {
+    for path in [
+        format!("{DOCS}/workflows/wf-2/doc.md"),
+        format!("{STATE}/config.json"),
+        format!("{STATE}/state/auth/token"),
+        format!("{RUNTIMES}/chat-2/x"),
+        format!("{RUNTIMES}/new-beside"),
+    ] {
+        for op in [Op::Read, Op::Write, Op::Exec] {
+            assert_eq!(rule(op, &path), (false, "closed"), "{op:?} {path}");
+        }
+    }
+    assert_eq!(rule(Op::List, RUNTIMES), (false, "closed"));
+    assert_eq!(rule(Op::List, DOCS), (false, "closed"));
+}
+
+#[test]
+fn refused_patterns_win_inside_grants_even_when_created_later() {
+    for path in [
+        format!("{DOCS}/workflows/wf-1/planning"),
+        format!("{DOCS}/workflows/wf-1/planning/plan.json"),
+        format!("{DOCS}/workflows/wf-1/raw.sqlite"),
+        format!("{DOCS}/workflows/wf-1/later.db"),
+        format!("{DOCS}/workflows/wf-3/planning/new.json"),
+    ] {
+        for op in [Op::Read, Op::Write] {
+            assert_eq!(rule(op, &path), (false, "refused"), "{op:?} {path}");
+        }
+    }
+    // Only at the grant's top: a database deeper down is the workflow's own content.
+    assert_eq!(
+        rule(Op::Write, &format!("{DOCS}/workflows/wf-1/sub/x.db")),
+        (true, "granted")
+    );
+}
+
+#[test]
+fn refused_patterns_do_not_apply_to_the_runtime() {
+    let f = format!("{RUNTIMES}/chat-1/cache.sqlite");
+    assert_eq!(rule(Op::Write, &f), (true, "runtime"));
+}
+
+#[test]
+fn blocked_programs_win_over_everything() {
+    assert_eq!(rule(Op::Exec, "/usr/bin/xdg-open"), (false, "blocked"));
+    assert_eq!(rule(Op::Read, "/usr/bin/xdg-open"), (false, "blocked"));
+    assert_eq!(rule(Op::Exec, "/usr/bin/env"), (true, "open"));
+}
+
+#[test]
+fn protected_roots_and_their_ancestors_are_pinned() {
+    for path in [DOCS, STATE, "/home/ann/.local", "/home/ann", "/home", "/"] {
+        assert_eq!(rule(Op::Move, path), (false, "pinned"), "{path}");
+    }
+    assert_eq!(rule(Op::Move, "/home/ann/other"), (true, "open"));
+}
+
+#[test]
+fn precedence_is_blocked_refused_granted_closed_open() {
+    // A configured blocked program inside a grant's refused folder: blocked decides.
+    let config = Config {
+        policy: crate::PolicyConfig {
+            blocked_programs: vec![format!("{DOCS}/workflows/wf-1/planning/plan.json").into()],
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let p = build_with(&[&format!("{DOCS}/workflows/wf-1")], &config).unwrap();
+    let plan = format!("{DOCS}/workflows/wf-1/planning/plan.json");
+    assert_eq!(p.decide(Op::Exec, Path::new(&plan)).rule.name(), "blocked");
+    assert_eq!(
+        p.decide(
+            Op::Read,
+            Path::new(&format!("{DOCS}/workflows/wf-1/raw.sqlite"))
+        )
+        .rule
+        .name(),
+        "refused"
+    );
+}
+
+#[test]
+fn configured_protected_roots_and_patterns_are_added() {
+    let config = Config::parse(
+        "[policy]\nprotected = [\"/srv/tenant\"]\nrefused = [\"secrets/\"]\n",
+        "t",
+    )
+    .unwrap();
+    let p = build_with(&[&format!("{DOCS}/workflows/wf-1")], &config).unwrap();
+    assert!(!p.decide(Op::Read, Path::new("/srv/tenant/x")).allowed);
+    assert!(
+        !p.decide(
+            Op::Read,
+            Path::new(&format!("{DOCS}/workflows/wf-1/secrets/k"))
+        )
+        .allowed
+    );
+    assert!(
+        !p.decide(
+            Op::Read,
+            Path::new(&format!("{DOCS}/workflows/wf-1/planning/plan.json"))
+        )
+        .allowed
+    );
+}
+
+#[test]
+fn bad_grants_are_refused_with_the_path_and_the_fix() {
+    let cases: Vec<(String, &str)> = vec![
+        ("workflows/wf-1".into(), "not absolute"),
+        (format!("{DOCS}/workflows/../workflows/wf-2"), "`..`"),
+        (format!("{DOCS}/workflows/wf-9"), "does not exist"),
+        (format!("{DOCS}/workflows/wf-1/doc.md"), "not a folder"),
+        (format!("{RUNTIMES}/chat-2"), "another chat's runtime"),
+        ("/home/ann/link-to-chat2".into(), "another chat's runtime"),
+        (format!("{STATE}/state/auth"), "inside the app folder"),
+        ("/home/ann".into(), "contains the protected root"),
+        ("/".into(), "contains the protected root"),
+    ];
+    for (grant, expected) in cases {
+        let err = build(&[&grant]).unwrap_err().to_string();
+        assert!(err.contains(expected), "{grant}: {err}");
+        assert!(
+            err.contains(grant.trim_end_matches(":rw")),
+            "{grant}: {err}"
+        );
+    }
+}
+
+#[test]
+fn nul_and_newline_in_a_grant_are_refused() {
+    for bad in ["/home/ann/a\nb", "/home/ann/a\0b"] {
+        let err = build(&[bad]).unwrap_err();
+        assert!(matches!(err, PolicyError::BadCharacter { .. }), "{err}");
+    }
+}
+
+#[test]
+fn a_symlinked_grant_is_resolved_to_its_target() {
+    let p = build(&["/home/ann/link-to-wf2:ro"]).unwrap();
+    assert_eq!(
+        p.grants[0].path,
+        Path::new(&format!("{DOCS}/workflows/wf-2"))
+    );
+}
+
+#[test]
+fn the_same_grant_twice_keeps_the_wider_access() {
+    let wf = format!("{DOCS}/workflows/wf-1");
+    let p = build(&[&format!("{wf}:ro"), &format!("{wf}:rw")]).unwrap();
+    assert_eq!(
+        p.grants,
+        vec![Grant {
+            path: wf.into(),
+            access: Access::ReadWrite
+        }]
+    );
+}
+
+#[test]
+fn chat_ids_are_names_not_paths() {
+    for bad in ["", ".", "..", "a/b", "../x", "a b", "é", &"x".repeat(129)] {
+        assert!(ChatId::new(bad).is_err(), "{bad:?}");
+    }
+    for good in ["chat-1", "A.b_c-9", &"x".repeat(128)] {
+        assert!(ChatId::new(good).is_ok(), "{good:?}");
+    }
+}
+
+#[test]
+fn bad_patterns_are_refused() {
+    for bad in ["", "/", "a/b", "..", "*", "*/"] {
+        assert!(RefusedPattern::new(bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn globs_match_names() {
+    let p = RefusedPattern::new("*.db").unwrap();
+    assert!(p.matches_name("x.db") && p.matches_name(".db") && !p.matches_name("x.dbx"));
+    let p = RefusedPattern::new("a?c").unwrap();
+    assert!(p.matches_name("abc") && !p.matches_name("ac"));
+}
+
+#[test]
+fn layout_overrides_and_xdg() {
+    let fs = fs();
+    let l = Layout::resolve(
+        &LayoutInputs {
+            os: Os::Linux,
+            home: HOME.into(),
+            xdg_data_home: Some("/home/ann/data".into()),
+            state_root: Some("/srv/state".into()),
+            workspace_docs: None,
+        },
+        &fs,
+    )
+    .unwrap();
+    assert_eq!(l.app_folder, Path::new("/home/ann/data/AgentWorks"));
+    assert_eq!(l.state_root, Path::new("/srv/state"));
+    assert_eq!(l.workspace_docs, Path::new("/srv/state/workspace-docs"));
+    let mac = Layout::resolve(
+        &LayoutInputs {
+            os: Os::MacOs,
+            home: HOME.into(),
+            xdg_data_home: None,
+            state_root: None,
+            workspace_docs: None,
+        },
+        &fs,
+    )
+    .unwrap();
+    assert_eq!(
+        mac.app_folder,
+        Path::new("/home/ann/Library/Application Support/AgentWorks")
+    );
+}
+
+#[test]
+fn grant_parse_reads_the_access_suffix() {
+    assert_eq!(GrantRequest::parse("/a:ro").access, Access::ReadOnly);
+    assert_eq!(GrantRequest::parse("/a:rw").access, Access::ReadWrite);
+    assert_eq!(GrantRequest::parse("/a").access, Access::ReadWrite);
+    assert_eq!(GrantRequest::parse("/a:b").path, Path::new("/a:b"));
+}
