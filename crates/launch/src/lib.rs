@@ -1,1 +1,16 @@
-//! placeholder
+//! Launching a coding CLI inside the platform's sandbox.
+//!
+//! This crate is the only one that knows the OS mechanisms: the Seatbelt profile for macOS, the
+//! Linux plan (namespaces, Landlock, seccomp) and the helper that applies it, the facts probe
+//! that feeds the platform decision, and the edits of the person's own files. It also holds the
+//! registry of adapters by CLI name and the contract runner. The command line lives only in the
+//! `cli-sandbox` binary.
+
+pub mod context;
+pub mod disk;
+mod error;
+pub mod facts;
+pub mod linux;
+
+pub use context::{Context, Settings};
+pub use error::Error;

@@ -32,7 +32,7 @@ pub use adapter::{
 pub use config::{CliConfig, Config, ConfigError, LayoutConfig, PolicyConfig};
 pub use error::PolicyError;
 pub use layout::{ChatId, Layout, LayoutInputs, Os};
-pub use path::{Resolver, check_absolute_clean};
+pub use path::{Resolver, canonicalize_lenient, check_absolute_clean};
 pub use platform::{Backend, Decision};
 pub use policy::{
     Access, BLOCKED_PROGRAMS_LINUX, BLOCKED_PROGRAMS_MACOS, DEFAULT_REFUSED, Grant, GrantRequest,

@@ -42,7 +42,7 @@ pub fn check_absolute_clean(what: &'static str, path: &Path) -> Result<(), Polic
 /// Canonical form of a path that may not exist yet: the longest existing ancestor is resolved
 /// and the rest is appended as written. A protected root or a runtime that does not exist yet
 /// must still be named by the path it will have once created.
-pub(crate) fn canonicalize_lenient(
+pub fn canonicalize_lenient(
     what: &'static str,
     path: &Path,
     resolver: &dyn Resolver,

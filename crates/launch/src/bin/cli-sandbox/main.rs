@@ -1,0 +1,180 @@
+//! `cli-sandbox`: launch, inspect and self-test coding CLIs inside the OS sandbox.
+//!
+//! This is the only place that knows the command line; every command is a few lines over the
+//! `launch` library.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use launch::{Context, Error, Settings};
+use sandbox_core::{GrantRequest, Op};
+
+mod doctor;
+mod explain;
+mod profile;
+mod step;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cli-sandbox",
+    version,
+    about = "Launch coding CLIs confined by the OS sandbox"
+)]
+struct Cli {
+    /// The app folder as this process sees it (overrides AGENTWORKS_STATE_ROOT).
+    #[arg(long, global = true, value_name = "DIR")]
+    state_root: Option<PathBuf>,
+    /// AgentWorks' workspace data (overrides AGENTWORKS_WORKSPACE_DOCS).
+    #[arg(long, global = true, value_name = "DIR")]
+    workspace_docs: Option<PathBuf>,
+    /// A TOML configuration file (see config.example.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// More log output (also RUST_LOG).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// What this machine can confine, and how: OS, backend, ABI, mode, every way out.
+    Doctor(JsonFlag),
+    /// The verdict of the policy for one operation on one path, and the rule that decided.
+    Explain(explain::ExplainArgs),
+    /// The generated Seatbelt profile or Linux plan for a chat.
+    Profile(profile::ProfileArgs),
+    /// Run a scripted workflow step: any program, under the chat's confinement, in its runtime.
+    Step(step::StepArgs),
+    /// The Linux helper: apply a compiled plan to itself and run PROGRAM (internal).
+    #[command(hide = true)]
+    Exec(ExecArgs),
+}
+
+#[derive(Debug, Args)]
+struct JsonFlag {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A chat and its grants: shared by every command that builds a policy.
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// The chat's id ([A-Za-z0-9._-], 1 to 128 characters).
+    #[arg(long, value_name = "ID")]
+    chat: String,
+    /// A folder this chat may use inside a protected root: PATH, PATH:ro or PATH:rw.
+    #[arg(long = "grant", value_name = "PATH[:ro|:rw]")]
+    grants: Vec<String>,
+}
+
+impl ChatArgs {
+    fn grant_requests(&self) -> Vec<GrantRequest> {
+        self.grants.iter().map(|g| GrantRequest::parse(g)).collect()
+    }
+
+    fn policy(&self, ctx: &Context) -> Result<sandbox_core::Policy, Error> {
+        ctx.policy(&self.chat, &self.grant_requests())
+    }
+}
+
+#[derive(Debug, Args)]
+struct ExecArgs {
+    /// The compiled plan (written by `plan`, `run` or `step`).
+    #[arg(long, value_name = "FILE")]
+    policy: PathBuf,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    argv: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum OpArg {
+    Read,
+    Write,
+    Exec,
+    List,
+    Move,
+}
+
+impl From<OpArg> for Op {
+    fn from(op: OpArg) -> Op {
+        match op {
+            OpArg::Read => Op::Read,
+            OpArg::Write => Op::Write,
+            OpArg::Exec => Op::Exec,
+            OpArg::List => Op::List,
+            OpArg::Move => Op::Move,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    let settings = Settings {
+        state_root: cli.state_root,
+        workspace_docs: cli.workspace_docs,
+        config: cli.config,
+    };
+    let result = match cli.command {
+        Command::Doctor(a) => doctor::run(&settings, a.json),
+        Command::Explain(a) => explain::run(&settings, &a),
+        Command::Profile(a) => profile::run(&settings, &a),
+        Command::Step(a) => step::run(&settings, a),
+        Command::Exec(a) => exec(&a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("cli-sandbox: {e}");
+            ExitCode::from(if e.is_bad_input() { 2 } else { 1 })
+        }
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
+}
+
+/// `cli-sandbox exec`: never returns on success (this process ends as the program ends).
+fn exec(args: &ExecArgs) -> Result<ExitCode, Error> {
+    #[cfg(target_os = "linux")]
+    {
+        let plan = launch::linux::read_plan(&args.policy)?;
+        let err = launch::linux::apply::exec(&plan, &args.argv);
+        eprintln!("cli-sandbox exec: not started, confinement failed: {err}");
+        Ok(ExitCode::from(2))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = args;
+        eprintln!(
+            "cli-sandbox exec: the Linux helper runs only on Linux (use sandbox-exec on macOS)"
+        );
+        Ok(ExitCode::from(2))
+    }
+}
+
+/// Prints a value as pretty JSON on stdout.
+fn print_json(value: &impl serde::Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("output always serializes")
+    );
+}

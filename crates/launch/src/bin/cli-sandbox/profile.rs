@@ -1,0 +1,57 @@
+//! `cli-sandbox profile`: the generated Seatbelt profile or Linux plan for a chat, on any OS.
+
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use launch::linux::plan::Enforcement;
+use launch::{Context, Error, Settings};
+
+use crate::ChatArgs;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum BackendArg {
+    Seatbelt,
+    Landlock,
+}
+
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    #[command(flatten)]
+    chat: ChatArgs,
+    /// Which backend's profile.
+    #[arg(long, value_enum)]
+    backend: BackendArg,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(settings: &Settings, args: &ProfileArgs) -> Result<ExitCode, Error> {
+    match args.backend {
+        BackendArg::Landlock => {
+            let ctx = Context::load_for(settings, sandbox_core::Os::Linux)?;
+            let policy = args.chat.policy(&ctx)?;
+            let plan = launch::linux::compile(&policy, launch::linux::this_kernel())?;
+            if args.json {
+                crate::print_json(&plan);
+            } else {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&plan).unwrap_or_default()
+                );
+                println!();
+                println!("What the kernel will enforce:");
+                for g in &plan.guarantees {
+                    let state = match &g.enforcement {
+                        Enforcement::Fully => "fully".to_owned(),
+                        Enforcement::Partly(n) => format!("partly: {n}"),
+                        Enforcement::Not(n) => format!("NOT: {n}"),
+                    };
+                    println!("  - {} [{}] by {}", g.what, state, g.by);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BackendArg::Seatbelt => Err(Error::Other("the Seatbelt profile is not built yet".into())),
+    }
+}

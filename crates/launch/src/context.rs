@@ -1,0 +1,103 @@
+//! Where things are and which rules hold: the configuration, the layout and a chat's policy,
+//! read from the settings the caller passes and the environment.
+
+use std::path::{Path, PathBuf};
+
+use sandbox_core::{ChatId, Config, GrantRequest, Layout, LayoutInputs, Os, Policy, PolicyRequest};
+
+use crate::Error;
+use crate::disk::RealDisk;
+
+/// What the caller may set (the binary's global flags; a library caller sets them directly).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub state_root: Option<PathBuf>,
+    pub workspace_docs: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+}
+
+/// The configuration and layout in force for this process.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub os: Os,
+    pub config: Config,
+    pub layout: Layout,
+}
+
+impl Context {
+    /// Reads the configuration file (if any) and resolves the layout for the OS this runs on.
+    /// Precedence: setting (flag) > environment variable > configuration > default.
+    pub fn load(settings: &Settings) -> Result<Context, Error> {
+        let os = Os::current().unwrap_or(Os::Linux);
+        Context::load_for(settings, os)
+    }
+
+    /// As [`Context::load`], for a given OS (to compile another OS's profile).
+    pub fn load_for(settings: &Settings, os: Os) -> Result<Context, Error> {
+        let config = match &settings.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+                    what: format!("configuration `{}`", path.display()),
+                    source: e,
+                })?;
+                Config::parse(&text, &path.display().to_string())?
+            }
+            None => Config::default(),
+        };
+        let env_path = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let home = env_path("HOME").ok_or(Error::NoHome)?;
+        let inputs = LayoutInputs {
+            os,
+            home,
+            xdg_data_home: env_path("XDG_DATA_HOME"),
+            state_root: settings
+                .state_root
+                .clone()
+                .or_else(|| env_path("AGENTWORKS_STATE_ROOT"))
+                .or_else(|| config.layout.state_root.clone()),
+            workspace_docs: settings
+                .workspace_docs
+                .clone()
+                .or_else(|| env_path("AGENTWORKS_WORKSPACE_DOCS"))
+                .or_else(|| config.layout.workspace_docs.clone()),
+        };
+        let layout = Layout::resolve(&inputs, &RealDisk)?;
+        Ok(Context { os, config, layout })
+    }
+
+    /// Validates a chat id and grants and builds the chat's policy.
+    pub fn policy(&self, chat: &str, grants: &[GrantRequest]) -> Result<Policy, Error> {
+        let chat = ChatId::new(chat)?;
+        Ok(Policy::build(
+            &PolicyRequest {
+                os: self.os,
+                layout: &self.layout,
+                chat: &chat,
+                grants,
+                config: &self.config,
+            },
+            &RealDisk,
+        )?)
+    }
+
+    /// Creates the chat's runtime folder if it is missing (mode 0700: it is the chat's alone).
+    pub fn ensure_runtime(&self, policy: &Policy) -> Result<(), Error> {
+        ensure_dir(&policy.runtime)
+    }
+}
+
+pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(|e| Error::Io {
+            what: format!("folder `{}`", path.display()),
+            source: e,
+        })
+}

@@ -1,0 +1,99 @@
+//! Gathering the facts the platform decision needs, from the running machine.
+
+use sandbox_core::platform::{Facts, LinuxFacts, MacFacts};
+
+/// Facts about this machine. On Linux: the Landlock ABI and whether user namespaces can be
+/// created (tried for real in a short-lived child). On macOS: `sandbox-exec`, the people with an
+/// account, and whether we already run inside a sandbox.
+pub fn probe() -> Facts {
+    if cfg!(target_os = "linux") {
+        Facts::Linux(linux())
+    } else if cfg!(target_os = "macos") {
+        Facts::MacOs(mac())
+    } else {
+        Facts::Other {
+            name: std::env::consts::OS.to_owned(),
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn linux() -> LinuxFacts {
+    let abi = crate::linux::apply::kernel_landlock_abi();
+    let (user_namespaces, user_namespaces_error) = match try_user_namespaces() {
+        Ok(()) => (true, None),
+        Err(e) => (false, Some(e)),
+    };
+    LinuxFacts {
+        landlock_abi: (abi > 0).then_some(abi),
+        user_namespaces,
+        user_namespaces_error,
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn linux() -> LinuxFacts {
+    LinuxFacts {
+        landlock_abi: None,
+        user_namespaces: false,
+        user_namespaces_error: Some("not Linux".into()),
+    }
+}
+
+/// Forks a child that enters a user, mount and PID namespace and reports whether it could.
+#[cfg(target_os = "linux")]
+fn try_user_namespaces() -> Result<(), String> {
+    // SAFETY: the child only calls unshare and _exit, both async-signal-safe.
+    unsafe {
+        let pid = libc::fork();
+        if pid < 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        if pid == 0 {
+            let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+            let rc = libc::unshare(flags);
+            let code = if rc == 0 {
+                0
+            } else {
+                *libc::__errno_location()
+            };
+            libc::_exit(code.min(255));
+        }
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+        match libc::WEXITSTATUS(status) {
+            0 => Ok(()),
+            errno => Err(format!(
+                "unshare(user, mount, pid) fails: {}",
+                std::io::Error::from_raw_os_error(errno)
+            )),
+        }
+    }
+}
+
+fn mac() -> MacFacts {
+    MacFacts {
+        sandbox_exec: std::path::Path::new("/usr/bin/sandbox-exec").exists(),
+        people: mac_people(),
+        already_sandboxed: false,
+    }
+}
+
+/// Accounts with uid >= 501 whose name does not start with `_`, from `dscl`.
+fn mac_people() -> Vec<String> {
+    let Ok(out) = std::process::Command::new("/usr/bin/dscl")
+        .args([".", "-list", "/Users", "UniqueID"])
+        .output()
+    else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.split_whitespace();
+            let name = parts.next()?;
+            let uid: u32 = parts.next()?.parse().ok()?;
+            (uid >= 501 && !name.starts_with('_')).then(|| name.to_owned())
+        })
+        .collect()
+}
