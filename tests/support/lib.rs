@@ -1,1 +1,47 @@
-//! Shared fixtures for the cross-crate tests in this folder.
+//! Shared fixtures for the cross-crate tests in this folder: where the binary is, and whether
+//! the kernel can confine (a missing Landlock is a loud skip, or a failure where CI requires it).
+
+use std::path::PathBuf;
+
+/// The `cli-sandbox` binary built for this test run.
+pub fn cli_sandbox() -> PathBuf {
+    let path = assert_cmd::cargo::cargo_bin("cli-sandbox");
+    assert!(
+        path.exists(),
+        "{} is missing: build it first with `cargo build -p launch` (cargo test --workspace does)",
+        path.display()
+    );
+    path
+}
+
+/// Set by `.ci/run`: on a machine with Landlock, a test that finds it missing fails instead of
+/// skipping.
+pub const REQUIRE_LANDLOCK: &str = "CLI_SANDBOX_REQUIRE_LANDLOCK";
+
+/// `true` when the kernel can confine (Landlock and user namespaces). Otherwise prints why the
+/// calling test is skipped, loudly, or panics when `CLI_SANDBOX_REQUIRE_LANDLOCK=1`.
+pub fn confinement_available(test: &str) -> bool {
+    let facts = launch::facts::probe();
+    let problem = match &facts {
+        sandbox_core::platform::Facts::Linux(l) => match (l.landlock_abi, l.user_namespaces) {
+            (Some(_), true) => None,
+            (None, _) => Some("the kernel has no Landlock".to_owned()),
+            (Some(_), false) => Some(format!(
+                "user namespaces cannot be created ({})",
+                l.user_namespaces_error.as_deref().unwrap_or("?")
+            )),
+        },
+        _ => Some("this is not Linux".to_owned()),
+    };
+    let Some(problem) = problem else {
+        return true;
+    };
+    if std::env::var(REQUIRE_LANDLOCK).as_deref() == Ok("1") {
+        panic!("{test}: {problem}, and {REQUIRE_LANDLOCK}=1 requires real confinement");
+    }
+    eprintln!(
+        "\n!!! SKIPPED {test}: {problem}. Real confinement cannot be tested on this machine. \
+         Set {REQUIRE_LANDLOCK}=1 to make this an error.\n"
+    );
+    false
+}

@@ -11,6 +11,8 @@ use crate::disk::RealDisk;
 /// What the caller may set (the binary's global flags; a library caller sets them directly).
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
+    /// The person's home; `$HOME` when not set.
+    pub home: Option<PathBuf>,
     pub state_root: Option<PathBuf>,
     pub workspace_docs: Option<PathBuf>,
     pub config: Option<PathBuf>,
@@ -49,7 +51,11 @@ impl Context {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         };
-        let home = env_path("HOME").ok_or(Error::NoHome)?;
+        let home = settings
+            .home
+            .clone()
+            .or_else(|| env_path("HOME"))
+            .ok_or(Error::NoHome)?;
         let inputs = LayoutInputs {
             os,
             home,

@@ -14,3 +14,5 @@ pub mod linux;
 
 pub use context::{Context, Settings};
 pub use error::Error;
+pub mod contract;
+pub mod demo;

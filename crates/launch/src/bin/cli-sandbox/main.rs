@@ -117,6 +117,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
     let settings = Settings {
+        home: None,
         state_root: cli.state_root,
         workspace_docs: cli.workspace_docs,
         config: cli.config,
