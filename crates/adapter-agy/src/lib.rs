@@ -1,1 +1,171 @@
-//! placeholder
+//! How cli-sandbox launches Google's Antigravity CLI (`agy`): one [`CliAdapter`], [`Agy`].
+//!
+//! What it is not: it starts nothing and writes nothing. It reads the person's Agy settings (to
+//! refuse a launch they would break) and says which arguments and settings entries a launch
+//! needs; the launcher applies them.
+//!
+//! Every flag here is REPORTED, not checked: `agy` is installed by a script, not from a package
+//! registry, and has not been run here (CLI-FACTS). Its flags are Gemini-derived. Treat each as
+//! a claim:
+//!
+//! | what | how | source |
+//! |---|---|---|
+//! | own sandbox off | never `--sandbox` (it turns Agy's terminal sandbox ON); a person's `enableTerminalSandbox: true` refuses the launch (below) | reported |
+//! | approvals off (confined) | `--dangerously-skip-permissions` (tool approvals only) | reported |
+//! | pre-trust | the exact workdir added to the `trustedWorkspaces` list in `~/.gemini/antigravity-cli/settings.json` (a parent does not count; no flag or variable skips the screen), created 0600 | reported |
+//! | MCP isolation | `--allowed-mcp-server-names=<bridge>`, or a name no server has | reported |
+//! | grants | `--add-dir=<grant>` each | reported |
+//! | headless | `--prompt=<prompt>`, stdin `/dev/null` | reported |
+//! | interactive prompt | `-i <prompt>` | reported |
+//! | model | `--model=<model>` | reported |
+//!
+//! Decisions where the facts were silent, and what is out of reach:
+//!
+//! - **Terminal sandbox.** No per-launch switch is known that keeps the person's
+//!   `enableTerminalSandbox: true` from turning Agy's own sandbox on inside ours (where it fails:
+//!   a sandbox cannot start inside ours). Rather than change the person's setting behind their
+//!   back, a confined launch with that setting on is refused with [`AdapterError::Setting`]
+//!   naming the file and the fix. Only the top-level key is read.
+//! - **Stale `statusLine`.** No per-launch override of the person's `statusLine` command is known
+//!   and an adapter cannot see whether the command's path exists, so a stale one is left as it
+//!   is: if it breaks the launch, the person must fix or remove it. Unresolved.
+//! - **The bridge is only allowed by name**, not given: no per-launch MCP config flag is known.
+//! - **No JSON stream**: no output-format flag is reported, so the structured shape is `-p` text.
+//! - Only [`Mode::Full`]: "there is no unconfined full mode", and no flag is known that turns the
+//!   built-in tools off. Only the workdir is trusted (a grant added to `trustedWorkspaces` would
+//!   stay trusted for the person's own, unconfined use of Agy).
+
+use std::path::{Path, PathBuf};
+
+use sandbox_core::{
+    AdapterError, ArgvParts, CliAdapter, EditAction, EnvChanges, FileEdit, FileFormat,
+    LaunchRequest, Mode, PersonFiles, PreTrust, Shape, Stdin,
+};
+use serde_json::Value;
+
+/// The Antigravity CLI.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Agy;
+
+/// Allowed when there is no bridge: a name no server has.
+pub const NO_SERVER: &str = "cli-sandbox-no-mcp-server";
+
+impl CliAdapter for Agy {
+    fn name(&self) -> &'static str {
+        "agy"
+    }
+
+    fn program(&self) -> &'static str {
+        "agy"
+    }
+
+    fn modes(&self) -> &'static [Mode] {
+        &[Mode::Full]
+    }
+
+    fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {
+        vec!["--dangerously-skip-permissions".to_owned()]
+    }
+
+    fn pre_trust(
+        &self,
+        req: &LaunchRequest,
+        person: &dyn PersonFiles,
+    ) -> Result<PreTrust, AdapterError> {
+        let file = settings_file(req);
+        if req.confined && terminal_sandbox_on(&file, person)? {
+            return Err(AdapterError::Setting {
+                file,
+                problem:
+                    "`enableTerminalSandbox` is true, and Agy's own sandbox cannot run inside ours"
+                        .to_owned(),
+                fix: "set it to false (or remove it) in that file and launch again".to_owned(),
+            });
+        }
+        let workdir = req.workdir.to_str().ok_or_else(|| AdapterError::Setting {
+            file: req.workdir.clone(),
+            problem: "the path is not valid UTF-8, so it cannot be listed in trustedWorkspaces"
+                .to_owned(),
+            fix: "use a working folder whose path is UTF-8".to_owned(),
+        })?;
+        Ok(PreTrust {
+            edits: vec![FileEdit {
+                file,
+                format: FileFormat::Json,
+                keys: vec!["trustedWorkspaces".to_owned()],
+                value: workdir.into(),
+                create_mode: 0o600,
+                action: EditAction::AddToList,
+            }],
+            args: Vec::new(),
+        })
+    }
+
+    fn mcp_isolation(
+        &self,
+        req: &LaunchRequest,
+        _person: &dyn PersonFiles,
+    ) -> Result<Vec<String>, AdapterError> {
+        let allowed = req
+            .mcp_bridge
+            .as_ref()
+            .map_or(NO_SERVER, |b| b.name.as_str());
+        Ok(vec![format!("--allowed-mcp-server-names={allowed}")])
+    }
+
+    fn env(&self, _req: &LaunchRequest) -> EnvChanges {
+        EnvChanges::default()
+    }
+
+    fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
+        let mut args = Vec::new();
+        args.extend(parts.own_sandbox_off);
+        args.extend(parts.pre_trust);
+        args.extend(parts.mcp);
+        for grant in &req.grants {
+            args.push(format!("--add-dir={}", grant.path.to_string_lossy()));
+        }
+        if let Some(model) = &req.model {
+            args.push(format!("--model={model}"));
+        }
+        args.extend(req.extra_args.iter().cloned());
+        match (req.shape, &req.prompt) {
+            (Shape::Structured, prompt) => {
+                args.push(format!("--prompt={}", prompt.as_deref().unwrap_or("")));
+            }
+            (Shape::Tmux, Some(prompt)) => {
+                args.push("-i".to_owned());
+                args.push(prompt.clone());
+            }
+            (Shape::Tmux, None) => {}
+        }
+        args
+    }
+
+    fn stdin(&self, req: &LaunchRequest) -> Stdin {
+        match req.shape {
+            Shape::Tmux => Stdin::Inherit,
+            Shape::Structured => Stdin::Null,
+        }
+    }
+}
+
+fn settings_file(req: &LaunchRequest) -> PathBuf {
+    req.home.join(".gemini/antigravity-cli/settings.json")
+}
+
+/// Whether the person's settings turn Agy's terminal sandbox on.
+fn terminal_sandbox_on(file: &Path, person: &dyn PersonFiles) -> Result<bool, AdapterError> {
+    let text = person.read(file).map_err(|source| AdapterError::Read {
+        file: file.to_owned(),
+        source,
+    })?;
+    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+        return Ok(false);
+    };
+    let settings: Value = serde_json::from_str(&text).map_err(|e| AdapterError::Unparsable {
+        file: file.to_owned(),
+        reason: format!("line {}, column {}: {e}", e.line(), e.column()),
+    })?;
+    Ok(settings.get("enableTerminalSandbox") == Some(&Value::Bool(true)))
+}

@@ -1,1 +1,216 @@
-//! placeholder
+//! How cli-sandbox launches Anthropic's Claude Code (`claude`): one [`CliAdapter`], [`Claude`].
+//!
+//! What it is not: it starts nothing and writes nothing. It says which arguments, environment
+//! and settings entries a launch needs; the launcher applies them.
+//!
+//! Flags CHECKED against the real `@anthropic-ai/claude-code` 2.1.197 (npm, Linux x86_64, a
+//! scratch `HOME`, never logged in; `tests/real_clis.rs` checks them again):
+//!
+//! | what | how | checked |
+//! |---|---|---|
+//! | own sandbox off (confined) | one `--settings=<json>` holding `sandbox.enabled=false` (the flag layer outranks user and project settings) | parses; the headless init event is read |
+//! | approvals off (Full, confined) | `--dangerously-skip-permissions`, plus `skipDangerousModePermissionPrompt` in the same settings (the first interactive bypass run shows a warning otherwise) and `IS_SANDBOX=1` (as root it refuses the flag without it; it *is* sandboxed) | yes |
+//! | pre-trust | `projects["<workdir>"].hasTrustDialogAccepted = true` in the person's `~/.claude.json` (or `$CLAUDE_CONFIG_DIR/.claude.json`), created 0600 | yes: the tmux pane shows no trust screen |
+//! | MCP isolation | `--strict-mcp-config --mcp-config=<json>` with the bridge only (an empty server list without a bridge), and `enableAllProjectMcpServers` in the settings (a project `.mcp.json` still raises an approval dialog otherwise; with the strict flag those servers are not started) | yes: the person's stand-in server does not start; the init event lists only the bridge |
+//! | headless | `-p --output-format=stream-json --verbose` (stream-json requires `--verbose`), stdin `/dev/null` | yes |
+//! | bridge-only | `--tools=` (no built-in tool), `--allowedTools=mcp__<bridge>` and `--permission-mode=dontAsk` (what is not allowed is refused, never asked) | yes: the init event lists no built-in tool |
+//! | `DISABLE_AUTOUPDATER=1` | no self-update from inside a chat | reported by CLI-FACTS, set always |
+//! | `CLAUDECODE` removed | a CLI started from inside a Claude Code session must not think it is nested | REPORTED only (2.1.197 `-p` runs with it set) |
+//!
+//! Decisions where the facts were silent:
+//!
+//! - Every flag that takes several values is written `--flag=value`, and the prompt comes after
+//!   `--`, so no flag swallows the prompt.
+//! - The settings from every part (sandbox off, the bypass warning, project MCP approval) are
+//!   merged into one `--settings` value: the flag is not additive.
+//! - `CLAUDE_CONFIG_DIR` is read from the launcher's environment ([`PersonFiles::var`]), which
+//!   the CLI inherits; a relative one is refused. `hasCompletedOnboarding` is left alone (the
+//!   person's own login and onboarding are theirs).
+//! - The trust entry is written for both shapes: `-p` skips the screen, but the entry is harmless
+//!   and keeps one rule. Only the workdir is trusted; grants go in `--add-dir` (Full only), which
+//!   raises no trust screen.
+//! - `CLAUDE_CODE_SANDBOXED=1` (undocumented, skips the trust screen) is not used.
+
+use std::path::{Path, PathBuf};
+
+use sandbox_core::{
+    AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest, Mode,
+    PersonFiles, PreTrust, Shape, Stdin,
+};
+use serde_json::{Map, Value, json};
+
+/// Claude Code.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Claude;
+
+const SETTINGS: &str = "--settings=";
+
+impl CliAdapter for Claude {
+    fn name(&self) -> &'static str {
+        "claude"
+    }
+
+    fn program(&self) -> &'static str {
+        "claude"
+    }
+
+    fn modes(&self) -> &'static [Mode] {
+        &[Mode::Full, Mode::BridgeOnly]
+    }
+
+    fn own_sandbox_off(&self, req: &LaunchRequest) -> Vec<String> {
+        let mut args = vec![settings(json!({
+            "sandbox": {"enabled": false},
+            "skipDangerousModePermissionPrompt": true,
+        }))];
+        // Bridge-only allows the bridge by name instead (see `argv`).
+        if req.mode == Mode::Full {
+            args.push("--dangerously-skip-permissions".to_owned());
+        }
+        args
+    }
+
+    fn pre_trust(
+        &self,
+        req: &LaunchRequest,
+        person: &dyn PersonFiles,
+    ) -> Result<PreTrust, AdapterError> {
+        let workdir = req.workdir.to_str().ok_or_else(|| AdapterError::Setting {
+            file: req.workdir.clone(),
+            problem: "the path is not valid UTF-8, so it cannot be a key in ~/.claude.json"
+                .to_owned(),
+            fix: "use a working folder whose path is UTF-8".to_owned(),
+        })?;
+        Ok(PreTrust {
+            edits: vec![FileEdit {
+                file: state_file(req, person)?,
+                format: FileFormat::Json,
+                keys: vec![
+                    "projects".to_owned(),
+                    workdir.to_owned(),
+                    "hasTrustDialogAccepted".to_owned(),
+                ],
+                value: true.into(),
+                create_mode: 0o600,
+                action: Default::default(),
+            }],
+            args: Vec::new(),
+        })
+    }
+
+    fn mcp_isolation(
+        &self,
+        req: &LaunchRequest,
+        _person: &dyn PersonFiles,
+    ) -> Result<Vec<String>, AdapterError> {
+        let mut servers = Map::new();
+        if let Some(bridge) = &req.mcp_bridge {
+            servers.insert(
+                bridge.name.clone(),
+                json!({
+                    "type": "stdio",
+                    "command": bridge.command,
+                    "args": bridge.args,
+                    "env": bridge.env,
+                }),
+            );
+        }
+        Ok(vec![
+            "--strict-mcp-config".to_owned(),
+            format!("--mcp-config={}", json!({ "mcpServers": servers })),
+            settings(json!({"enableAllProjectMcpServers": true})),
+        ])
+    }
+
+    fn env(&self, req: &LaunchRequest) -> EnvChanges {
+        let mut env = EnvChanges::default();
+        env.set
+            .insert("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned());
+        if req.confined {
+            env.set.insert("IS_SANDBOX".to_owned(), "1".to_owned());
+        }
+        env.remove.push("CLAUDECODE".to_owned());
+        env
+    }
+
+    fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
+        let mut args = Vec::new();
+        if req.shape == Shape::Structured {
+            args.extend(["-p", "--output-format=stream-json", "--verbose"].map(str::to_owned));
+        }
+        let (merged, rest) = merge_settings(
+            parts
+                .own_sandbox_off
+                .into_iter()
+                .chain(parts.pre_trust)
+                .chain(parts.mcp),
+        );
+        args.extend(merged);
+        args.extend(rest);
+        match req.mode {
+            Mode::Full => {
+                for grant in &req.grants {
+                    args.push(format!("--add-dir={}", grant.path.to_string_lossy()));
+                }
+            }
+            Mode::BridgeOnly => {
+                args.push("--tools=".to_owned());
+                if let Some(bridge) = &req.mcp_bridge {
+                    args.push(format!("--allowedTools=mcp__{}", bridge.name));
+                }
+                args.push("--permission-mode=dontAsk".to_owned());
+            }
+        }
+        if let Some(model) = &req.model {
+            args.push(format!("--model={model}"));
+        }
+        args.extend(req.extra_args.iter().cloned());
+        if let Some(prompt) = &req.prompt {
+            args.push("--".to_owned());
+            args.push(prompt.clone());
+        }
+        args
+    }
+
+    fn stdin(&self, req: &LaunchRequest) -> Stdin {
+        match req.shape {
+            Shape::Tmux => Stdin::Inherit,
+            Shape::Structured => Stdin::Null,
+        }
+    }
+}
+
+fn settings(value: Value) -> String {
+    format!("{SETTINGS}{value}")
+}
+
+/// One `--settings=` holding every part's settings (later parts win a shared key), and the
+/// other arguments in their order.
+fn merge_settings(args: impl Iterator<Item = String>) -> (Option<String>, Vec<String>) {
+    let mut merged = Map::new();
+    let mut rest = Vec::new();
+    for arg in args {
+        match arg
+            .strip_prefix(SETTINGS)
+            .map(serde_json::from_str::<Value>)
+        {
+            Some(Ok(Value::Object(part))) => merged.extend(part),
+            _ => rest.push(arg),
+        }
+    }
+    let merged = (!merged.is_empty()).then(|| settings(Value::Object(merged)));
+    (merged, rest)
+}
+
+/// `$CLAUDE_CONFIG_DIR/.claude.json`, or `~/.claude.json`.
+fn state_file(req: &LaunchRequest, person: &dyn PersonFiles) -> Result<PathBuf, AdapterError> {
+    match person.var("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) if Path::new(&dir).is_absolute() => Ok(Path::new(&dir).join(".claude.json")),
+        Some(dir) => Err(AdapterError::Setting {
+            file: PathBuf::from(&dir),
+            problem: "CLAUDE_CONFIG_DIR is not an absolute path".to_owned(),
+            fix: "set CLAUDE_CONFIG_DIR to an absolute path or unset it".to_owned(),
+        }),
+        None => Ok(req.home.join(".claude.json")),
+    }
+}

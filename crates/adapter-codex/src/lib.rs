@@ -1,1 +1,233 @@
-//! placeholder
+//! How cli-sandbox launches OpenAI's Codex CLI (`codex`): one [`CliAdapter`], [`Codex`].
+//!
+//! What it is not: it starts nothing and writes nothing. It says which arguments, environment
+//! and settings entries a launch needs; the launcher applies them.
+//!
+//! Every flag below is CHECKED against the real `@openai/codex` 0.171.0 (installed from npm on
+//! Linux x86_64, `HOME` pointed at a scratch folder, never logged in; `tests/real_clis.rs` checks
+//! them again):
+//!
+//! | what | how | checked |
+//! |---|---|---|
+//! | own sandbox and approvals off (confined only) | `--dangerously-bypass-approvals-and-sandbox`, accepted by the TUI and by `exec` alike | yes: `codex debug prompt-input` reports `danger-full-access` and approval `never` |
+//! | no shared daemon (TUI) | `--no-daemon` | yes (`exec` has no daemon and no such flag) |
+//! | working folder | `-C <workdir>` | yes |
+//! | pre-trust | `[projects."<workdir>"] trust_level = "trusted"` in the person's own `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`, created 0600) | yes: the TUI shows no trust screen |
+//! | headless | `exec --json --skip-git-repo-check`, stdin `/dev/null` (`exec` reads a piped stdin to EOF) | yes |
+//! | MCP isolation | one `-c mcp_servers={<each person's server>={enabled=false}, <bridge>={command=…}}` | yes: `codex mcp list` shows them disabled and a stand-in server does not start |
+//!
+//! Decisions where the facts were silent:
+//!
+//! - `-c` merges tables deeply, so a server is disabled by merging `enabled=false` into it. The
+//!   inline-table form is used because the dotted form (`mcp_servers."a.b".enabled`) keeps the
+//!   quotes literally and cannot reach a name with a dot, which Codex accepts.
+//! - A person's server named like the bridge is refused ([`AdapterError::Setting`]): the merge
+//!   would mix their server's fields (`env`, `cwd`, `url`) into the bridge.
+//! - `CODEX_HOME` is read from the launcher's environment ([`PersonFiles::var`]), which the CLI
+//!   inherits; a relative one is refused. With no config file at all, nothing is disabled and a
+//!   launch without a bridge gets no `-c` at all.
+//! - The trust entry is written for both shapes (one entry per chat runtime, kept for the person
+//!   to see), though `exec` never shows the screen.
+//! - Grants are not passed as `--add-dir`: with Codex's sandbox off it only widens a sandbox that
+//!   is not there; ours enforces them.
+//! - Bridge-only is not offered: 0.171.0's built-in tools (a JavaScript `exec` with nested shell
+//!   and patch tools, browser and computer use, …) have no single switch that turns them all
+//!   off, so the mode would be a claim we cannot check. Only [`Mode::Full`] (always confined).
+//! - MCP servers that plugins or profiles bring are not read (`-p PROFILE` is not passed).
+
+use std::path::{Path, PathBuf};
+
+use sandbox_core::{
+    AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest, Mode,
+    PersonFiles, PreTrust, Shape, Stdin,
+};
+
+/// The Codex CLI.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Codex;
+
+impl CliAdapter for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn program(&self) -> &'static str {
+        "codex"
+    }
+
+    fn modes(&self) -> &'static [Mode] {
+        &[Mode::Full]
+    }
+
+    fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {
+        vec!["--dangerously-bypass-approvals-and-sandbox".to_owned()]
+    }
+
+    fn pre_trust(
+        &self,
+        req: &LaunchRequest,
+        person: &dyn PersonFiles,
+    ) -> Result<PreTrust, AdapterError> {
+        let workdir = utf8(&req.workdir)?;
+        Ok(PreTrust {
+            edits: vec![FileEdit {
+                file: config_file(req, person)?,
+                format: FileFormat::Toml,
+                keys: vec![
+                    "projects".to_owned(),
+                    workdir.to_owned(),
+                    "trust_level".to_owned(),
+                ],
+                value: "trusted".into(),
+                create_mode: 0o600,
+                action: Default::default(),
+            }],
+            args: Vec::new(),
+        })
+    }
+
+    fn mcp_isolation(
+        &self,
+        req: &LaunchRequest,
+        person: &dyn PersonFiles,
+    ) -> Result<Vec<String>, AdapterError> {
+        let file = config_file(req, person)?;
+        let theirs = person_servers(&file, person)?;
+        let mut servers = toml_edit::InlineTable::new();
+        for name in &theirs {
+            let mut off = toml_edit::InlineTable::new();
+            off.insert("enabled", false.into());
+            servers.insert(name, off.into());
+        }
+        if let Some(bridge) = &req.mcp_bridge {
+            if theirs.contains(&bridge.name) {
+                return Err(AdapterError::Setting {
+                    file,
+                    problem: format!(
+                        "it defines an MCP server named `{}`, the name of the bridge",
+                        bridge.name
+                    ),
+                    fix: "rename that server in the file or give the bridge another name"
+                        .to_owned(),
+                });
+            }
+            let mut server = toml_edit::InlineTable::new();
+            server.insert("command", bridge.command.as_str().into());
+            server.insert(
+                "args",
+                bridge
+                    .args
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<toml_edit::Array>()
+                    .into(),
+            );
+            let mut env = toml_edit::InlineTable::new();
+            for (k, v) in &bridge.env {
+                env.insert(k, v.as_str().into());
+            }
+            server.insert("env", env.into());
+            servers.insert(&bridge.name, server.into());
+        }
+        if servers.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(vec![
+            "-c".to_owned(),
+            format!("mcp_servers={}", servers.to_string().trim()),
+        ])
+    }
+
+    fn env(&self, _req: &LaunchRequest) -> EnvChanges {
+        EnvChanges::default()
+    }
+
+    fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
+        let mut args = Vec::new();
+        match req.shape {
+            // A daemon outlives the TUI and would serve the next chat (or run unconfined).
+            Shape::Tmux => args.push("--no-daemon".to_owned()),
+            Shape::Structured => {
+                args.extend(["exec", "--json", "--skip-git-repo-check"].map(str::to_owned))
+            }
+        }
+        args.extend(parts.own_sandbox_off);
+        args.push("-C".to_owned());
+        args.push(req.workdir.to_string_lossy().into_owned());
+        args.extend(parts.pre_trust);
+        args.extend(parts.mcp);
+        if let Some(model) = &req.model {
+            args.push("-m".to_owned());
+            args.push(model.clone());
+        }
+        args.extend(req.extra_args.iter().cloned());
+        if let Some(prompt) = &req.prompt {
+            args.push("--".to_owned());
+            args.push(prompt.clone());
+        }
+        args
+    }
+
+    fn stdin(&self, req: &LaunchRequest) -> Stdin {
+        match req.shape {
+            Shape::Tmux => Stdin::Inherit,
+            Shape::Structured => Stdin::Null,
+        }
+    }
+}
+
+/// `$CODEX_HOME/config.toml`, or `~/.codex/config.toml`.
+fn config_file(req: &LaunchRequest, person: &dyn PersonFiles) -> Result<PathBuf, AdapterError> {
+    match person.var("CODEX_HOME").filter(|v| !v.is_empty()) {
+        Some(home) if Path::new(&home).is_absolute() => Ok(Path::new(&home).join("config.toml")),
+        Some(home) => Err(AdapterError::Setting {
+            file: PathBuf::from(&home),
+            problem: "CODEX_HOME is not an absolute path".to_owned(),
+            fix: "set CODEX_HOME to an absolute path or unset it".to_owned(),
+        }),
+        None => Ok(req.home.join(".codex/config.toml")),
+    }
+}
+
+/// The names under `[mcp_servers]` in the person's config.
+fn person_servers(file: &Path, person: &dyn PersonFiles) -> Result<Vec<String>, AdapterError> {
+    let text = person.read(file).map_err(|source| AdapterError::Read {
+        file: file.to_owned(),
+        source,
+    })?;
+    let Some(text) = text else {
+        return Ok(Vec::new());
+    };
+    let doc: toml_edit::DocumentMut =
+        text.parse()
+            .map_err(|e: toml_edit::TomlError| AdapterError::Unparsable {
+                file: file.to_owned(),
+                reason: format!(
+                    "line {}: {}",
+                    line_of(&text, e.span().map_or(0, |s| s.start)),
+                    e.message()
+                ),
+            })?;
+    let Some(servers) = doc.get("mcp_servers") else {
+        return Ok(Vec::new());
+    };
+    let servers = servers
+        .as_table_like()
+        .ok_or_else(|| AdapterError::Unparsable {
+            file: file.to_owned(),
+            reason: "`mcp_servers` is not a table".to_owned(),
+        })?;
+    Ok(servers.iter().map(|(name, _)| name.to_owned()).collect())
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+fn utf8(path: &Path) -> Result<&str, AdapterError> {
+    path.to_str().ok_or_else(|| AdapterError::Setting {
+        file: path.to_owned(),
+        problem: "the path is not valid UTF-8, so it cannot be a key in Codex's config".to_owned(),
+        fix: "use a working folder whose path is UTF-8".to_owned(),
+    })
+}

@@ -1,1 +1,112 @@
-//! placeholder
+//! How cli-sandbox launches the Cursor CLI (`cursor-agent`): one [`CliAdapter`], [`Cursor`].
+//!
+//! What it is not: it starts nothing and writes nothing. It says which arguments a launch
+//! needs; the launcher applies them.
+//!
+//! Every flag here is REPORTED, not checked: `cursor-agent` is installed by a script, not from a
+//! package registry, and has not been run here (CLI-FACTS). Treat each as a claim:
+//!
+//! | what | how | source |
+//! |---|---|---|
+//! | own sandbox off (confined) | `--sandbox disabled` | reported |
+//! | commands without approval (confined) | `--force` (keeps hooks) | reported |
+//! | pre-trust | `--trust` ("Trust the current workspace without prompting") | reported |
+//! | working folder | `--workspace <workdir>` | reported |
+//! | headless | `-p --output-format stream-json`, stdin `/dev/null` | reported |
+//! | model | `--model <model>` | reported |
+//! | MCP isolation | `--approve-mcps` is never passed: servers not approved for a workspace are silently not loaded, and each chat's runtime is a new workspace | reported |
+//!
+//! Decisions where the facts were silent, and what is out of reach:
+//!
+//! - `--force` goes with the sandbox switch (confined only), not with pre-trust: it is an
+//!   approval switch, and without our sandbox the CLI's own stops stay on.
+//! - `--add-dir` is not passed: one source lists it, the official parameters page does not, and
+//!   an unknown flag would stop every launch. Grants stay reachable by their absolute paths
+//!   inside our sandbox (Cursor's own sandbox, which would confine it to the workspace, is off).
+//! - The bridge is not given: no per-launch MCP flag is known, and a server added to the
+//!   workspace's `.cursor/mcp.json` would need `--approve-mcps`, which approves every server.
+//!   A Cursor chat therefore has its own tools and no bridge.
+//! - Only [`Mode::Full`]: no flag is known that turns the built-in tools off.
+//! - Headless in an untrusted folder it refuses and exits 0: the caller must read the output,
+//!   not only the status.
+
+use sandbox_core::{
+    AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchRequest, Mode, PersonFiles, PreTrust,
+    Shape, Stdin,
+};
+
+/// The Cursor CLI.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cursor;
+
+impl CliAdapter for Cursor {
+    fn name(&self) -> &'static str {
+        "cursor"
+    }
+
+    fn program(&self) -> &'static str {
+        "cursor-agent"
+    }
+
+    fn modes(&self) -> &'static [Mode] {
+        &[Mode::Full]
+    }
+
+    fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {
+        ["--sandbox", "disabled", "--force"]
+            .map(str::to_owned)
+            .to_vec()
+    }
+
+    fn pre_trust(
+        &self,
+        _req: &LaunchRequest,
+        _person: &dyn PersonFiles,
+    ) -> Result<PreTrust, AdapterError> {
+        Ok(PreTrust {
+            edits: Vec::new(),
+            args: vec!["--trust".to_owned()],
+        })
+    }
+
+    fn mcp_isolation(
+        &self,
+        _req: &LaunchRequest,
+        _person: &dyn PersonFiles,
+    ) -> Result<Vec<String>, AdapterError> {
+        Ok(Vec::new())
+    }
+
+    fn env(&self, _req: &LaunchRequest) -> EnvChanges {
+        EnvChanges::default()
+    }
+
+    fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
+        let mut args = Vec::new();
+        if req.shape == Shape::Structured {
+            args.extend(["-p", "--output-format", "stream-json"].map(str::to_owned));
+        }
+        args.push("--workspace".to_owned());
+        args.push(req.workdir.to_string_lossy().into_owned());
+        args.extend(parts.own_sandbox_off);
+        args.extend(parts.pre_trust);
+        args.extend(parts.mcp);
+        if let Some(model) = &req.model {
+            args.push("--model".to_owned());
+            args.push(model.clone());
+        }
+        args.extend(req.extra_args.iter().cloned());
+        if let Some(prompt) = &req.prompt {
+            args.push("--".to_owned());
+            args.push(prompt.clone());
+        }
+        args
+    }
+
+    fn stdin(&self, req: &LaunchRequest) -> Stdin {
+        match req.shape {
+            Shape::Tmux => Stdin::Inherit,
+            Shape::Structured => Stdin::Null,
+        }
+    }
+}

@@ -1,1 +1,99 @@
-//! placeholder
+//! How cli-sandbox launches Meta's Muse Code CLI (`muse`): one [`CliAdapter`], [`Muse`].
+//!
+//! What it is not: it starts nothing and writes nothing. It says which arguments a launch
+//! needs; the launcher applies them.
+//!
+//! Every flag here is REPORTED, not checked: `muse` is installed by a script, not from a package
+//! registry, and has not been run here (CLI-FACTS). Treat each as a claim:
+//!
+//! | what | how | source |
+//! |---|---|---|
+//! | own sandbox and approvals off (confined) | `--yolo` (also trusts the workspace for the run); Muse ships its own Seatbelt sandbox, on by default, which cannot run inside ours | reported |
+//! | pre-trust | `--trust-workspace` (on its own, so trust holds even where `--yolo` is not passed) | reported |
+//! | headless | `exec --json`, stdin `/dev/null` | reported |
+//!
+//! Decisions where the facts were silent, and what is out of reach:
+//!
+//! - **MCP isolation is out of reach.** Muse reads MCP servers from
+//!   `~/.config/muse/settings.json` and no per-launch MCP flag is known, so the person's own
+//!   servers DO load and the bridge is not given. Said here and in the launcher's report until a
+//!   flag is known.
+//! - The prompt is passed as a positional argument after `--` (unverified: only
+//!   `--prompt-file FILE` is reported for `exec`).
+//! - No model flag is known: [`LaunchRequest::model`] is not passed (give it in `extra_args`).
+//! - Grants are not passed (no `--add-dir` is known); they are reachable by absolute path inside
+//!   our sandbox.
+//! - Only [`Mode::Full`]: no flag is known that turns the built-in tools off.
+
+use sandbox_core::{
+    AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchRequest, Mode, PersonFiles, PreTrust,
+    Shape, Stdin,
+};
+
+/// The Muse Code CLI.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Muse;
+
+impl CliAdapter for Muse {
+    fn name(&self) -> &'static str {
+        "muse"
+    }
+
+    fn program(&self) -> &'static str {
+        "muse"
+    }
+
+    fn modes(&self) -> &'static [Mode] {
+        &[Mode::Full]
+    }
+
+    fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {
+        vec!["--yolo".to_owned()]
+    }
+
+    fn pre_trust(
+        &self,
+        _req: &LaunchRequest,
+        _person: &dyn PersonFiles,
+    ) -> Result<PreTrust, AdapterError> {
+        Ok(PreTrust {
+            edits: Vec::new(),
+            args: vec!["--trust-workspace".to_owned()],
+        })
+    }
+
+    fn mcp_isolation(
+        &self,
+        _req: &LaunchRequest,
+        _person: &dyn PersonFiles,
+    ) -> Result<Vec<String>, AdapterError> {
+        Ok(Vec::new())
+    }
+
+    fn env(&self, _req: &LaunchRequest) -> EnvChanges {
+        EnvChanges::default()
+    }
+
+    fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
+        let mut args = Vec::new();
+        if req.shape == Shape::Structured {
+            args.extend(["exec", "--json"].map(str::to_owned));
+        }
+        args.extend(parts.own_sandbox_off);
+        args.extend(parts.pre_trust);
+        args.extend(parts.mcp);
+        args.extend(req.extra_args.iter().cloned());
+        if let Some(prompt) = &req.prompt {
+            args.push("--".to_owned());
+            args.push(prompt.clone());
+        }
+        args
+    }
+
+    fn stdin(&self, req: &LaunchRequest) -> Stdin {
+        match req.shape {
+            Shape::Tmux => Stdin::Inherit,
+            Shape::Structured => Stdin::Null,
+        }
+    }
+}

@@ -4,7 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use sandbox_core::{PersonFiles, Resolver};
+use sandbox_core::Resolver;
 
 use crate::linux::plan::{EntryKind, LaunchDisk};
 
@@ -46,15 +46,5 @@ impl LaunchDisk for RealDisk {
         read.filter_map(|e| e.ok())
             .filter_map(|e| e.file_name().into_string().ok())
             .collect()
-    }
-}
-
-impl PersonFiles for RealDisk {
-    fn read(&self, path: &Path) -> io::Result<Option<String>> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
     }
 }

@@ -74,6 +74,21 @@ pub struct FileEdit {
     pub value: serde_json::Value,
     /// Mode of the file when it has to be created (Codex keeps its config 0600).
     pub create_mode: u32,
+    /// What to do at `keys`: set the value (the default) or add it to a list.
+    #[serde(default)]
+    pub action: EditAction,
+}
+
+/// How a [`FileEdit`] changes the value at its keys.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EditAction {
+    /// The value at the keys becomes `value`.
+    #[default]
+    Set,
+    /// The value at the keys is a list (created empty when missing) that must hold `value`:
+    /// appended when absent, nothing written when present (Agy's `trustedWorkspaces`).
+    AddToList,
 }
 
 /// What pre-trust needs: edits to the person's files and/or arguments on the command line.
@@ -97,6 +112,13 @@ pub struct CliLaunch {
 pub trait PersonFiles {
     /// The file's text, `Ok(None)` when it does not exist.
     fn read(&self, path: &Path) -> io::Result<Option<String>>;
+
+    /// The launcher's environment variable `name` (the CLI inherits it), for the variables that
+    /// move a CLI's settings (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`). `None` when unset or not UTF-8.
+    fn var(&self, name: &str) -> Option<String> {
+        let _ = name;
+        None
+    }
 }
 
 /// Why an adapter cannot build a launch; the message names the file or flag and the fix.
@@ -106,6 +128,12 @@ pub enum AdapterError {
     Unparsable { file: PathBuf, reason: String },
     #[error("cannot read `{}`: {source}", file.display())]
     Read { file: PathBuf, source: io::Error },
+    #[error("`{}`: {problem}; nothing was written: {fix}", file.display())]
+    Setting {
+        file: PathBuf,
+        problem: String,
+        fix: String,
+    },
     #[error("{cli} does not support mode {}: use {}", mode.as_str(), supported)]
     Unsupported {
         cli: &'static str,

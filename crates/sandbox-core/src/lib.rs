@@ -26,7 +26,7 @@ pub mod platform;
 mod policy;
 
 pub use adapter::{
-    AdapterError, ArgvParts, CliAdapter, CliLaunch, EnvChanges, FileEdit, FileFormat,
+    AdapterError, ArgvParts, CliAdapter, CliLaunch, EditAction, EnvChanges, FileEdit, FileFormat,
     LaunchRequest, McpServer, PersonFiles, PreTrust, Stdin,
 };
 pub use config::{CliConfig, Config, ConfigError, LayoutConfig, PolicyConfig};

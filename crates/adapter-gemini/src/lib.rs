@@ -1,0 +1,183 @@
+//! How cli-sandbox launches Google's Gemini CLI (`gemini`): one [`CliAdapter`], [`Gemini`].
+//!
+//! What it is not: it starts nothing and writes nothing. It says which arguments, environment
+//! and settings entries a launch needs; the launcher applies them.
+//!
+//! Flags CHECKED against the real `@google/gemini-cli` 0.61.0 (npm, Linux x86_64, a scratch
+//! `HOME`, never logged in; `tests/real_clis.rs` checks them again):
+//!
+//! | what | how | checked |
+//! |---|---|---|
+//! | own sandbox off (confined) | `GEMINI_SANDBOX=false` (it overrides the flag) and `--sandbox=false` | parses |
+//! | approvals off (confined) | `--approval-mode=yolo` (quietly reduced to the default in an untrusted folder, hence the trust entry) | parses |
+//! | pre-trust | `{"<workdir>": "TRUST_FOLDER"}` in the person's `~/.gemini/trustedFolders.json` (`GEMINI_CLI_TRUSTED_FOLDERS_PATH`, else `$GEMINI_CLI_HOME/.gemini/…`, as 0.61.0's source reads them), created 0600 | yes: headless in the workdir no longer exits 55 |
+//! | MCP isolation | `--allowed-mcp-server-names=<bridge>`, or a name no server has when there is no bridge (an empty list allows every server) | parses |
+//! | the bridge | written into the chat's own workspace settings, `<workdir>/.gemini/settings.json` `mcpServers.<bridge>` (there is no per-launch MCP flag; workspace settings load in a trusted folder) | written; not started in a test (no login) |
+//! | grants | `--include-directories=<grant>` each (Full) | parses |
+//! | headless | `--output-format=stream-json --prompt=<prompt>`, stdin `/dev/null` (`-p` appends a piped stdin) | parses |
+//! | interactive prompt | `--prompt-interactive=<prompt>` (a bare positional prompt would also start interactively, but could be taken for a subcommand) | parses |
+//!
+//! Decisions where the facts were silent:
+//!
+//! - Values are written `--flag=value` so array flags swallow nothing and a prompt that starts
+//!   with `-` stays a prompt.
+//! - Only [`Mode::Full`]: the CLI has no switch that turns all of its built-in tools off
+//!   (`--approval-mode=plan` still reads files), so bridge-only is not offered.
+//! - The bridge's workspace-settings entry is a [`FileEdit`] on the chat's runtime, not on the
+//!   person's files; it travels with the pre-trust edits because that is the launcher's one way
+//!   to write a file before the CLI starts.
+
+use std::path::{Path, PathBuf};
+
+use sandbox_core::{
+    AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest, Mode,
+    PersonFiles, PreTrust, Shape, Stdin,
+};
+use serde_json::json;
+
+/// The Gemini CLI.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gemini;
+
+/// Allowed when there is no bridge: a name no server has, since an empty list allows them all.
+pub const NO_SERVER: &str = "cli-sandbox-no-mcp-server";
+
+impl CliAdapter for Gemini {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn program(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn modes(&self) -> &'static [Mode] {
+        &[Mode::Full]
+    }
+
+    fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {
+        vec![
+            "--sandbox=false".to_owned(),
+            "--approval-mode=yolo".to_owned(),
+        ]
+    }
+
+    fn pre_trust(
+        &self,
+        req: &LaunchRequest,
+        person: &dyn PersonFiles,
+    ) -> Result<PreTrust, AdapterError> {
+        let workdir = req.workdir.to_str().ok_or_else(|| AdapterError::Setting {
+            file: req.workdir.clone(),
+            problem: "the path is not valid UTF-8, so it cannot be a key in trustedFolders.json"
+                .to_owned(),
+            fix: "use a working folder whose path is UTF-8".to_owned(),
+        })?;
+        let mut edits = vec![FileEdit {
+            file: trusted_folders_file(req, person)?,
+            format: FileFormat::Json,
+            keys: vec![workdir.to_owned()],
+            value: "TRUST_FOLDER".into(),
+            create_mode: 0o600,
+            action: Default::default(),
+        }];
+        if let Some(bridge) = &req.mcp_bridge {
+            edits.push(FileEdit {
+                file: req.workdir.join(".gemini/settings.json"),
+                format: FileFormat::Json,
+                keys: vec!["mcpServers".to_owned(), bridge.name.clone()],
+                value: json!({
+                    "command": bridge.command,
+                    "args": bridge.args,
+                    "env": bridge.env,
+                }),
+                create_mode: 0o600,
+                action: Default::default(),
+            });
+        }
+        Ok(PreTrust {
+            edits,
+            args: Vec::new(),
+        })
+    }
+
+    fn mcp_isolation(
+        &self,
+        req: &LaunchRequest,
+        _person: &dyn PersonFiles,
+    ) -> Result<Vec<String>, AdapterError> {
+        let allowed = req
+            .mcp_bridge
+            .as_ref()
+            .map_or(NO_SERVER, |b| b.name.as_str());
+        Ok(vec![format!("--allowed-mcp-server-names={allowed}")])
+    }
+
+    fn env(&self, req: &LaunchRequest) -> EnvChanges {
+        let mut env = EnvChanges::default();
+        if req.confined {
+            env.set
+                .insert("GEMINI_SANDBOX".to_owned(), "false".to_owned());
+        }
+        env
+    }
+
+    fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
+        let mut args = Vec::new();
+        args.extend(parts.own_sandbox_off);
+        args.extend(parts.pre_trust);
+        args.extend(parts.mcp);
+        if req.mode == Mode::Full {
+            for grant in &req.grants {
+                args.push(format!(
+                    "--include-directories={}",
+                    grant.path.to_string_lossy()
+                ));
+            }
+        }
+        if let Some(model) = &req.model {
+            args.push(format!("--model={model}"));
+        }
+        args.extend(req.extra_args.iter().cloned());
+        match (req.shape, &req.prompt) {
+            (Shape::Structured, prompt) => {
+                args.push("--output-format=stream-json".to_owned());
+                args.push(format!("--prompt={}", prompt.as_deref().unwrap_or("")));
+            }
+            (Shape::Tmux, Some(prompt)) => args.push(format!("--prompt-interactive={prompt}")),
+            (Shape::Tmux, None) => {}
+        }
+        args
+    }
+
+    fn stdin(&self, req: &LaunchRequest) -> Stdin {
+        match req.shape {
+            Shape::Tmux => Stdin::Inherit,
+            Shape::Structured => Stdin::Null,
+        }
+    }
+}
+
+/// Where 0.61.0 reads the trusted folders: `GEMINI_CLI_TRUSTED_FOLDERS_PATH`, else
+/// `<GEMINI_CLI_HOME or home>/.gemini/trustedFolders.json`.
+fn trusted_folders_file(
+    req: &LaunchRequest,
+    person: &dyn PersonFiles,
+) -> Result<PathBuf, AdapterError> {
+    let absolute = |name: &str| -> Result<Option<PathBuf>, AdapterError> {
+        match person.var(name).filter(|v| !v.is_empty()) {
+            Some(v) if Path::new(&v).is_absolute() => Ok(Some(PathBuf::from(v))),
+            Some(v) => Err(AdapterError::Setting {
+                file: PathBuf::from(v),
+                problem: format!("{name} is not an absolute path"),
+                fix: format!("set {name} to an absolute path or unset it"),
+            }),
+            None => Ok(None),
+        }
+    };
+    if let Some(file) = absolute("GEMINI_CLI_TRUSTED_FOLDERS_PATH")? {
+        return Ok(file);
+    }
+    let home = absolute("GEMINI_CLI_HOME")?.unwrap_or_else(|| req.home.clone());
+    Ok(home.join(".gemini/trustedFolders.json"))
+}

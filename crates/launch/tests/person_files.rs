@@ -1,0 +1,601 @@
+//! The pre-trust writer against real files: preservation, refusal, idempotence, permissions,
+//! and a hundred writers at once (threads and separate processes), including writers killed with
+//! SIGKILL in the middle of a write.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use launch::person_files::{Applied, PersonFileError, RealPersonFiles, apply};
+use sandbox_core::{EditAction, FileEdit, FileFormat, PersonFiles};
+use serde_json::{Value, json};
+
+fn edit(file: &Path, format: FileFormat, keys: &[&str], value: Value) -> FileEdit {
+    FileEdit {
+        file: file.to_owned(),
+        format,
+        keys: keys.iter().map(|k| k.to_string()).collect(),
+        value,
+        create_mode: 0o600,
+        action: EditAction::Set,
+    }
+}
+
+fn codex_trust(file: &Path, project: &str) -> FileEdit {
+    edit(
+        file,
+        FileFormat::Toml,
+        &["projects", project, "trust_level"],
+        json!("trusted"),
+    )
+}
+
+fn claude_trust(file: &Path, project: &str) -> FileEdit {
+    edit(
+        file,
+        FileFormat::Json,
+        &["projects", project, "hasTrustDialogAccepted"],
+        json!(true),
+    )
+}
+
+const PERSON_TOML: &str = r#"# My Codex settings -- hand written, keep the comments!
+model    =   "gpt-5"     # the one I like
+approval_policy = 'on-request'
+
+  [profiles.fast]   # indented header
+  model = "mini"
+
+[projects."/home/me/code"]
+trust_level = "trusted"
+
+[mcp_servers.mine]
+command = "/usr/local/bin/my-server"
+args = [ "--flag",
+         "value" ,  # odd layout
+]
+env = { TOKEN = "abc", "odd key" = 1.50 }
+
+[[some.array]]
+x = 1
+"#;
+
+#[test]
+fn toml_keeps_every_other_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    fs::write(&file, PERSON_TOML).unwrap();
+
+    assert_eq!(
+        apply(&codex_trust(&file, "/rt/chat 1")).unwrap(),
+        Applied::Written
+    );
+    let after = fs::read_to_string(&file).unwrap();
+    // The new table sits beside the person's other project; nothing else moves.
+    let expected = PERSON_TOML.replace(
+        "[projects.\"/home/me/code\"]\ntrust_level = \"trusted\"\n",
+        "[projects.\"/home/me/code\"]\ntrust_level = \"trusted\"\n\n[projects.\"/rt/chat 1\"]\ntrust_level = \"trusted\"\n",
+    );
+    assert_eq!(after, expected);
+}
+
+#[test]
+fn toml_created_from_nothing_and_from_a_file_without_projects() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("new/.codex/config.toml");
+    apply(&codex_trust(&file, "/rt/a")).unwrap();
+    assert_eq!(
+        fs::read_to_string(&file).unwrap(),
+        "[projects.\"/rt/a\"]\ntrust_level = \"trusted\"\n"
+    );
+
+    let other = dir.path().join("other.toml");
+    fs::write(&other, "model = \"x\" # note\n").unwrap();
+    apply(&codex_trust(&other, "/rt/a")).unwrap();
+    assert_eq!(
+        fs::read_to_string(&other).unwrap(),
+        "model = \"x\" # note\n\n[projects.\"/rt/a\"]\ntrust_level = \"trusted\"\n"
+    );
+}
+
+#[test]
+fn toml_inline_and_changed_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    fs::write(
+        &file,
+        "projects = { \"/a\" = { trust_level = \"trusted\" } }\n",
+    )
+    .unwrap();
+    apply(&codex_trust(&file, "/b")).unwrap();
+    let doc: toml_edit::DocumentMut = fs::read_to_string(&file).unwrap().parse().unwrap();
+    assert_eq!(
+        doc["projects"]["/a"]["trust_level"].as_str(),
+        Some("trusted")
+    );
+    assert_eq!(
+        doc["projects"]["/b"]["trust_level"].as_str(),
+        Some("trusted")
+    );
+
+    // A different value is replaced in place, its trailing comment kept.
+    fs::write(
+        &file,
+        "[projects.\"/b\"]\ntrust_level = \"untrusted\"  # said no once\nother = 1\n",
+    )
+    .unwrap();
+    assert_eq!(apply(&codex_trust(&file, "/b")).unwrap(), Applied::Written);
+    assert_eq!(
+        fs::read_to_string(&file).unwrap(),
+        "[projects.\"/b\"]\ntrust_level = \"trusted\"  # said no once\nother = 1\n"
+    );
+}
+
+#[test]
+fn json_keeps_every_key_and_value_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(".claude.json");
+    let person = r#"{
+    "zeta": 1,
+    "numStartups": 42,
+    "oauthAccount": {"emailAddress": "me@example.com", "x": [1, 2.5, -3e-7, null, true]},
+    "projects": {
+        "/home/me/code": {"allowedTools": [], "hasTrustDialogAccepted": true, "history": [{"display": "héllo \u2603 \"q\""}]}
+    },
+    "alpha": {"nested": {"deep": "yes"}},
+    "empty": {}
+}
+"#;
+    fs::write(&file, person).unwrap();
+    apply(&claude_trust(&file, "/rt/chat")).unwrap();
+    let after_text = fs::read_to_string(&file).unwrap();
+    let mut after: Value = serde_json::from_str(&after_text).unwrap();
+    let before: Value = serde_json::from_str(person).unwrap();
+
+    assert_eq!(
+        after["projects"]["/rt/chat"]["hasTrustDialogAccepted"],
+        json!(true)
+    );
+    after["projects"]
+        .as_object_mut()
+        .unwrap()
+        .remove("/rt/chat");
+    assert_eq!(after, before, "every other key and value is kept");
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&after), keys(&before), "top-level order is kept");
+    assert!(
+        after_text.starts_with("{\n    \"zeta\": 1,"),
+        "the 4-space indentation is reused:\n{after_text}"
+    );
+    assert!(after_text.ends_with("}\n"));
+}
+
+#[test]
+fn json_add_to_list_is_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("settings.json");
+    fs::write(
+        &file,
+        "{\"trustedWorkspaces\": [\"/p\"], \"theme\": \"dark\"}",
+    )
+    .unwrap();
+    let add = FileEdit {
+        action: EditAction::AddToList,
+        ..edit(
+            &file,
+            FileFormat::Json,
+            &["trustedWorkspaces"],
+            json!("/rt/x"),
+        )
+    };
+    assert_eq!(apply(&add).unwrap(), Applied::Written);
+    assert_eq!(apply(&add).unwrap(), Applied::AlreadyThere);
+    let after: Value = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        after,
+        json!({"trustedWorkspaces": ["/p", "/rt/x"], "theme": "dark"})
+    );
+
+    let toml = dir.path().join("l.toml");
+    fs::write(&toml, "list = [\"a\"] # c\n").unwrap();
+    let add = FileEdit {
+        action: EditAction::AddToList,
+        ..edit(&toml, FileFormat::Toml, &["list"], json!("b"))
+    };
+    assert_eq!(apply(&add).unwrap(), Applied::Written);
+    assert_eq!(apply(&add).unwrap(), Applied::AlreadyThere);
+    assert_eq!(
+        fs::read_to_string(&toml).unwrap(),
+        "list = [\"a\", \"b\"] # c\n"
+    );
+}
+
+fn assert_untouched(file: &Path, before: &[u8], ino: u64) {
+    assert_eq!(
+        fs::read(file).unwrap(),
+        before,
+        "the file is byte for byte what it was"
+    );
+    assert_eq!(
+        fs::metadata(file).unwrap().ino(),
+        ino,
+        "the file was not replaced"
+    );
+    let litter: Vec<_> = fs::read_dir(file.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(litter.is_empty(), "no temporary file left: {litter:?}");
+}
+
+#[test]
+fn unparsable_toml_is_untouched_and_the_error_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    let broken = b"model = \"o3\"\n[projects\ntrust_level = \"trusted\"\n";
+    fs::write(&file, broken).unwrap();
+    let ino = fs::metadata(&file).unwrap().ino();
+    let err = apply(&codex_trust(&file, "/rt/a")).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        matches!(err, PersonFileError::Unparsable { line: 2, .. }),
+        "{err:?}"
+    );
+    assert!(message.contains(&file.display().to_string()), "{message}");
+    assert!(message.contains("line 2"), "{message}");
+    assert_untouched(&file, broken, ino);
+}
+
+#[test]
+fn unparsable_json_is_untouched_and_the_error_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(".claude.json");
+    let broken = b"{\n  \"a\": 1,\n  \"b\": ,\n}\n";
+    fs::write(&file, broken).unwrap();
+    let ino = fs::metadata(&file).unwrap().ino();
+    let err = apply(&claude_trust(&file, "/rt/a")).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        matches!(err, PersonFileError::Unparsable { line: 3, .. }),
+        "{err:?}"
+    );
+    assert!(message.contains(&file.display().to_string()), "{message}");
+    assert!(message.contains("line 3"), "{message}");
+    assert_untouched(&file, broken, ino);
+}
+
+#[test]
+fn a_key_holding_something_else_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    let text = b"projects = \"not a table\"\n";
+    fs::write(&file, text).unwrap();
+    let ino = fs::metadata(&file).unwrap().ino();
+    let err = apply(&codex_trust(&file, "/rt/a")).unwrap_err();
+    assert!(
+        err.to_string().contains("`projects` holds a string"),
+        "{err}"
+    );
+    assert_untouched(&file, text, ino);
+
+    let json = dir.path().join("c.json");
+    let text = b"[1, 2]";
+    fs::write(&json, text).unwrap();
+    let ino = fs::metadata(&json).unwrap().ino();
+    let err = apply(&claude_trust(&json, "/rt/a")).unwrap_err();
+    assert!(err.to_string().contains("the whole document"), "{err}");
+    assert_untouched(&json, text, ino);
+}
+
+#[test]
+fn bad_edits_are_refused() {
+    let rel = edit(Path::new("rel/c.toml"), FileFormat::Toml, &["a"], json!(1));
+    assert!(
+        apply(&rel)
+            .unwrap_err()
+            .to_string()
+            .contains("not absolute")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let none = edit(&dir.path().join("c.toml"), FileFormat::Toml, &[], json!(1));
+    assert!(
+        apply(&none)
+            .unwrap_err()
+            .to_string()
+            .contains("names no key")
+    );
+    let null = edit(
+        &dir.path().join("c.toml"),
+        FileFormat::Toml,
+        &["a"],
+        Value::Null,
+    );
+    assert!(apply(&null).unwrap_err().to_string().contains("no null"));
+}
+
+#[test]
+fn idempotent_no_write_when_the_entry_is_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    fs::write(&file, PERSON_TOML).unwrap();
+    assert_eq!(
+        apply(&codex_trust(&file, "/home/me/code")).unwrap(),
+        Applied::AlreadyThere
+    );
+    assert_eq!(fs::read_to_string(&file).unwrap(), PERSON_TOML);
+
+    apply(&codex_trust(&file, "/rt/new")).unwrap();
+    let meta = fs::metadata(&file).unwrap();
+    assert_eq!(
+        apply(&codex_trust(&file, "/rt/new")).unwrap(),
+        Applied::AlreadyThere
+    );
+    let again = fs::metadata(&file).unwrap();
+    assert_eq!(
+        (meta.ino(), meta.mtime_nsec()),
+        (again.ino(), again.mtime_nsec())
+    );
+}
+
+#[test]
+fn permissions_are_kept_never_widened_and_created_as_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    for mode in [0o600, 0o640, 0o400, 0o644] {
+        let file = dir.path().join(format!("c{mode:o}.json"));
+        fs::write(&file, "{}").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(mode)).unwrap();
+        // A person's file of mode 0644 edited with create_mode 0600 stays 0644: we keep, we do
+        // not decide; a 0400 file stays read-only.
+        apply(&claude_trust(&file, "/rt/a")).unwrap();
+        assert_eq!(
+            fs::metadata(&file).unwrap().mode() & 0o7777,
+            mode,
+            "{}",
+            file.display()
+        );
+    }
+    let created = dir.path().join("fresh/.codex/config.toml");
+    apply(&codex_trust(&created, "/rt/a")).unwrap();
+    assert_eq!(fs::metadata(&created).unwrap().mode() & 0o777, 0o600);
+    assert_eq!(
+        fs::metadata(created.parent().unwrap()).unwrap().mode() & 0o777,
+        0o700
+    );
+    let wide = FileEdit {
+        create_mode: 0o644,
+        ..claude_trust(&dir.path().join("w/x.json"), "/rt/a")
+    };
+    apply(&wide).unwrap();
+    assert_eq!(
+        fs::metadata(dir.path().join("w/x.json")).unwrap().mode() & 0o777,
+        0o644
+    );
+    assert_eq!(
+        fs::metadata(dir.path().join("w")).unwrap().mode() & 0o777,
+        0o755
+    );
+}
+
+#[test]
+fn a_symlinked_settings_file_is_edited_where_it_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("dotfiles/claude.json");
+    fs::create_dir_all(real.parent().unwrap()).unwrap();
+    fs::write(&real, "{\"a\": 1}\n").unwrap();
+    let link = dir.path().join(".claude.json");
+    symlink(&real, &link).unwrap();
+    apply(&claude_trust(&link, "/rt/a")).unwrap();
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let after: Value = serde_json::from_str(&fs::read_to_string(&real).unwrap()).unwrap();
+    assert_eq!(
+        after["projects"]["/rt/a"]["hasTrustDialogAccepted"],
+        json!(true)
+    );
+    assert_eq!(after["a"], json!(1));
+}
+
+#[test]
+fn real_person_files_reads_and_reports_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x");
+    assert_eq!(RealPersonFiles.read(&file).unwrap(), None);
+    fs::write(&file, "hi").unwrap();
+    assert_eq!(RealPersonFiles.read(&file).unwrap().as_deref(), Some("hi"));
+    assert!(RealPersonFiles.var("PATH").is_some());
+}
+
+// ---------- many writers ----------
+
+const WRITERS: usize = 100;
+
+fn check_all_entries(toml: &Path, json_file: &Path) {
+    let toml_text = fs::read_to_string(toml).unwrap();
+    let mut without_ours = toml_text.clone();
+    for i in 0..WRITERS {
+        without_ours = without_ours.replace(
+            &format!("\n[projects.\"/rt/chat-{i}\"]\ntrust_level = \"trusted\"\n"),
+            "",
+        );
+    }
+    assert_eq!(
+        without_ours, PERSON_TOML,
+        "the person's TOML is intact, byte for byte"
+    );
+    let doc: toml_edit::DocumentMut = toml_text.parse().unwrap();
+    let json: Value = serde_json::from_str(&fs::read_to_string(json_file).unwrap()).unwrap();
+    assert_eq!(json["person"], json!({"keep": [1, 2, 3]}));
+    for i in 0..WRITERS {
+        let project = format!("/rt/chat-{i}");
+        assert_eq!(
+            doc["projects"][project.as_str()]["trust_level"].as_str(),
+            Some("trusted"),
+            "entry {i} lost"
+        );
+        assert_eq!(
+            json["projects"][&project]["hasTrustDialogAccepted"],
+            json!(true),
+            "entry {i} lost"
+        );
+    }
+    let count = doc["projects"].as_table_like().unwrap().len();
+    assert_eq!(count, WRITERS + 1);
+}
+
+fn person_home() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = dir.path().join(".codex/config.toml");
+    fs::create_dir_all(toml.parent().unwrap()).unwrap();
+    fs::write(&toml, PERSON_TOML).unwrap();
+    let json_file = dir.path().join(".claude.json");
+    fs::write(&json_file, "{\"person\": {\"keep\": [1, 2, 3]}}\n").unwrap();
+    (dir, toml, json_file)
+}
+
+#[test]
+fn a_hundred_threads_lose_no_entry() {
+    let (_dir, toml, json_file) = person_home();
+    std::thread::scope(|s| {
+        for i in 0..WRITERS {
+            let (toml, json_file) = (&toml, &json_file);
+            s.spawn(move || {
+                let project = format!("/rt/chat-{i}");
+                apply(&codex_trust(toml, &project)).unwrap();
+                apply(&claude_trust(json_file, &project)).unwrap();
+            });
+        }
+    });
+    check_all_entries(&toml, &json_file);
+}
+
+/// Not a test on its own: the body of the child processes the tests below start by running this
+/// test binary again. Without the variables it does nothing.
+#[test]
+fn child_writer() {
+    let Ok(mode) = std::env::var("PERSON_FILES_CHILD") else {
+        return;
+    };
+    let toml = PathBuf::from(std::env::var("PERSON_FILES_TOML").unwrap());
+    let json_file = PathBuf::from(std::env::var("PERSON_FILES_JSON").unwrap());
+    let id = std::env::var("PERSON_FILES_ID").unwrap();
+    match mode.as_str() {
+        "once" => {
+            let project = format!("/rt/chat-{id}");
+            apply(&codex_trust(&toml, &project)).unwrap();
+            apply(&claude_trust(&json_file, &project)).unwrap();
+        }
+        "forever" => {
+            // Rewrites both files in a loop until killed, alternating a value so every apply
+            // really writes.
+            for n in 0u64.. {
+                let flip = edit(&toml, FileFormat::Toml, &["flip", "n"], json!(n));
+                apply(&flip).unwrap();
+                let flip = edit(&json_file, FileFormat::Json, &["flip", "n"], json!(n));
+                apply(&flip).unwrap();
+            }
+        }
+        other => panic!("unknown PERSON_FILES_CHILD {other}"),
+    }
+}
+
+fn child(mode: &str, toml: &Path, json_file: &Path, id: usize) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "child_writer", "--test-threads=1", "--quiet"])
+        .env("PERSON_FILES_CHILD", mode)
+        .env("PERSON_FILES_TOML", toml)
+        .env("PERSON_FILES_JSON", json_file)
+        .env("PERSON_FILES_ID", id.to_string())
+        .stdout(std::process::Stdio::null());
+    cmd
+}
+
+#[test]
+fn a_hundred_processes_lose_no_entry() {
+    let (_dir, toml, json_file) = person_home();
+    let children: Vec<_> = (0..WRITERS)
+        .map(|i| child("once", &toml, &json_file, i).spawn().unwrap())
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    check_all_entries(&toml, &json_file);
+}
+
+#[test]
+fn a_writer_killed_mid_write_leaves_the_old_or_the_new_file() {
+    let (dir, toml, json_file) = person_home();
+    // A big file makes each write long enough for the kill to land inside one.
+    let mut big = String::from(PERSON_TOML);
+    for i in 0..5_000 {
+        big.push_str(&format!(
+            "\n[projects.\"/person/project-{i}\"]\ntrust_level = \"trusted\"\n"
+        ));
+    }
+    fs::write(&toml, &big).unwrap();
+
+    let mut writes_seen = 0;
+    for round in 0..10u64 {
+        let mut c = child("forever", &toml, &json_file, 0).spawn().unwrap();
+        // Wait for the writer's first write (a debug build parses a big file slowly), then let
+        // it run a varying while so the kill lands at different points of a write.
+        let started = Instant::now();
+        while !fs::read_to_string(&json_file).unwrap().contains("flip") {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the writer never wrote"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(7 + round * 31));
+        c.kill().unwrap(); // SIGKILL
+        c.wait().unwrap();
+
+        let text = fs::read_to_string(&toml).unwrap();
+        // Every byte of the person's file is there; ours is the one `[flip]` table.
+        let mut without_ours = text.clone();
+        if let Some(start) = text.find("\n[flip]\nn = ") {
+            let end = start
+                + 1
+                + text[start + 1..]
+                    .find("\n\n")
+                    .map_or(text.len() - start - 1, |e| e + 1);
+            without_ours.replace_range(start..end, "");
+        }
+        assert_eq!(
+            without_ours, big,
+            "round {round}: the person's content is intact"
+        );
+        let doc: toml_edit::DocumentMut = text.parse().expect("never a torn TOML file");
+        if doc.get("flip").is_some() {
+            writes_seen += 1;
+        }
+        let json: Value = serde_json::from_str(&fs::read_to_string(&json_file).unwrap())
+            .expect("never a torn JSON file");
+        assert_eq!(json["person"], json!({"keep": [1, 2, 3]}));
+        assert!(json["flip"]["n"].is_u64());
+        fs::write(&json_file, "{\"person\": {\"keep\": [1, 2, 3]}}\n").unwrap();
+    }
+    assert!(
+        writes_seen > 0,
+        "the writer got to write the TOML file at least once"
+    );
+    // Killed writers may leave a temporary file beside; it never replaces the real one.
+    let strays = fs::read_dir(dir.path().join(".codex"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".cli-sandbox.tmp")
+        })
+        .count();
+    eprintln!("stray temporary files after 10 kills: {strays}");
+}
