@@ -15,6 +15,8 @@ mod error;
 pub mod facts;
 pub mod linux;
 pub mod person_files;
+pub mod registry;
+pub mod seatbelt;
 
 pub use context::{Context, Settings};
 pub use error::Error;

@@ -140,11 +140,22 @@ impl RefusedPattern {
 
     /// Whether an entry name at a grant's top matches.
     pub fn matches_name(&self, name: &str) -> bool {
-        glob_match(self.name().as_bytes(), name.as_bytes())
+        glob_match(self.name().as_bytes(), name.as_bytes(), false)
     }
 
     /// Whether `path`, relative to a grant's top, is refused by this pattern.
     pub fn refuses(&self, relative: &Path) -> bool {
+        self.refuses_with(relative, false)
+    }
+
+    /// [`RefusedPattern::refuses`] for a policy built for `os`. On macOS names match whatever
+    /// their ASCII case: its volumes are case-insensitive by default, so `PLANNING/plan.json`
+    /// opens `planning/plan.json` and `RAW.DB` is the raw database.
+    pub fn refuses_on(&self, os: Os, relative: &Path) -> bool {
+        self.refuses_with(relative, os == Os::MacOs)
+    }
+
+    fn refuses_with(&self, relative: &Path, fold_case: bool) -> bool {
         let mut parts = relative.components();
         let Some(first) = parts.next() else {
             return false;
@@ -152,7 +163,7 @@ impl RefusedPattern {
         let Some(first) = first.as_os_str().to_str() else {
             return false;
         };
-        if !self.matches_name(first) {
+        if !glob_match(self.name().as_bytes(), first.as_bytes(), fold_case) {
             return false;
         }
         // A folder pattern covers what is inside; a file pattern only the entry itself.
@@ -173,14 +184,22 @@ impl From<RefusedPattern> for String {
     }
 }
 
-fn glob_match(pattern: &[u8], name: &[u8]) -> bool {
+fn glob_match(pattern: &[u8], name: &[u8], fold_case: bool) -> bool {
     match (pattern.split_first(), name.split_first()) {
         (None, None) => true,
         (Some((b'*', rest)), _) => {
-            glob_match(rest, name) || (!name.is_empty() && glob_match(pattern, &name[1..]))
+            glob_match(rest, name, fold_case)
+                || (!name.is_empty() && glob_match(pattern, &name[1..], fold_case))
         }
-        (Some((b'?', rest)), Some((_, name_rest))) => glob_match(rest, name_rest),
-        (Some((p, rest)), Some((n, name_rest))) => p == n && glob_match(rest, name_rest),
+        (Some((b'?', rest)), Some((_, name_rest))) => glob_match(rest, name_rest, fold_case),
+        (Some((p, rest)), Some((n, name_rest))) => {
+            let same = if fold_case {
+                p.eq_ignore_ascii_case(n)
+            } else {
+                p == n
+            };
+            same && glob_match(rest, name_rest, fold_case)
+        }
         _ => false,
     }
 }
@@ -410,7 +429,10 @@ impl Policy {
         let grant = self.innermost_grant(path);
         if let Some(grant) = grant
             && let Ok(relative) = path.strip_prefix(&grant.path)
-            && let Some(pattern) = self.refused.iter().find(|p| p.refuses(relative))
+            && let Some(pattern) = self
+                .refused
+                .iter()
+                .find(|p| p.refuses_on(self.os, relative))
         {
             return refuse(Rule::Refused {
                 grant: grant.path.clone(),

@@ -353,3 +353,29 @@ fn grant_parse_reads_the_access_suffix() {
     assert_eq!(GrantRequest::parse("/a").access, Access::ReadWrite);
     assert_eq!(GrantRequest::parse("/a:b").path, Path::new("/a:b"));
 }
+
+#[test]
+fn on_macos_refused_names_ignore_ascii_case() {
+    let pattern = |text| RefusedPattern::new(text).unwrap();
+    for (text, relative) in [
+        ("planning/", "PLANNING/plan.json"),
+        ("planning/", "Planning"),
+        ("*.sqlite", "Raw.SQLite"),
+        ("*.db", "x.DB"),
+    ] {
+        assert!(
+            pattern(text).refuses_on(Os::MacOs, Path::new(relative)),
+            "{text} {relative}"
+        );
+        assert!(
+            !pattern(text).refuses_on(Os::Linux, Path::new(relative)),
+            "{text} {relative}"
+        );
+        assert!(
+            !pattern(text).refuses(Path::new(relative)),
+            "{text} {relative}"
+        );
+    }
+    // Only ASCII folds: the glob matches bytes.
+    assert!(!pattern("é.db").refuses_on(Os::MacOs, Path::new("É.db")));
+}
