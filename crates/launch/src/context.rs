@@ -16,12 +16,15 @@ pub struct Settings {
     pub state_root: Option<PathBuf>,
     pub workspace_docs: Option<PathBuf>,
     pub config: Option<PathBuf>,
+    /// The `cli-sandbox` binary that runs the Linux helper (see [`crate::wrap::helper_binary`]).
+    pub helper: Option<PathBuf>,
 }
 
 /// The configuration and layout in force for this process.
 #[derive(Debug, Clone)]
 pub struct Context {
     pub os: Os,
+    pub helper: Option<PathBuf>,
     pub config: Config,
     pub layout: Layout,
 }
@@ -72,7 +75,12 @@ impl Context {
                 .or_else(|| config.layout.workspace_docs.clone()),
         };
         let layout = Layout::resolve(&inputs, &RealDisk)?;
-        Ok(Context { os, config, layout })
+        Ok(Context {
+            os,
+            helper: settings.helper.clone(),
+            config,
+            layout,
+        })
     }
 
     /// Validates a chat id and grants and builds the chat's policy.

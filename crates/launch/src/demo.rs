@@ -126,6 +126,7 @@ impl Demo {
             state_root: Some(self.state_root.clone()),
             workspace_docs: Some(self.workspace_docs.clone()),
             config: Some(self.config.clone()),
+            helper: None,
         }
     }
 

@@ -11,10 +11,14 @@ pub enum Error {
     Adapter(#[from] sandbox_core::AdapterError),
     #[error(transparent)]
     Plan(#[from] crate::linux::plan::PlanError),
+    #[error("unknown CLI `{name}`: use one of {known}")]
+    UnknownCli { name: String, known: String },
     #[error("HOME is not set: set it to the person's home folder")]
     NoHome,
     #[error("{what}: {source}")]
     Io { what: String, source: io::Error },
+    #[error("{0}")]
+    BadInput(String),
     #[error("{0}")]
     Other(String),
 }
@@ -24,7 +28,12 @@ impl Error {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            Error::Config(_) | Error::Policy(_) | Error::NoHome | Error::Adapter(_)
+            Error::Config(_)
+                | Error::Policy(_)
+                | Error::NoHome
+                | Error::Adapter(_)
+                | Error::UnknownCli { .. }
+                | Error::BadInput(_)
         )
     }
 }

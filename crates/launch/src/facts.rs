@@ -75,7 +75,7 @@ fn mac() -> MacFacts {
     MacFacts {
         sandbox_exec: std::path::Path::new("/usr/bin/sandbox-exec").exists(),
         people: mac_people(),
-        already_sandboxed: false,
+        already_sandboxed: crate::seatbelt::already_sandboxed(),
     }
 }
 

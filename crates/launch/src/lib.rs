@@ -17,6 +17,8 @@ pub mod linux;
 pub mod person_files;
 pub mod registry;
 pub mod seatbelt;
+pub mod wrap;
 
 pub use context::{Context, Settings};
 pub use error::Error;
+pub use wrap::{LandlockArgs, LandlockCmd, LaunchSpec};

@@ -2,6 +2,7 @@
 //! real under the exact launch, with verdicts read from the disk.
 
 pub mod actions;
+pub mod run;
 
 use std::io;
 use std::path::PathBuf;
@@ -13,6 +14,24 @@ use serde::Serialize;
 pub use actions::{Action, Evidence, OutsideTargets, actions, harness_script};
 
 use crate::demo::Demo;
+
+/// Variables that would point a CLI (or the launcher) at the person's real settings instead of
+/// the demo home's: the contract runs without them.
+pub const CLEARED_ENV: &[&str] = &[
+    "CODEX_HOME",
+    "CLAUDE_CONFIG_DIR",
+    "CURSOR_DATA_DIR",
+    "PI_CODING_AGENT_DIR",
+    "GEMINI_CLI_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CACHE_HOME",
+    "AGENTWORKS_STATE_ROOT",
+    "AGENTWORKS_WORKSPACE_DOCS",
+    "TMUX",
+    "TMUX_PANE",
+];
 
 /// Processes started outside the sandbox for the harness to try to reach: a tmux server and a
 /// sentinel standing in for the launcher. Both end when this is dropped.

@@ -11,8 +11,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use launch::{Context, Error, Settings};
 use sandbox_core::{GrantRequest, Op};
 
+mod adapters;
+mod contract;
 mod doctor;
 mod explain;
+mod launch_cmds;
 mod profile;
 mod step;
 
@@ -43,10 +46,18 @@ struct Cli {
 enum Command {
     /// What this machine can confine, and how: OS, backend, ABI, mode, every way out.
     Doctor(JsonFlag),
+    /// The registered CLIs, their program as found on PATH, their modes.
+    Adapters(JsonFlag),
+    /// One CLI's launch: the decision, its reason, the notice, the final argv, env and cwd.
+    Plan(launch_cmds::LaunchArgs),
+    /// Pre-trust, then run the CLI confined; its exit status is ours.
+    Run(launch_cmds::LaunchArgs),
     /// The verdict of the policy for one operation on one path, and the rule that decided.
     Explain(explain::ExplainArgs),
     /// The generated Seatbelt profile or Linux plan for a chat.
     Profile(profile::ProfileArgs),
+    /// The sandbox contract: every CLI's real launch on a demo layout, verdicts from the disk.
+    Contract(contract::ContractArgs),
     /// Run a scripted workflow step: any program, under the chat's confinement, in its runtime.
     Step(step::StepArgs),
     /// The Linux helper: apply a compiled plan to itself and run PROGRAM (internal).
@@ -116,19 +127,31 @@ impl From<OpArg> for Op {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
+    if let Command::Contract(args) = &cli.command {
+        return finish(contract::run(cli.state_root.clone(), args));
+    }
     let settings = Settings {
         home: None,
         state_root: cli.state_root,
         workspace_docs: cli.workspace_docs,
         config: cli.config,
+        helper: None,
     };
     let result = match cli.command {
         Command::Doctor(a) => doctor::run(&settings, a.json),
+        Command::Adapters(a) => adapters::run(&settings, a.json),
+        Command::Plan(a) => launch_cmds::plan(&settings, &a),
+        Command::Run(a) => launch_cmds::run(&settings, &a),
         Command::Explain(a) => explain::run(&settings, &a),
         Command::Profile(a) => profile::run(&settings, &a),
         Command::Step(a) => step::run(&settings, a),
         Command::Exec(a) => exec(&a),
+        Command::Contract(_) => unreachable!("handled above"),
     };
+    finish(result)
+}
+
+fn finish(result: Result<ExitCode, Error>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {

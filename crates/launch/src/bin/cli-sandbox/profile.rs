@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use launch::linux::plan::Enforcement;
+use launch::seatbelt::SeatbeltProfile;
 use launch::{Context, Error, Settings};
 
 use crate::ChatArgs;
@@ -24,6 +25,9 @@ pub struct ProfileArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// The command the profile wraps (for the printed argv); `/bin/sh` when none is given.
+    #[arg(last = true, value_name = "PROGRAM")]
+    argv: Vec<std::ffi::OsString>,
 }
 
 pub fn run(settings: &Settings, args: &ProfileArgs) -> Result<ExitCode, Error> {
@@ -52,6 +56,29 @@ pub fn run(settings: &Settings, args: &ProfileArgs) -> Result<ExitCode, Error> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        BackendArg::Seatbelt => Err(Error::Other("the Seatbelt profile is not built yet".into())),
+        BackendArg::Seatbelt => {
+            let ctx = Context::load_for(settings, sandbox_core::Os::MacOs)?;
+            let policy = args.chat.policy(&ctx)?;
+            let profile =
+                SeatbeltProfile::for_policy(&policy).map_err(|e| Error::BadInput(e.to_string()))?;
+            let argv = if args.argv.is_empty() {
+                vec!["/bin/sh".into()]
+            } else {
+                args.argv.clone()
+            };
+            if args.json {
+                let json = profile
+                    .to_json(&argv)
+                    .map_err(|e| Error::BadInput(e.to_string()))?;
+                crate::print_json(&json);
+            } else {
+                print!("{}", profile.text);
+                println!();
+                for (name, value) in &profile.params {
+                    println!(";; -D{name}={value}");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }

@@ -1,0 +1,518 @@
+//! Running the contract: the demo layout, every CLI's exact launch with the harness in place of
+//! the CLI (both shapes), the scripted step, and the real CLIs where installed.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sandbox_core::platform::Facts;
+use sandbox_core::{Backend, GrantRequest, Mode, Shape};
+use serde::Serialize;
+
+use super::{Outcome, Outside, Verdict, actions, harness_script, read_verdicts};
+use crate::demo::Demo;
+use crate::{Context, Error, LandlockArgs, LaunchSpec, registry};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub clis: Vec<String>,
+    /// The folder the demo layout is built in.
+    pub root: PathBuf,
+    /// The `cli-sandbox` binary (for the helper and the scripted step).
+    pub helper: PathBuf,
+    /// A grant added to every launch but not to the expectations: a deliberately broken plan,
+    /// for the test that proves the contract notices.
+    pub broken_grant: Option<PathBuf>,
+    /// Print a line per step to stderr.
+    pub progress: bool,
+}
+
+/// One row: a CLI (or the scripted step), a shape, an action, expected and actual.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub cli: String,
+    pub shape: String,
+    pub action: String,
+    pub what: String,
+    pub rule: String,
+    pub expected: Verdict,
+    pub actual: Verdict,
+    pub passed: bool,
+}
+
+/// A real CLI started inside the sandbox.
+#[derive(Debug, Clone, Serialize)]
+pub struct RealCli {
+    pub cli: String,
+    pub program: PathBuf,
+    /// What `--version` printed inside the sandbox (empty when it did not run).
+    pub version: String,
+    /// The kernel's evidence that the process ran confined.
+    pub evidence: String,
+    pub confined: bool,
+    pub passed: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub layout: PathBuf,
+    pub backend: Backend,
+    pub reason: String,
+    pub clis: Vec<String>,
+    pub rows: Vec<Row>,
+    pub real_clis: Vec<RealCli>,
+    /// Launches that could not be computed, and why.
+    pub errors: Vec<String>,
+    pub passed: usize,
+    pub failed: usize,
+}
+
+impl Report {
+    pub fn ok(&self) -> bool {
+        self.failed == 0
+    }
+}
+
+/// Builds the layout under `options.root`, runs everything, and reports.
+pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
+    let io = |what: &str| {
+        let what = what.to_owned();
+        move |e| Error::Io { what, source: e }
+    };
+    let demo = Demo::create(&options.root).map_err(io("the demo layout"))?;
+    let mut settings = demo.settings();
+    settings.helper = Some(options.helper.clone());
+    let ctx = Context::load(&settings)?;
+    let outside = Outside::start(&demo).map_err(io("the processes outside"))?;
+    let grants = vec![GrantRequest::parse(&demo.grant_arg())];
+    let policy = ctx.policy(&demo.chat, &grants)?;
+    let decision =
+        sandbox_core::platform::decide(facts, Mode::Full, &[Mode::Full, Mode::BridgeOnly]);
+    let progress = |line: String| {
+        if options.progress {
+            eprintln!("contract: {line}");
+        }
+    };
+
+    let mut launch_grants = grants.clone();
+    if let Some(extra) = &options.broken_grant {
+        launch_grants.push(GrantRequest {
+            path: extra.clone(),
+            access: sandbox_core::Access::ReadWrite,
+        });
+    }
+
+    let mut report = Report {
+        layout: demo.root.clone(),
+        backend: decision.backend,
+        reason: decision.reason.clone(),
+        clis: options.clis.clone(),
+        rows: Vec::new(),
+        real_clis: Vec::new(),
+        errors: Vec::new(),
+        passed: 0,
+        failed: 0,
+    };
+
+    // The scripted step: `cli-sandbox step` on the same workflow.
+    let mut step_outcomes: Option<Vec<Outcome>> = None;
+    if matches!(decision.backend, Backend::Landlock { .. }) {
+        progress("scripted step (cli-sandbox step)".into());
+        let markers = demo.runtime.join("markers-step");
+        let list = actions(&demo, &policy, &outside.targets, &markers, "step");
+        let script = write_script(&demo, "step", &list, &markers)?;
+        let mut cmd = Command::new(&options.helper);
+        cmd.arg("--config")
+            .arg(&demo.config)
+            .arg("--state-root")
+            .arg(&demo.state_root)
+            .arg("--workspace-docs")
+            .arg(&demo.workspace_docs)
+            .args(["step", "--chat", &demo.chat]);
+        for g in &launch_grants {
+            cmd.arg("--grant")
+                .arg(format!("{}:{}", g.path.display(), g.access.as_str()));
+        }
+        cmd.arg("--").arg("/bin/sh").arg(&script);
+        cmd.env("HOME", &demo.home).stdin(Stdio::null());
+        for var in crate::contract::CLEARED_ENV {
+            cmd.env_remove(var);
+        }
+        run_to_end(cmd, Duration::from_secs(120)).map_err(io("the scripted step"))?;
+        let outcomes = read_verdicts(&list);
+        push_rows(&mut report, "step", "-", &outcomes, &progress);
+        step_outcomes = Some(outcomes);
+    }
+
+    let tmux = RunnerTmux::start(&demo);
+    for cli in &options.clis {
+        let Some(adapter) = registry::find(cli) else {
+            return Err(Error::UnknownCli {
+                name: cli.clone(),
+                known: registry::names().join(", "),
+            });
+        };
+        for shape in [Shape::Tmux, Shape::Structured] {
+            let shape_name = match shape {
+                Shape::Tmux => "tmux",
+                Shape::Structured => "structured",
+            };
+            progress(format!("{cli} ({shape_name})"));
+            let spec = LaunchSpec {
+                cli: cli.clone(),
+                chat: demo.chat.clone(),
+                grants: launch_grants.clone(),
+                shape,
+                mode: Mode::Full,
+                mcp_bridge: None,
+                prompt: None,
+                model: None,
+                extra_args: Vec::new(),
+            };
+            let launch = match LandlockArgs::prepare(&ctx, &spec, facts) {
+                Ok(launch) => launch,
+                Err(e) => {
+                    report.errors.push(format!("{cli} ({shape_name}): {e}"));
+                    report.failed += 1;
+                    continue;
+                }
+            };
+            if launch.decision.backend == Backend::None {
+                // Nothing confines here: the only acceptable launch is bridge-only.
+                let bridge_only = launch.decision.mode == Mode::BridgeOnly;
+                let row = Row {
+                    cli: cli.clone(),
+                    shape: shape_name.into(),
+                    action: "launched-bridge-only".into(),
+                    what: "no confinement here: launched bridge-only".into(),
+                    rule: launch.decision.reason.clone(),
+                    expected: Verdict::Allowed,
+                    actual: if bridge_only {
+                        Verdict::Allowed
+                    } else {
+                        Verdict::Refused
+                    },
+                    passed: bridge_only,
+                };
+                count(&mut report, &row);
+                report.rows.push(row);
+                continue;
+            }
+            if let Err(e) = launch.pre_trust() {
+                report
+                    .errors
+                    .push(format!("{cli} ({shape_name}) pre-trust: {e}"));
+                report.failed += 1;
+                continue;
+            }
+            let token = format!("{}-{shape_name}", adapter.name());
+            let markers = demo.runtime.join(format!("markers-{token}"));
+            let list = actions(&demo, &policy, &outside.targets, &markers, &token);
+            let script = write_script(&demo, &token, &list, &markers)?;
+            let harness = in_demo_home(
+                launch.with_command(vec!["/bin/sh".into(), script.into_os_string()]),
+                &demo,
+            );
+            let ran = match (shape, &tmux) {
+                (Shape::Tmux, Some(tmux)) => tmux.run(&harness, &token),
+                _ => {
+                    let mut cmd = harness.std_command();
+                    cmd.stdin(Stdio::null());
+                    run_to_end(cmd, Duration::from_secs(120))
+                }
+            };
+            if let Err(e) = ran {
+                report.errors.push(format!(
+                    "{cli} ({shape_name}): the harness did not run: {e}"
+                ));
+                report.failed += 1;
+                continue;
+            }
+            let outcomes = read_verdicts(&list);
+            push_rows(&mut report, cli, shape_name, &outcomes, &progress);
+            if let Some(step) = &step_outcomes {
+                for (agent, scripted) in outcomes.iter().zip(step) {
+                    let row = Row {
+                        cli: cli.clone(),
+                        shape: shape_name.into(),
+                        action: format!("{}=step", agent.id),
+                        what: format!("{} (agent step as scripted step)", agent.what),
+                        rule: "the same verdict for an agent step and a scripted step".into(),
+                        expected: scripted.actual,
+                        actual: agent.actual,
+                        passed: scripted.actual == agent.actual,
+                    };
+                    count(&mut report, &row);
+                    report.rows.push(row);
+                }
+            }
+        }
+        if let Some(real) = real_cli(&ctx, &demo, cli, &launch_grants, facts, &progress)? {
+            if real.passed {
+                report.passed += 1;
+            } else {
+                report.failed += 1;
+            }
+            report.real_clis.push(real);
+        }
+    }
+    drop(tmux);
+    Ok(report)
+}
+
+/// The demo's home as `HOME`: the launch itself inherits the caller's, which for the contract
+/// is the person running it, not the demo's.
+fn in_demo_home(mut launch: LandlockArgs, demo: &Demo) -> LandlockArgs {
+    launch
+        .env
+        .set
+        .insert("HOME".into(), demo.home.display().to_string());
+    launch
+}
+
+fn count(report: &mut Report, row: &Row) {
+    if row.passed {
+        report.passed += 1;
+    } else {
+        report.failed += 1;
+    }
+}
+
+fn push_rows(
+    report: &mut Report,
+    cli: &str,
+    shape: &str,
+    outcomes: &[Outcome],
+    progress: &dyn Fn(String),
+) {
+    for o in outcomes {
+        progress(format!(
+            "  {cli} {shape} {}: expected {:?}, actual {:?}{}",
+            o.id,
+            o.expected,
+            o.actual,
+            if o.passed() { "" } else { "  <-- MISMATCH" }
+        ));
+        let row = Row {
+            cli: cli.to_owned(),
+            shape: shape.to_owned(),
+            action: o.id.clone(),
+            what: o.what.clone(),
+            rule: o.rule.clone(),
+            expected: o.expected,
+            actual: o.actual,
+            passed: o.passed(),
+        };
+        count(report, &row);
+        report.rows.push(row);
+    }
+}
+
+fn write_script(
+    demo: &Demo,
+    token: &str,
+    list: &[super::Action],
+    markers: &Path,
+) -> Result<PathBuf, Error> {
+    let script = demo.root.join(format!("harness-{token}.sh"));
+    std::fs::write(&script, harness_script(list, markers)).map_err(|e| Error::Io {
+        what: format!("harness `{}`", script.display()),
+        source: e,
+    })?;
+    Ok(script)
+}
+
+/// Runs a command to its end, killing it after `limit`.
+fn run_to_end(mut cmd: Command, limit: Duration) -> std::io::Result<()> {
+    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
+    let deadline = Instant::now() + limit;
+    loop {
+        if child.try_wait()?.is_some() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other("timed out"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A tmux server of the runner's own, whose panes run the tmux-shape launches.
+struct RunnerTmux {
+    socket: PathBuf,
+}
+
+impl RunnerTmux {
+    fn start(demo: &Demo) -> Option<RunnerTmux> {
+        let socket = demo.root.join("runner-tmux.sock");
+        let ok = Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(["new-session", "-d", "-s", "runner", "sleep 3600"])
+            .env_remove("TMUX")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(RunnerTmux { socket })
+    }
+
+    /// Runs the launch in a new pane (through `env`, so that variables are set and removed as
+    /// the launch says) and waits for the pane to close.
+    fn run(&self, launch: &LandlockArgs, name: &str) -> std::io::Result<()> {
+        let mut command: Vec<OsString> = vec!["/usr/bin/env".into()];
+        for var in &launch.env.remove {
+            command.push("-u".into());
+            command.push(var.into());
+        }
+        for (k, v) in &launch.env.set {
+            command.push(format!("{k}={v}").into());
+        }
+        command.extend(launch.argv.iter().cloned());
+        let status = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["new-window", "-d", "-n", name, "-c"])
+            .arg(&launch.cwd)
+            .arg("--")
+            .args(&command)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()?;
+        if !status.success() {
+            return Err(std::io::Error::other("tmux new-window failed"));
+        }
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            let windows = Command::new("tmux")
+                .arg("-S")
+                .arg(&self.socket)
+                .args(["list-windows", "-F", "#{window_name}"])
+                .output()?;
+            if !String::from_utf8_lossy(&windows.stdout)
+                .lines()
+                .any(|w| w == name)
+            {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(std::io::Error::other("the pane did not finish in time"))
+    }
+}
+
+impl Drop for RunnerTmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Starts the real CLI, where installed, inside the sandbox with `--version`, through a shell
+/// that records the kernel's view of itself and then execs the CLI (the CLI inherits exactly
+/// that confinement).
+fn real_cli(
+    ctx: &Context,
+    demo: &Demo,
+    cli: &str,
+    grants: &[GrantRequest],
+    facts: &Facts,
+    progress: &dyn Fn(String),
+) -> Result<Option<RealCli>, Error> {
+    let Some(adapter) = registry::find(cli) else {
+        return Ok(None);
+    };
+    let (program, found) = crate::wrap::find_program(ctx, adapter);
+    if !found {
+        progress(format!("{cli}: real CLI not installed, not started"));
+        return Ok(None);
+    }
+    progress(format!(
+        "{cli}: real CLI {} --version, confined",
+        program.display()
+    ));
+    let spec = LaunchSpec {
+        cli: cli.to_owned(),
+        chat: demo.chat.clone(),
+        grants: grants.to_vec(),
+        shape: Shape::Structured,
+        mode: Mode::Full,
+        mcp_bridge: None,
+        prompt: None,
+        model: None,
+        extra_args: Vec::new(),
+    };
+    let launch = LandlockArgs::prepare(ctx, &spec, facts)?;
+    if launch.decision.backend == Backend::None {
+        return Ok(None);
+    }
+    let dir = demo.runtime.join(format!("real-{cli}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::Io {
+        what: format!("folder `{}`", dir.display()),
+        source: e,
+    })?;
+    let q = |p: &Path| shell_words::quote(&p.display().to_string()).into_owned();
+    let script = format!(
+        "cat /proc/self/status > {s}; readlink /proc/self/ns/mnt > {m}; exec \"$0\" --version > {v} 2>&1",
+        s = q(&dir.join("status")),
+        m = q(&dir.join("mnt")),
+        v = q(&dir.join("version")),
+    );
+    let harness = in_demo_home(
+        launch.with_command(vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            script.into(),
+            program.clone().into_os_string(),
+        ]),
+        demo,
+    );
+    let mut cmd = harness.std_command();
+    cmd.stdin(Stdio::null());
+    let _ = run_to_end(cmd, Duration::from_secs(120));
+
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    let version = read("version").trim().to_owned();
+    let status = read("status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
+            .unwrap_or_default()
+    };
+    let (no_new_privs, seccomp) = (field("NoNewPrivs:"), field("Seccomp:"));
+    let outside_mnt = std::fs::read_link("/proc/self/ns/mnt")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let inside_mnt = read("mnt").trim().to_owned();
+    let confined = match launch.decision.backend {
+        Backend::Landlock { .. } => {
+            no_new_privs == "1"
+                && seccomp == "2"
+                && !inside_mnt.is_empty()
+                && inside_mnt != outside_mnt
+        }
+        _ => false,
+    };
+    Ok(Some(RealCli {
+        cli: cli.to_owned(),
+        program,
+        passed: confined && !version.is_empty(),
+        evidence: format!(
+            "NoNewPrivs {no_new_privs}, Seccomp {seccomp}, mount namespace {inside_mnt} (outside {outside_mnt})"
+        ),
+        version,
+        confined,
+    }))
+}

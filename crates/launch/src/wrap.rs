@@ -1,0 +1,250 @@
+//! `LandlockArgs` and `LandlockCmd`: one routine that wraps any adapter's launch.
+//!
+//! Platform decision -> pre-trust -> the adapter's argv and env -> wrapped in Seatbelt
+//! (`/usr/bin/sandbox-exec ...`), in the Linux helper (`cli-sandbox exec --policy FILE -- ...`),
+//! or launched bridge-only with the reason. [`LandlockArgs`] is the result as data (for a tmux
+//! pane or a caller in another language); [`LandlockCmd`] turns it into a ready
+//! `tokio::process::Command`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use sandbox_core::platform::{self, Facts};
+use sandbox_core::{
+    Backend, CliAdapter, Decision, EnvChanges, FileEdit, LaunchRequest, McpServer, Mode, Policy,
+    Shape, Stdin,
+};
+use serde::Serialize;
+
+use crate::person_files::{self, RealPersonFiles};
+use crate::seatbelt::SeatbeltProfile;
+use crate::{Context, Error, registry};
+
+/// What the caller asks for: which CLI, which chat, how.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    pub cli: String,
+    pub chat: String,
+    pub grants: Vec<sandbox_core::GrantRequest>,
+    pub shape: Shape,
+    pub mode: Mode,
+    pub mcp_bridge: Option<McpServer>,
+    pub prompt: Option<String>,
+    pub model: Option<String>,
+    pub extra_args: Vec<String>,
+}
+
+/// The final launch: decision and reason, the wrapped argv, env, working folder, and the
+/// pre-trust entries `run` writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct LandlockArgs {
+    pub cli: String,
+    pub decision: Decision,
+    /// The CLI's own program, as found (PATH or configuration).
+    pub program: PathBuf,
+    pub program_found: bool,
+    /// The complete command: the sandbox wrapper first, then the CLI and its arguments.
+    #[serde(serialize_with = "as_text")]
+    pub argv: Vec<OsString>,
+    /// Where in `argv` the CLI's program starts (everything before it is the sandbox wrapper).
+    pub command_start: usize,
+    pub env: EnvChanges,
+    pub cwd: PathBuf,
+    pub stdin: Stdin,
+    /// Entries written to the person's files before launch (by `run` / `LandlockCmd`).
+    pub pre_trust: Vec<FileEdit>,
+    /// The compiled Linux plan the helper reads, when the backend is Landlock.
+    pub plan_file: Option<PathBuf>,
+}
+
+/// How the wrapper finds the `cli-sandbox` binary that runs the Linux helper: given, or
+/// `CLI_SANDBOX_HELPER`, or this process when it is `cli-sandbox`, or PATH.
+pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
+    if let Some(path) = given {
+        return Ok(path.to_owned());
+    }
+    if let Some(path) = std::env::var_os("CLI_SANDBOX_HELPER") {
+        return Ok(PathBuf::from(path));
+    }
+    if let Ok(exe) = std::env::current_exe()
+        && exe.file_name().is_some_and(|n| n == "cli-sandbox")
+    {
+        return Ok(exe);
+    }
+    which::which("cli-sandbox").map_err(|_| {
+        Error::Other(
+            "the `cli-sandbox` helper binary was not found: put it on PATH or set CLI_SANDBOX_HELPER"
+                .into(),
+        )
+    })
+}
+
+impl LandlockArgs {
+    /// Computes the launch. Writes the compiled Linux plan (our own file, in the state root) but
+    /// never the person's files: pre-trust is listed, and applied by [`LandlockArgs::pre_trust`].
+    pub fn prepare(ctx: &Context, spec: &LaunchSpec, facts: &Facts) -> Result<LandlockArgs, Error> {
+        let adapter = find_adapter(&spec.cli)?;
+        let decision = platform::decide(facts, spec.mode, adapter.modes());
+        let policy = ctx.policy(&spec.chat, &spec.grants)?;
+        ctx.ensure_runtime(&policy)?;
+        let (program, program_found) = find_program(ctx, adapter);
+        let request = LaunchRequest {
+            shape: spec.shape,
+            mode: decision.mode,
+            workdir: policy.runtime.clone(),
+            home: ctx.layout.home.clone(),
+            grants: policy.grants.clone(),
+            mcp_bridge: spec.mcp_bridge.clone(),
+            prompt: spec.prompt.clone(),
+            model: spec.model.clone(),
+            extra_args: spec.extra_args.clone(),
+            confined: decision.backend != Backend::None,
+        };
+        let launch = adapter.launch(&request, &RealPersonFiles)?;
+        let mut command: Vec<OsString> = vec![program.clone().into_os_string()];
+        command.extend(launch.args.iter().map(OsString::from));
+        let command_len = command.len();
+        let (argv, plan_file) = wrap(ctx, &policy, decision.backend, command)?;
+        Ok(LandlockArgs {
+            cli: adapter.name().to_owned(),
+            decision,
+            program,
+            program_found,
+            command_start: argv.len() - command_len,
+            argv,
+            env: launch.env,
+            cwd: policy.runtime,
+            stdin: launch.stdin,
+            pre_trust: launch.pre_trust,
+            plan_file,
+        })
+    }
+
+    /// Writes the pre-trust entries into the person's files (under a lock, atomically).
+    pub fn pre_trust(&self) -> Result<(), Error> {
+        for edit in &self.pre_trust {
+            person_files::apply(edit).map_err(|e| Error::Other(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// The same launch with another command in place of the CLI (the contract's harness).
+    pub fn with_command(&self, command: Vec<OsString>) -> LandlockArgs {
+        let mut other = self.clone();
+        other.argv.truncate(self.command_start);
+        other.argv.extend(command);
+        other
+    }
+
+    /// A `std` command for this launch (the caller applies pre-trust first).
+    pub fn std_command(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(&self.argv[0]);
+        cmd.args(&self.argv[1..]).current_dir(&self.cwd);
+        for (k, v) in &self.env.set {
+            cmd.env(k, v);
+        }
+        for k in &self.env.remove {
+            cmd.env_remove(k);
+        }
+        if self.stdin == Stdin::Null {
+            cmd.stdin(std::process::Stdio::null());
+        }
+        cmd
+    }
+}
+
+/// `LandlockCmd`: the launch as a ready `tokio::process::Command`, pre-trust applied.
+#[derive(Debug)]
+pub struct LandlockCmd;
+
+impl LandlockCmd {
+    pub fn build(
+        ctx: &Context,
+        spec: &LaunchSpec,
+        facts: &Facts,
+    ) -> Result<(LandlockArgs, tokio::process::Command), Error> {
+        let args = LandlockArgs::prepare(ctx, spec, facts)?;
+        if !args.program_found {
+            return Err(Error::Other(format!(
+                "{} is not installed: `{}` is not on PATH; install it or set [cli.{}] program in the configuration",
+                args.cli,
+                args.program.display(),
+                args.cli
+            )));
+        }
+        args.pre_trust()?;
+        let cmd = tokio::process::Command::from(args.std_command());
+        Ok((args, cmd))
+    }
+}
+
+fn find_adapter(name: &str) -> Result<&'static dyn CliAdapter, Error> {
+    registry::find(name).ok_or_else(|| Error::UnknownCli {
+        name: name.to_owned(),
+        known: registry::names().join(", "),
+    })
+}
+
+/// The CLI's program: the configured path, or the one on PATH, or its bare name when missing.
+pub fn find_program(ctx: &Context, adapter: &dyn CliAdapter) -> (PathBuf, bool) {
+    if let Some(path) = ctx.config.program_for(adapter.name()) {
+        return (path.clone(), path.exists());
+    }
+    match which::which(adapter.program()) {
+        Ok(path) => (path, true),
+        Err(_) => (PathBuf::from(adapter.program()), false),
+    }
+}
+
+/// Wraps a command in the backend's sandbox.
+pub fn wrap(
+    ctx: &Context,
+    policy: &Policy,
+    backend: Backend,
+    command: Vec<OsString>,
+) -> Result<(Vec<OsString>, Option<PathBuf>), Error> {
+    match backend {
+        Backend::Seatbelt => {
+            let profile =
+                SeatbeltProfile::for_policy(policy).map_err(|e| Error::Other(e.to_string()))?;
+            Ok((profile.wrap(&command), None))
+        }
+        Backend::Landlock { abi, namespaces } => {
+            let plan = crate::linux::compile(
+                policy,
+                crate::linux::plan::Kernel {
+                    landlock_abi: abi,
+                    namespaces,
+                },
+            )?;
+            let file = crate::linux::write_plan(&plan, &ctx.layout)?;
+            let mut argv: Vec<OsString> = vec![
+                helper_binary(ctx.helper.as_deref())?.into_os_string(),
+                "exec".into(),
+                "--policy".into(),
+                file.clone().into_os_string(),
+                "--".into(),
+            ];
+            argv.extend(command);
+            Ok((argv, Some(file)))
+        }
+        Backend::None => Ok((command, None)),
+    }
+}
+
+/// Arguments as JSON strings; one that is not UTF-8 cannot be passed on as text, so it is an
+/// error rather than a lossy copy.
+fn as_text<S: serde::Serializer>(argv: &[OsString], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::{Error as _, SerializeSeq};
+    let mut seq = s.serialize_seq(Some(argv.len()))?;
+    for arg in argv {
+        let text = arg.to_str().ok_or_else(|| {
+            S::Error::custom(format!(
+                "argument {} is not UTF-8 and cannot be written as JSON",
+                arg.to_string_lossy()
+            ))
+        })?;
+        seq.serialize_element(text)?;
+    }
+    seq.end()
+}
