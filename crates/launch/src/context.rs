@@ -41,9 +41,11 @@ impl Context {
     pub fn load_for(settings: &Settings, os: Os) -> Result<Context, Error> {
         let config = match &settings.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-                    what: format!("configuration `{}`", path.display()),
-                    source: e,
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Error::BadInput(format!(
+                        "configuration `{}` cannot be read ({e}): check the --config path",
+                        path.display()
+                    ))
                 })?;
                 Config::parse(&text, &path.display().to_string())?
             }

@@ -178,7 +178,7 @@ fn print_table(report: &Report) {
             if real.version.is_empty() {
                 "did not run"
             } else {
-                real.version.lines().next().unwrap_or("")
+                real.version.lines().last().unwrap_or("")
             },
             real.evidence,
             if real.passed {
