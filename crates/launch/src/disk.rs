@@ -39,6 +39,18 @@ impl LaunchDisk for RealDisk {
         })
     }
 
+    fn target_kind(&self, path: &Path) -> Option<EntryKind> {
+        use std::os::unix::fs::FileTypeExt;
+        let ft = std::fs::metadata(path).ok()?.file_type();
+        if ft.is_dir() {
+            Some(EntryKind::Dir)
+        } else if ft.is_file() || ft.is_char_device() || ft.is_fifo() || ft.is_socket() {
+            Some(EntryKind::File)
+        } else {
+            None
+        }
+    }
+
     fn entries(&self, dir: &Path) -> Vec<String> {
         let Ok(read) = std::fs::read_dir(dir) else {
             return Vec::new();

@@ -34,6 +34,10 @@ pub enum PolicyError {
         "grant `{path}` contains the protected root `{root}`: grant a folder inside it instead"
     )]
     GrantContainsProtected { path: PathBuf, root: PathBuf },
+    #[error(
+        "grant `{path}` is outside every protected root, where everything is open already: leave it out"
+    )]
+    GrantOutsideProtected { path: PathBuf },
     #[error("refused pattern `{}` is not valid: {why}", pattern.escape_debug())]
     BadPattern { pattern: String, why: &'static str },
     #[error("cannot resolve {what} `{path}`: {reason}")]

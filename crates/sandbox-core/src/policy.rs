@@ -77,7 +77,8 @@ impl GrantRequest {
     }
 }
 
-/// A validated grant: an existing folder, canonical.
+/// A validated grant: an existing folder inside a protected root, canonical. (Outside the
+/// protected roots everything is open already; such a grant is refused as meaningless.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grant {
     pub path: PathBuf,
@@ -529,6 +530,11 @@ fn validate_grant(
         return Err(PolicyError::GrantContainsProtected {
             path: asked.path.clone(),
             root: root.clone(),
+        });
+    }
+    if !protected.iter().any(|r| is_within(&path, r)) {
+        return Err(PolicyError::GrantOutsideProtected {
+            path: asked.path.clone(),
         });
     }
     if layout.is_in_runtimes(&path) && !is_within(&path, runtime) {

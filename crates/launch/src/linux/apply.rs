@@ -88,9 +88,6 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
             ),
         ));
     }
-    let Some(ns) = &plan.namespaces else {
-        return Err(fail("plan", "a plan without namespaces is not supported"));
-    };
     let kernel_abi = kernel_landlock_abi();
     if kernel_abi < plan.landlock.abi {
         return Err(fail(
@@ -121,6 +118,9 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
             .create(dir)
             .map_err(|e| fail(format!("create {}", dir.display()), e))?;
     }
+    let Some(ns) = &plan.namespaces else {
+        return exec_in_place(plan, &filters, &program, &workdir);
+    };
     check_single_threaded()?;
 
     // SAFETY: plain syscalls on this (single-threaded) process.
@@ -664,6 +664,38 @@ fn start_program(program: &[CString], workdir: &CString) -> ! {
     }
 }
 
+/// The fallback without namespaces: confine this very process and exec the program (it keeps
+/// our pid).
+fn exec_in_place(
+    plan: &LinuxPlan,
+    filters: &[seccompiler::BpfProgram],
+    program: &[CString],
+    workdir: &CString,
+) -> Result<Never, ApplyError> {
+    close_inherited_descriptors()?;
+    // SAFETY: plain syscall.
+    if unsafe { libc::geteuid() } == 0 {
+        drop_capabilities()?;
+    }
+    restrict_landlock(plan)?;
+    for filter in filters {
+        seccompiler::apply_filter(filter).map_err(|e| fail("seccomp", e))?;
+    }
+    start_program(program, workdir)
+}
+
+/// Descriptors above stderr would outlive the confinement: a folder opened outside is a way
+/// back into it. They are closed at exec.
+fn close_inherited_descriptors() -> Result<(), ApplyError> {
+    // SAFETY: marks descriptors close-on-exec; no memory involved.
+    let rc =
+        unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    if rc != 0 {
+        return Err(os_fail("close_range"));
+    }
+    Ok(())
+}
+
 /// Everything init does to itself before starting the program; inherited by the program.
 fn confine(
     plan: &LinuxPlan,
@@ -679,20 +711,7 @@ fn confine(
             None,
         )?;
     }
-    // Descriptors above stderr would outlive the mounts: a folder opened outside is a way back
-    // into it. They are closed at exec.
-    // SAFETY: marks descriptors close-on-exec; no memory involved.
-    if unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3u32,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    } != 0
-    {
-        return Err(os_fail("close_range"));
-    }
+    close_inherited_descriptors()?;
     drop_capabilities()?;
     restrict_landlock(plan)?;
     for filter in filters {

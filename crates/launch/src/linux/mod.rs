@@ -4,6 +4,7 @@
 
 #[cfg(target_os = "linux")]
 pub mod apply;
+mod frozen;
 pub mod plan;
 #[cfg(target_os = "linux")]
 mod seccomp;

@@ -143,6 +143,18 @@ impl FsRight {
         FsRight::ResolveUnix,
     ];
 
+    /// The rights that mean something on a file (the rest only on a folder).
+    pub fn applies_to_files(self) -> bool {
+        matches!(
+            self,
+            FsRight::Execute
+                | FsRight::WriteFile
+                | FsRight::ReadFile
+                | FsRight::Truncate
+                | FsRight::IoctlDev
+        )
+    }
+
     fn all_up_to(abi: u32) -> Vec<FsRight> {
         FsRight::ALL
             .into_iter()
@@ -203,6 +215,9 @@ pub trait LaunchDisk {
     fn kind(&self, path: &Path) -> Option<EntryKind>;
     /// The names directly inside a folder (empty when it cannot be read).
     fn entries(&self, dir: &Path) -> Vec<String>;
+    /// What a path is once symlinks are followed: `Some(Dir)` or `Some(File)`, `None` when it
+    /// dangles or is neither a regular file, a folder nor a character device.
+    fn target_kind(&self, path: &Path) -> Option<EntryKind>;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,10 +236,6 @@ pub struct Kernel {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    #[error(
-        "user namespaces cannot be created here, and the fallback (Landlock alone, ancestors of each protected root frozen) is not built yet: run bridge-only"
-    )]
-    NoNamespaces,
     #[error("Landlock is missing (ABI 0): this machine cannot confine; run bridge-only")]
     NoLandlock,
 }
@@ -239,32 +250,13 @@ pub fn compile(
         return Err(PlanError::NoLandlock);
     }
     if !kernel.namespaces {
-        return Err(PlanError::NoNamespaces);
+        return Ok(super::frozen::compile(policy, kernel, disk));
     }
     let abi = kernel.landlock_abi.min(NEWEST_KNOWN_ABI);
     let mut guarantees = Vec::new();
     let mut create_dirs = vec![policy.runtime.clone()];
 
-    // Protected roots: mask the outermost existing ones; a root inside another is hidden with it.
-    let mut roots: Vec<&PathBuf> = policy.protected.iter().collect();
-    roots.sort_by_key(|r| r.components().count());
-    let mut outermost: Vec<&PathBuf> = Vec::new();
-    for root in roots {
-        if outermost.iter().any(|o| root.starts_with(o)) {
-            continue;
-        }
-        if !disk.exists(root) {
-            guarantees.push(Guarantee {
-                what: format!("protected root {} closed", root.display()),
-                by: "nothing to mask".into(),
-                enforcement: Enforcement::Partly(
-                    "it does not exist at launch; a folder created there during the chat is the chat's own".into(),
-                ),
-            });
-            continue;
-        }
-        outermost.push(root);
-    }
+    let outermost = outermost_existing_roots(policy, disk, &mut guarantees);
 
     let mut pins: Vec<PathBuf> = Vec::new();
     for root in &outermost {
@@ -292,7 +284,7 @@ pub fn compile(
         // Outer folders first, so that a read-write folder inside a read-only grant lands on top.
         bind_back.sort_by_key(|b| b.path.components().count());
         mounts.push(MountStep::Mask {
-            root: (*root).clone(),
+            root: root.clone(),
             bind_back,
         });
         guarantees.push(Guarantee {
@@ -374,45 +366,14 @@ pub fn compile(
         ),
     });
 
-    let unix_allowlist = !policy.unix_socket_allow.is_empty();
-    let resolve_unix = abi >= ABI_RESOLVE_UNIX;
-    let mut handled = FsRight::all_up_to(abi);
-    handled.sort();
-    let open_rights: Vec<FsRight> = handled
-        .iter()
-        .copied()
-        .filter(|r| {
-            !matches!(
-                r,
-                FsRight::MakeChar | FsRight::MakeBlock | FsRight::ResolveUnix
-            )
-        })
-        .collect();
+    let common = Common::new(policy, abi);
     let mut rules = vec![LandlockRule {
         path: PathBuf::from("/"),
-        rights: open_rights,
+        rights: common.open_rights.clone(),
     }];
-    if resolve_unix {
-        for socket in &policy.unix_socket_allow {
-            rules.push(LandlockRule {
-                path: socket.clone(),
-                rights: vec![FsRight::ResolveUnix],
-            });
-        }
-    }
+    rules.extend(common.unix_rules.iter().cloned());
     guarantees.push(Guarantee {
-        what: "mounts cannot be undone from inside; no device nodes can be made".into(),
-        by: "Landlock (no mount, umount, pivot_root for a confined process; no make_char/make_block), seccomp, no capabilities".into(),
-        enforcement: Enforcement::Fully,
-    });
-
-    let scopes = if abi >= ABI_SCOPING {
-        vec!["signal".to_owned(), "abstract-unix-socket".to_owned()]
-    } else {
-        Vec::new()
-    };
-    guarantees.push(Guarantee {
-        what: "signals and ptrace to processes outside refused; their environ unreadable".into(),
+        what: "signals and ptrace to processes outside refused; their environ unreadable; no process outlives the chat".into(),
         by: if abi >= ABI_SCOPING {
             "PID namespace with its own /proc, Landlock signal scoping".into()
         } else {
@@ -420,29 +381,7 @@ pub fn compile(
         },
         enforcement: Enforcement::Fully,
     });
-
-    let refuse_unix_socket_create = !resolve_unix && !unix_allowlist;
-    guarantees.push(Guarantee {
-        what: "unix-socket servers started outside (tmux, the session bus, a CLI's daemon, docker.sock) unreachable".into(),
-        by: if resolve_unix {
-            "Landlock ResolveUnix (ABI 9), allowlisted sockets only".into()
-        } else {
-            "seccomp refuses socket(AF_UNIX); abstract sockets also scoped by Landlock".into()
-        },
-        enforcement: if resolve_unix || !unix_allowlist {
-            Enforcement::Fully
-        } else {
-            Enforcement::Not(format!(
-                "an allowlist is configured and this kernel (Landlock ABI {abi}) cannot allow single sockets: every unix socket is reachable"
-            ))
-        },
-    });
-    guarantees.push(Guarantee {
-        what: "keystrokes cannot be pushed into the terminal (TIOCSTI)".into(),
-        by: "seccomp".into(),
-        enforcement: Enforcement::Fully,
-    });
-
+    guarantees.extend(common.guarantees.iter().cloned());
     Ok(LinuxPlan {
         version: PLAN_VERSION,
         chat: policy.chat.to_string(),
@@ -453,19 +392,137 @@ pub fn compile(
             minimal_dev: true,
             pid_namespace: true,
         }),
-        landlock: LandlockPlan {
-            abi,
-            handled,
-            rules,
-            scopes,
-            log_denials: abi >= ABI_AUDIT_LOG,
-        },
-        seccomp: SeccompPlan {
-            refuse_unix_socket_create,
-            refuse_namespace_and_mount_calls: true,
-            refuse_terminal_injection: true,
-            refuse_keyring: true,
-        },
+        landlock: common.landlock(rules),
+        seccomp: common.seccomp,
         guarantees,
     })
+}
+
+/// The protected roots to close: the outermost ones that exist (a root inside another is closed
+/// with it). One that does not exist yet is reported, not closed.
+pub(super) fn outermost_existing_roots(
+    policy: &Policy,
+    disk: &dyn LaunchDisk,
+    guarantees: &mut Vec<Guarantee>,
+) -> Vec<PathBuf> {
+    let mut roots: Vec<&PathBuf> = policy.protected.iter().collect();
+    roots.sort_by_key(|r| r.components().count());
+    let mut outermost: Vec<PathBuf> = Vec::new();
+    for root in roots {
+        if outermost.iter().any(|o| root.starts_with(o)) {
+            continue;
+        }
+        if !disk.exists(root) {
+            guarantees.push(Guarantee {
+                what: format!("protected root {} closed", root.display()),
+                by: "nothing to close".into(),
+                enforcement: Enforcement::Partly(
+                    "it does not exist at launch; a folder created there during the chat is the chat's own".into(),
+                ),
+            });
+            continue;
+        }
+        outermost.push(root.clone());
+    }
+    outermost
+}
+
+/// What the namespace plan and the frozen fallback share: the rights handled, the scopes, the
+/// seccomp filter and the guarantees that do not depend on mounts.
+pub(super) struct Common {
+    pub abi: u32,
+    pub handled: Vec<FsRight>,
+    /// Everything a path in the open part of the machine may do (no device nodes).
+    pub open_rights: Vec<FsRight>,
+    pub scopes: Vec<String>,
+    /// `ResolveUnix` for the allowlisted sockets, on kernels that have it.
+    pub unix_rules: Vec<LandlockRule>,
+    pub seccomp: SeccompPlan,
+    pub guarantees: Vec<Guarantee>,
+}
+
+impl Common {
+    pub fn new(policy: &Policy, abi: u32) -> Common {
+        let unix_allowlist = !policy.unix_socket_allow.is_empty();
+        let resolve_unix = abi >= ABI_RESOLVE_UNIX;
+        let handled = FsRight::all_up_to(abi);
+        let open_rights: Vec<FsRight> = handled
+            .iter()
+            .copied()
+            .filter(|r| {
+                !matches!(
+                    r,
+                    FsRight::MakeChar | FsRight::MakeBlock | FsRight::ResolveUnix
+                )
+            })
+            .collect();
+        let unix_rules = if resolve_unix {
+            policy
+                .unix_socket_allow
+                .iter()
+                .map(|socket| LandlockRule {
+                    path: socket.clone(),
+                    rights: vec![FsRight::ResolveUnix],
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let scopes = if abi >= ABI_SCOPING {
+            vec!["signal".to_owned(), "abstract-unix-socket".to_owned()]
+        } else {
+            Vec::new()
+        };
+        let guarantees = vec![
+            Guarantee {
+                what: "no mount can be made or undone from inside; no device nodes can be made".into(),
+                by: "Landlock (no mount, umount, pivot_root for a confined process; no make_char/make_block), seccomp, no capabilities".into(),
+                enforcement: Enforcement::Fully,
+            },
+            Guarantee {
+                what: "unix-socket servers started outside (tmux, the session bus, a CLI's daemon, docker.sock) unreachable".into(),
+                by: if resolve_unix {
+                    "Landlock ResolveUnix (ABI 9), allowlisted sockets only".into()
+                } else {
+                    "seccomp refuses socket(AF_UNIX); abstract sockets also scoped by Landlock".into()
+                },
+                enforcement: if resolve_unix || !unix_allowlist {
+                    Enforcement::Fully
+                } else {
+                    Enforcement::Not(format!(
+                        "an allowlist is configured and this kernel (Landlock ABI {abi}) cannot allow single sockets: every unix socket is reachable"
+                    ))
+                },
+            },
+            Guarantee {
+                what: "keystrokes cannot be pushed into the terminal (TIOCSTI)".into(),
+                by: "seccomp".into(),
+                enforcement: Enforcement::Fully,
+            },
+        ];
+        Common {
+            abi,
+            handled,
+            open_rights,
+            scopes,
+            unix_rules,
+            seccomp: SeccompPlan {
+                refuse_unix_socket_create: !resolve_unix && !unix_allowlist,
+                refuse_namespace_and_mount_calls: true,
+                refuse_terminal_injection: true,
+                refuse_keyring: true,
+            },
+            guarantees,
+        }
+    }
+
+    pub fn landlock(&self, rules: Vec<LandlockRule>) -> LandlockPlan {
+        LandlockPlan {
+            abi: self.abi,
+            handled: self.handled.clone(),
+            rules,
+            scopes: self.scopes.clone(),
+            log_denials: self.abi >= ABI_AUDIT_LOG,
+        }
+    }
 }

@@ -246,6 +246,8 @@ fn bad_grants_are_refused_with_the_path_and_the_fix() {
         (format!("{STATE}/state/auth"), "inside the app folder"),
         ("/home/ann".into(), "contains the protected root"),
         ("/".into(), "contains the protected root"),
+        ("/home/ann/link-to-chat2/..".into(), "`..`"),
+        ("/usr/bin".into(), "outside every protected root"),
     ];
     for (grant, expected) in cases {
         let err = build(&[&grant]).unwrap_err().to_string();

@@ -1,0 +1,129 @@
+//! The fallback where namespaces cannot be created: Landlock alone.
+//!
+//! Landlock only allows, and a right on a folder covers everything beneath it. So to close a
+//! protected root inside an open tree, each of its ancestors gets no right at all ("frozen") and
+//! every other entry along the way gets the open rights on its own. The cost, reported in the
+//! plan: nothing can be created, renamed or removed directly in a frozen folder (the home among
+//! them, so `git config --global` and a CLI's atomic writes of its settings there fail), a
+//! frozen folder cannot be listed, and entries created beside the path after launch stay closed.
+//! Refused entries and blocked programs are closed the same way (their folder is frozen). Without
+//! a PID namespace, processes outside stay visible and a process of the chat can outlive it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use sandbox_core::{Access, Policy};
+
+use super::plan::{
+    Common, EntryKind, Enforcement, FsRight, Guarantee, Kernel, LandlockRule, LaunchDisk,
+    LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, outermost_existing_roots,
+};
+
+pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) -> LinuxPlan {
+    let abi = kernel.landlock_abi.min(NEWEST_KNOWN_ABI);
+    let common = Common::new(policy, abi);
+    let mut guarantees = Vec::new();
+    let closed_roots = outermost_existing_roots(policy, disk, &mut guarantees);
+
+    // What must stay closed inside the open part: the roots and the blocked programs.
+    let mut closed: BTreeSet<PathBuf> = closed_roots.iter().cloned().collect();
+    for program in &policy.blocked_programs {
+        if disk.exists(program) && !closed_roots.iter().any(|r| program.starts_with(r)) {
+            closed.insert(program.clone());
+        }
+    }
+    let mut frozen: BTreeSet<PathBuf> = BTreeSet::new();
+    for path in &closed {
+        frozen.extend(path.ancestors().skip(1).map(Path::to_owned));
+    }
+
+    let read: Vec<FsRight> = common
+        .open_rights
+        .iter()
+        .copied()
+        .filter(|r| matches!(r, FsRight::Execute | FsRight::ReadFile | FsRight::ReadDir))
+        .collect();
+    let mut rules: Vec<LandlockRule> = Vec::new();
+    let mut rule = |path: PathBuf, rights: &[FsRight]| {
+        let rights: Vec<FsRight> = match disk.target_kind(&path) {
+            Some(EntryKind::Dir) => rights.to_vec(),
+            Some(_) => rights.iter().copied().filter(|r| r.applies_to_files()).collect(),
+            None => return,
+        };
+        if !rights.is_empty() {
+            rules.push(LandlockRule { path, rights });
+        }
+    };
+
+    for dir in &frozen {
+        for name in disk.entries(dir) {
+            let child = dir.join(&name);
+            if !frozen.contains(&child) && !closed.contains(&child) {
+                rule(child, &common.open_rights);
+            }
+        }
+    }
+
+    // This chat's folders inside the closed roots. A grant's own folder is frozen too, so that
+    // a refused entry (present or created later) stays closed: its other entries get the rights.
+    let create_dirs = vec![policy.runtime.clone()];
+    rule(policy.runtime.clone(), &common.open_rights);
+    for grant in &policy.grants {
+        let rights = match grant.access {
+            Access::ReadWrite => &common.open_rights,
+            Access::ReadOnly => &read,
+        };
+        for name in disk.entries(&grant.path) {
+            if !policy.refused.iter().any(|p| p.matches_name(&name)) {
+                rule(grant.path.join(name), rights);
+            }
+        }
+    }
+    rules.extend(common.unix_rules.iter().cloned());
+
+    guarantees.push(Guarantee {
+        what: "protected roots closed (read, write, listing) except this chat's folders".into(),
+        by: "Landlock alone: every entry beside the path to each root granted, its ancestors frozen".into(),
+        enforcement: Enforcement::Partly(format!(
+            "no user namespaces: nothing can be created, renamed or removed directly in {} (so `git config --global` and atomic writes of settings there fail), they cannot be listed, and entries created beside them during the chat stay closed",
+            frozen
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    });
+    guarantees.push(Guarantee {
+        what: "refused entries inside grants closed, also when created later".into(),
+        by: "Landlock: each grant's own folder frozen, its other entries granted".into(),
+        enforcement: Enforcement::Partly(
+            "nothing new can be created directly at a grant's top".into(),
+        ),
+    });
+    guarantees.push(Guarantee {
+        what: "blocked programs cannot run".into(),
+        by: "Landlock: their folders frozen, every other program there granted".into(),
+        enforcement: Enforcement::Partly(
+            "a copy brought in under another name would run; the session bus it needs is closed".into(),
+        ),
+    });
+    guarantees.push(Guarantee {
+        what: "signals to processes outside refused; their environ unreadable; no process outlives the chat".into(),
+        by: "Landlock signal scoping (ABI 6)".into(),
+        enforcement: Enforcement::Partly(
+            "no PID namespace: processes outside stay visible, root can still read their environ, and a process the chat leaves behind is not ended".into(),
+        ),
+    });
+    guarantees.extend(common.guarantees.iter().cloned());
+
+    LinuxPlan {
+        version: PLAN_VERSION,
+        chat: policy.chat.to_string(),
+        workdir: policy.runtime.clone(),
+        create_dirs,
+        namespaces: None,
+        landlock: common.landlock(rules),
+        seccomp: common.seccomp,
+        guarantees,
+    }
+}
