@@ -305,7 +305,6 @@ impl Writer {
                 .collect();
             self.rule("allow", "network-outbound", &filters, None);
         }
-        self.line("");
         Ok(())
     }
 
