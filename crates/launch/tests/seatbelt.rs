@@ -637,3 +637,13 @@ fn every_shell_probe_succeeds_unconfined_so_a_refusal_under_seatbelt_means_somet
         .collect();
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
+
+#[cfg(not(target_os = "macos"))]
+#[test]
+fn the_real_sandbox_exec_suite_needs_a_mac() {
+    eprintln!(
+        "SKIPPED here: seatbelt_macos.rs asks the same probes of the real /usr/bin/sandbox-exec \
+         and compiles only on macOS. On a Mac: cargo test -p launch --test seatbelt_macos \
+         (see docs/macos.md)."
+    );
+}

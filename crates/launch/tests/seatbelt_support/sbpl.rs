@@ -225,7 +225,7 @@ fn overlap(a: &str, b: &str) -> bool {
 }
 
 /// What a request is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Subject<'a> {
     /// A file operation on a path, as the kernel names it (absolute, canonical).
     Path(&'a [u8]),
@@ -237,6 +237,21 @@ pub enum Subject<'a> {
     Process { same_sandbox: bool },
     /// An operation with nothing to filter on (`appleevent-send`, `lsopen`).
     Nothing,
+}
+
+impl std::fmt::Debug for Subject<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        match self {
+            Subject::Path(p) => write!(f, "path {:?}", text(p)),
+            Subject::Global(g) => write!(f, "service {g:?}"),
+            Subject::UnixSocket(p) => write!(f, "unix socket {:?}", text(p)),
+            Subject::Process { same_sandbox } => {
+                write!(f, "process (same sandbox: {same_sandbox})")
+            }
+            Subject::Nothing => write!(f, "nothing"),
+        }
+    }
 }
 
 /// One question to a profile.
