@@ -306,8 +306,11 @@ fn specs() -> impl Strategy<Value = Spec> {
             "wf-1/sub",
             "wf-1/planning",
             "wf-3/sub/planning",
+            "~/proj",
+            "@runtime/sub",
+            "@runtime",
         ],
-        0..=4,
+        0..=5,
     );
     let refused = proptest::sample::subsequence(
         vec!["secrets/", "*.key", "s?b/", "doc.md", "sub/", "Old.*"],
@@ -326,7 +329,7 @@ fn specs() -> impl Strategy<Value = Spec> {
             Just(Some("shared/ws-docs"))
         ],
         grants,
-        proptest::collection::vec(any::<bool>(), 6),
+        proptest::collection::vec(any::<bool>(), 9),
         refused,
         protected,
         (any::<bool>(), any::<bool>(), any::<bool>()),

@@ -233,8 +233,10 @@ impl Writer {
         uses.sort_by(|a, b| {
             let key = |u: &Use| -> (usize, usize) {
                 match u {
-                    Use::Runtime(path) => (path.components().count(), usize::MAX),
-                    Use::Grant(index, path, _) => (path.components().count(), *index),
+                    // The runtime before a grant of the same folder: the grant's refused
+                    // patterns must come after the runtime's allow.
+                    Use::Runtime(path) => (path.components().count(), 0),
+                    Use::Grant(index, path, _) => (path.components().count(), index + 1),
                 }
             };
             key(a).cmp(&key(b))
@@ -248,17 +250,23 @@ impl Writer {
                     self.rule("deny", MOVE, &[literal(&name)], Some("runtime"));
                 }
                 Use::Grant(index, path, access) => {
-                    let name = self.param(format!("GRANT_{index}"), "grant", path)?;
-                    match access {
-                        Access::ReadWrite => {
-                            self.line(";; A read-write grant: everything but moving it.");
-                            self.rule("allow", EVERY, &[subpath(&name)], None);
-                            self.rule("deny", MOVE, &[literal(&name)], Some("granted"));
-                        }
-                        Access::ReadOnly => {
-                            self.line(";; A read-only grant: reading and exec only.");
-                            self.rule("deny", NOT_READ, &[subpath(&name)], Some("granted"));
-                            self.rule("allow", READ, &[subpath(&name)], None);
+                    if path.starts_with(&policy.runtime) {
+                        // The runtime's own access holds inside it (as in `decide()`, the runtime
+                        // comes before the grants); such a grant only adds its refused patterns.
+                        self.line(";; A grant inside the runtime: its refused patterns only.");
+                    } else {
+                        let name = self.param(format!("GRANT_{index}"), "grant", path)?;
+                        match access {
+                            Access::ReadWrite => {
+                                self.line(";; A read-write grant: everything but moving it.");
+                                self.rule("allow", EVERY, &[subpath(&name)], None);
+                                self.rule("deny", MOVE, &[literal(&name)], Some("granted"));
+                            }
+                            Access::ReadOnly => {
+                                self.line(";; A read-only grant: reading and exec only.");
+                                self.rule("deny", NOT_READ, &[subpath(&name)], Some("granted"));
+                                self.rule("allow", READ, &[subpath(&name)], None);
+                            }
                         }
                     }
                     if !policy.refused.is_empty() {

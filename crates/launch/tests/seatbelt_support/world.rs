@@ -21,7 +21,8 @@ pub struct Spec {
     pub workspace_docs: Option<String>,
     /// Folder names under `workspace-docs/workflows`.
     pub workflows: Vec<String>,
-    /// Grants, relative to `workspace-docs/workflows` (`wf-1`, `wf-1/sub`).
+    /// Grants, relative to `workspace-docs/workflows` (`wf-1`, `wf-1/sub`), to the home
+    /// (`~/proj`) or to the chat's runtime (`@runtime/sub`).
     pub grants: Vec<(String, Access)>,
     pub chat: String,
     pub other_chat: String,
@@ -150,6 +151,12 @@ impl World {
             world.file(&runtimes.join(chat).join("work.txt"));
             world.script(&runtimes.join(chat).join("tool.sh"));
         }
+        for inside in [home.join("proj"), runtimes.join(&spec.chat).join("sub")] {
+            for file in ["doc.md", "cache.sqlite", "planning/plan.json"] {
+                world.file(&inside.join(file));
+            }
+            world.script(&inside.join("tool.sh"));
+        }
         world.file(&docs.join("users/u.json"));
         world.file(&docs.join("config/c.json"));
         for wf in &spec.workflows {
@@ -220,16 +227,25 @@ impl World {
         config.policy.protected = spec.protected.iter().map(|p| self.base.join(p)).collect();
         config.policy.blocked_programs = spec.blocked.iter().map(|p| self.base.join(p)).collect();
         config.policy.allow_unix_sockets = spec.sockets.iter().map(|p| self.base.join(p)).collect();
+        let chat = ChatId::new(&spec.chat).map_err(|e| e.to_string())?;
         let workflows = layout.workspace_docs.join("workflows");
+        let runtime = layout.runtime(&chat);
         let grants: Vec<GrantRequest> = spec
             .grants
             .iter()
             .map(|(path, access)| GrantRequest {
-                path: workflows.join(path),
+                path: if let Some(rest) = path.strip_prefix("~/") {
+                    self.home.join(rest)
+                } else if path == "@runtime" {
+                    runtime.clone()
+                } else if let Some(rest) = path.strip_prefix("@runtime/") {
+                    runtime.join(rest)
+                } else {
+                    workflows.join(path)
+                },
                 access: *access,
             })
             .collect();
-        let chat = ChatId::new(&spec.chat).map_err(|e| e.to_string())?;
         let policy = Policy::build(
             &PolicyRequest {
                 os: Os::MacOs,
