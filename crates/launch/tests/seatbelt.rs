@@ -595,7 +595,7 @@ fn wrap_puts_sandbox_exec_the_profile_and_params_before_the_command() {
 }
 
 #[test]
-fn a_path_that_is_not_utf8_is_a_clear_error() {
+fn a_path_that_is_not_utf8_or_a_policy_for_linux_is_a_clear_error() {
     use std::os::unix::ffi::OsStringExt;
     let mut policy = demo().policy;
     let bad = PathBuf::from(OsString::from_vec(b"/Users/ann/\xffbad".to_vec()));
@@ -609,6 +609,11 @@ fn a_path_that_is_not_utf8_is_a_clear_error() {
         }
     );
     assert!(err.to_string().contains("not valid UTF-8"), "{err}");
+
+    let mut linux = demo().policy;
+    linux.os = sandbox_core::Os::Linux;
+    let err = SeatbeltProfile::for_policy(&linux).unwrap_err();
+    assert!(err.to_string().contains("not macOS"), "{err}");
 
     let (profile, _) = compile(&demo());
     let err = profile

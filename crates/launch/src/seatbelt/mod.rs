@@ -19,7 +19,8 @@
 //!    inside a protected root, so that `realpath` and `getcwd` work there;
 //! 3. the runtime and the grants, shallow before deep (a grant inside another overrides it):
 //!    read-write allows everything but moving the folder itself; read-only refuses every file
-//!    operation, then allows reading and exec; each grant's refused patterns right after it;
+//!    operation, then allows reading and exec; each grant's refused patterns right after it
+//!    (a grant inside the runtime keeps the runtime's access and only adds its patterns);
 //! 4. pinned: no protected root and none of its ancestors may be renamed or unlinked;
 //! 5. blocked programs: no exec, no read (a copy would run the same), no write;
 //! 6. the chat's allowed unix sockets.
@@ -54,7 +55,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use sandbox_core::{Access, Policy, RefusedPattern};
+use sandbox_core::{Access, Os, Policy, RefusedPattern};
 use serde::Serialize;
 
 /// The only `sandbox-exec` we run: never looked up on PATH.
@@ -98,6 +99,11 @@ pub struct SeatbeltProfile {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SeatbeltError {
     #[error(
+        "the policy was built for {os:?}, not macOS: its blocked programs and its matching of \
+         names are another system's; build it with `Os::MacOs` for a Seatbelt profile"
+    )]
+    NotForMacOs { os: Os },
+    #[error(
         "the {what} `{}` is not valid UTF-8, and a Seatbelt profile names paths as text: \
          rename it or leave it out of the policy",
         path.display()
@@ -112,9 +118,12 @@ pub enum SeatbeltError {
 }
 
 impl SeatbeltProfile {
-    /// Compiles the policy. Fails only on a path that is not UTF-8 (which no macOS volume
-    /// holds; a policy built elsewhere might).
+    /// Compiles a policy built for macOS. Fails on a policy built for another system and on a
+    /// path that is not UTF-8 (which no macOS volume holds; a policy built elsewhere might).
     pub fn for_policy(policy: &Policy) -> Result<SeatbeltProfile, SeatbeltError> {
+        if policy.os != Os::MacOs {
+            return Err(SeatbeltError::NotForMacOs { os: policy.os });
+        }
         let (head, tail) = BASE.split_once(CHAT_RULES_MARKER).unwrap_or((BASE, ""));
         let mut out = Writer {
             text: String::from(head),
@@ -250,12 +259,17 @@ impl Writer {
                     self.rule("deny", MOVE, &[literal(&name)], Some("runtime"));
                 }
                 Use::Grant(index, path, access) => {
+                    let name = self.param(format!("GRANT_{index}"), "grant", path)?;
                     if path.starts_with(&policy.runtime) {
-                        // The runtime's own access holds inside it (as in `decide()`, the runtime
-                        // comes before the grants); such a grant only adds its refused patterns.
-                        self.line(";; A grant inside the runtime: its refused patterns only.");
+                        // The runtime's own access holds inside it (in `decide()` the runtime
+                        // comes before the grants), said again over the refused patterns of a
+                        // grant around this one; the grant only adds its own.
+                        self.line(";; A grant inside the runtime: the runtime's access.");
+                        self.rule("allow", EVERY, &[subpath(&name)], None);
+                        if path == policy.runtime {
+                            self.rule("deny", MOVE, &[literal(&name)], Some("runtime"));
+                        }
                     } else {
-                        let name = self.param(format!("GRANT_{index}"), "grant", path)?;
                         match access {
                             Access::ReadWrite => {
                                 self.line(";; A read-write grant: everything but moving it.");
