@@ -39,9 +39,10 @@
 //! - Refused patterns are regular expressions carried whole in a parameter: `^`, the grant's
 //!   path escaped as SBPL's `regex-quote` does, `/`, then the patterns as alternatives (`*` is
 //!   `[^/]*`, `?` is `[^/]`). Letters are folded (`[pP]`), because macOS volumes are
-//!   case-insensitive by default and a regex, unlike `literal` and `subpath`, compares bytes:
-//!   `PLANNING/plan.json` opens `planning/plan.json`. One expression per grant also holds for
-//!   entries created after launch.
+//!   case-insensitive by default and a regex compares bytes (`literal` and `subpath` are reported
+//!   to follow the volume): `PLANNING/plan.json` opens `planning/plan.json`. SBPL's own
+//!   `regex-quote` cannot fold. One expression per grant also holds for entries created after
+//!   launch.
 //! - Our operations map to Seatbelt's as: read is `file-read-data` (and `-xattr`,
 //!   `file-test-existence`, `file-map-executable`); list is `file-read-data` on a folder; write
 //!   is `file-write-data`, `-create` and the attribute writes; exec is `process-exec`; move is

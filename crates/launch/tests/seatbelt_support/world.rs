@@ -72,6 +72,7 @@ pub struct World {
     pub scripts: BTreeSet<PathBuf>,
     /// An open folder for the probes' output.
     pub scratch: PathBuf,
+    /// The chat's policy (a placeholder while the world is planned, before it is built).
     pub policy: Policy,
 }
 
