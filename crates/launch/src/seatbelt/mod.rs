@@ -19,7 +19,8 @@
 //!    inside a protected root, so that `realpath` and `getcwd` work there;
 //! 3. the runtime and the grants, shallow before deep (a grant inside another overrides it):
 //!    read-write allows everything but moving the folder itself; read-only refuses every file
-//!    operation, then allows reading and exec; each grant's refused patterns right after it;
+//!    operation, then allows reading and exec; each grant's refused patterns right after it
+//!    (a grant inside the runtime keeps the runtime's access and only adds its patterns);
 //! 4. pinned: no protected root and none of its ancestors may be renamed or unlinked;
 //! 5. blocked programs: no exec, no read (a copy would run the same), no write;
 //! 6. the chat's allowed unix sockets.
@@ -38,9 +39,10 @@
 //! - Refused patterns are regular expressions carried whole in a parameter: `^`, the grant's
 //!   path escaped as SBPL's `regex-quote` does, `/`, then the patterns as alternatives (`*` is
 //!   `[^/]*`, `?` is `[^/]`). Letters are folded (`[pP]`), because macOS volumes are
-//!   case-insensitive by default and a regex, unlike `literal` and `subpath`, compares bytes:
-//!   `PLANNING/plan.json` opens `planning/plan.json`. One expression per grant also holds for
-//!   entries created after launch.
+//!   case-insensitive by default and a regex compares bytes (`literal` and `subpath` are reported
+//!   to follow the volume): `PLANNING/plan.json` opens `planning/plan.json`. SBPL's own
+//!   `regex-quote` cannot fold. One expression per grant also holds for entries created after
+//!   launch.
 //! - Our operations map to Seatbelt's as: read is `file-read-data` (and `-xattr`,
 //!   `file-test-existence`, `file-map-executable`); list is `file-read-data` on a folder; write
 //!   is `file-write-data`, `-create` and the attribute writes; exec is `process-exec`; move is
@@ -54,7 +56,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use sandbox_core::{Access, Policy, RefusedPattern};
+use sandbox_core::{Access, Os, Policy, RefusedPattern};
 use serde::Serialize;
 
 /// The only `sandbox-exec` we run: never looked up on PATH.
@@ -98,6 +100,11 @@ pub struct SeatbeltProfile {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SeatbeltError {
     #[error(
+        "the policy was built for {os:?}, not macOS: its blocked programs and its matching of \
+         names are another system's; build it with `Os::MacOs` for a Seatbelt profile"
+    )]
+    NotForMacOs { os: Os },
+    #[error(
         "the {what} `{}` is not valid UTF-8, and a Seatbelt profile names paths as text: \
          rename it or leave it out of the policy",
         path.display()
@@ -112,9 +119,12 @@ pub enum SeatbeltError {
 }
 
 impl SeatbeltProfile {
-    /// Compiles the policy. Fails only on a path that is not UTF-8 (which no macOS volume
-    /// holds; a policy built elsewhere might).
+    /// Compiles a policy built for macOS. Fails on a policy built for another system and on a
+    /// path that is not UTF-8 (which no macOS volume holds; a policy built elsewhere might).
     pub fn for_policy(policy: &Policy) -> Result<SeatbeltProfile, SeatbeltError> {
+        if policy.os != Os::MacOs {
+            return Err(SeatbeltError::NotForMacOs { os: policy.os });
+        }
         let (head, tail) = BASE.split_once(CHAT_RULES_MARKER).unwrap_or((BASE, ""));
         let mut out = Writer {
             text: String::from(head),
@@ -233,8 +243,10 @@ impl Writer {
         uses.sort_by(|a, b| {
             let key = |u: &Use| -> (usize, usize) {
                 match u {
-                    Use::Runtime(path) => (path.components().count(), usize::MAX),
-                    Use::Grant(index, path, _) => (path.components().count(), *index),
+                    // The runtime before a grant of the same folder: the grant's refused
+                    // patterns must come after the runtime's allow.
+                    Use::Runtime(path) => (path.components().count(), 0),
+                    Use::Grant(index, path, _) => (path.components().count(), index + 1),
                 }
             };
             key(a).cmp(&key(b))
@@ -249,16 +261,27 @@ impl Writer {
                 }
                 Use::Grant(index, path, access) => {
                     let name = self.param(format!("GRANT_{index}"), "grant", path)?;
-                    match access {
-                        Access::ReadWrite => {
-                            self.line(";; A read-write grant: everything but moving it.");
-                            self.rule("allow", EVERY, &[subpath(&name)], None);
-                            self.rule("deny", MOVE, &[literal(&name)], Some("granted"));
+                    if path.starts_with(&policy.runtime) {
+                        // The runtime's own access holds inside it (in `decide()` the runtime
+                        // comes before the grants), said again over the refused patterns of a
+                        // grant around this one; the grant only adds its own.
+                        self.line(";; A grant inside the runtime: the runtime's access.");
+                        self.rule("allow", EVERY, &[subpath(&name)], None);
+                        if path == policy.runtime {
+                            self.rule("deny", MOVE, &[literal(&name)], Some("runtime"));
                         }
-                        Access::ReadOnly => {
-                            self.line(";; A read-only grant: reading and exec only.");
-                            self.rule("deny", NOT_READ, &[subpath(&name)], Some("granted"));
-                            self.rule("allow", READ, &[subpath(&name)], None);
+                    } else {
+                        match access {
+                            Access::ReadWrite => {
+                                self.line(";; A read-write grant: everything but moving it.");
+                                self.rule("allow", EVERY, &[subpath(&name)], None);
+                                self.rule("deny", MOVE, &[literal(&name)], Some("granted"));
+                            }
+                            Access::ReadOnly => {
+                                self.line(";; A read-only grant: reading and exec only.");
+                                self.rule("deny", NOT_READ, &[subpath(&name)], Some("granted"));
+                                self.rule("allow", READ, &[subpath(&name)], None);
+                            }
                         }
                     }
                     if !policy.refused.is_empty() {
@@ -305,7 +328,6 @@ impl Writer {
                 .collect();
             self.rule("allow", "network-outbound", &filters, None);
         }
-        self.line("");
         Ok(())
     }
 

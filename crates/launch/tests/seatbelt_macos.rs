@@ -1,0 +1,202 @@
+//! The Seatbelt profile under the real `/usr/bin/sandbox-exec`, on a Mac: the probes of
+//! `seatbelt.rs` run as shell commands in a layout built in a temporary folder, and each verdict
+//! is read from the disk, never from what a program says. Then the ways out, which `decide()`
+//! does not model. How to run it: `docs/macos.md`.
+#![cfg(target_os = "macos")]
+
+mod seatbelt_support;
+
+use std::ffi::OsString;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use launch::seatbelt::{SeatbeltProfile, already_sandboxed};
+use sandbox_core::BLOCKED_PROGRAMS_MACOS;
+
+use seatbelt_support::probes::{quote, shell_probes};
+use seatbelt_support::world::{Spec, World};
+
+/// The demo layout on disk and its profile; `None` (said loudly) where Seatbelt cannot run.
+fn setup() -> Option<(tempfile::TempDir, World, SeatbeltProfile)> {
+    if already_sandboxed() {
+        eprintln!(
+            "SKIPPED: this process already runs inside a Seatbelt sandbox, and macOS refuses a \
+             sandbox inside a sandbox. Run `cargo test -p launch --test seatbelt_macos` from a \
+             plain Terminal."
+        );
+        return None;
+    }
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let base = std::fs::canonicalize(dir.path()).expect("its canonical path");
+    let world = World::on_disk(&base, &Spec::demo()).expect("the demo layout on disk");
+    let profile = SeatbeltProfile::for_policy(&world.policy).expect("the profile");
+    Some((dir, world, profile))
+}
+
+/// Runs `script` with `/bin/sh -c` under the profile, in the world's scratch folder.
+fn confined(world: &World, profile: &SeatbeltProfile, script: &str) -> std::process::Output {
+    let argv = profile.wrap(&["/bin/sh".into(), "-c".into(), script.into()]);
+    Command::new(&argv[0])
+        .args(&argv[1..])
+        .current_dir(&world.scratch)
+        .output()
+        .expect("sandbox-exec runs")
+}
+
+#[test]
+fn the_profile_compiles_and_runs_a_program() {
+    let Some((_dir, world, profile)) = setup() else {
+        return;
+    };
+    let out = confined(&world, &profile, "exit 0");
+    assert!(
+        out.status.success(),
+        "sandbox-exec refused the profile: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        profile.text
+    );
+}
+
+#[test]
+fn every_probe_gets_the_verdict_decide_gives() {
+    let Some((_dir, world, profile)) = setup() else {
+        return;
+    };
+    let wrap = |argv: &[OsString]| profile.wrap(argv);
+    let mut wrong = Vec::new();
+    for probe in shell_probes(&world) {
+        let expected = world.policy.decide(probe.op, &probe.path);
+        let happened = probe.run(&world, &wrap).expect("the probe runs");
+        if happened != expected.allowed {
+            wrong.push(format!(
+                "{} {}: decide() says {} ({}), sandbox-exec {}",
+                probe.op.as_str(),
+                probe.path.display(),
+                if expected.allowed {
+                    "allowed"
+                } else {
+                    "refused"
+                },
+                expected.rule.name(),
+                if happened { "allowed it" } else { "refused it" },
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// `printf x > OUT` after `action` succeeds, and whether OUT then exists.
+fn succeeds(world: &World, profile: &SeatbeltProfile, name: &str, action: &str) -> bool {
+    let marker = world.scratch.join(format!("marker-{name}"));
+    let _ = std::fs::remove_file(&marker);
+    confined(
+        world,
+        profile,
+        &format!("{action} && printf x > {}", quote(&marker)),
+    );
+    marker.exists()
+}
+
+#[test]
+fn blocked_programs_neither_run_nor_copy() {
+    let Some((_dir, world, profile)) = setup() else {
+        return;
+    };
+    for program in BLOCKED_PROGRAMS_MACOS {
+        let status = world.scratch.join("status");
+        // 126: the shell could not execute it; above 128: the kernel killed it for trying.
+        confined(
+            &world,
+            &profile,
+            &format!(
+                "{program} </dev/null >/dev/null 2>&1; printf '%s' $? > {}",
+                quote(&status)
+            ),
+        );
+        let code: i32 = std::fs::read_to_string(&status)
+            .unwrap_or_default()
+            .parse()
+            .unwrap_or(-1);
+        assert!(code == 126 || code > 128, "{program} ran (exit {code})");
+        let copy = world.scratch.join("copy");
+        confined(&world, &profile, &format!("cp {program} {}", quote(&copy)));
+        assert!(!copy.exists(), "{program} was copied");
+    }
+}
+
+#[test]
+fn unix_socket_servers_started_outside_are_out_of_reach_but_the_allowed_one() {
+    let Some((_dir, world, profile)) = setup() else {
+        return;
+    };
+    // A stand-in for a tmux server started outside: a listener of this (unconfined) test.
+    let tmux = world.base.join("tmux-501/default");
+    std::fs::create_dir_all(tmux.parent().unwrap()).unwrap();
+    let allowed = world.policy.unix_socket_allow[0].clone();
+    for (socket, expected) in [(tmux, false), (allowed, true)] {
+        let listener = UnixListener::bind(&socket).expect("a listener outside");
+        listener.set_nonblocking(true).unwrap();
+        confined(
+            &world,
+            &profile,
+            &format!("/usr/bin/nc -U {} </dev/null", quote(&socket)),
+        );
+        let connected = listener.accept().is_ok();
+        assert_eq!(connected, expected, "{}", socket.display());
+    }
+}
+
+#[test]
+fn signals_reach_this_sandbox_only() {
+    let Some((_dir, world, profile)) = setup() else {
+        return;
+    };
+    let launcher = std::process::id();
+    assert!(!succeeds(
+        &world,
+        &profile,
+        "launcher",
+        &format!("kill -0 {launcher}")
+    ));
+    assert!(succeeds(&world, &profile, "itself", "kill -0 $$"));
+}
+
+#[test]
+fn a_closed_file_is_not_reached_by_another_case_or_a_hard_link() {
+    let Some((_dir, world, profile)) = setup() else {
+        return;
+    };
+    let config = world.layout.app_folder.join("config.json");
+    let lower = PathBuf::from(config.to_str().unwrap().to_lowercase());
+    let content = &world.files[&config];
+    let read = |path: &Path| {
+        let out = world.scratch.join("read");
+        let _ = std::fs::remove_file(&out);
+        confined(
+            &world,
+            &profile,
+            &format!("cat -- {} > {}", quote(path), quote(&out)),
+        );
+        std::fs::read_to_string(&out).unwrap_or_default()
+    };
+    assert_ne!(&read(&config), content, "the canonical path");
+    assert_ne!(&read(&lower), content, "{}", lower.display());
+    let link = world.home.join("linked");
+    let made = succeeds(
+        &world,
+        &profile,
+        "link",
+        &format!("ln {} {}", quote(&config), quote(&link)),
+    );
+    assert!(!made || &read(&link) != content, "read through a hard link");
+    let plan = world
+        .policy
+        .grants
+        .iter()
+        .find(|g| g.access == sandbox_core::Access::ReadWrite)
+        .unwrap()
+        .path
+        .join("PLANNING/plan.json");
+    assert_eq!(read(&plan), "", "{}", plan.display());
+}

@@ -1,0 +1,258 @@
+//! The probes both suites share: which `(op, path)` questions to ask of a world, how each of our
+//! operations maps to Seatbelt's, the check that the evaluator agrees with `decide()`, and the
+//! shell commands that ask the same questions of the real `sandbox-exec`, with their verdicts
+//! read from the disk.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sandbox_core::Op;
+
+use super::sbpl::{Profile, Request, Subject};
+use super::world::World;
+
+/// The Seatbelt operations that stand for one of ours. Each must give the verdict `decide()`
+/// gives.
+///
+/// - read: the data, its extended attributes, whether it exists, mapping it executable;
+/// - list: reading a folder's data;
+/// - write: the data, creating it, and the writes of its attributes;
+/// - exec: running it;
+/// - move: unlinking it, which `rename(2)` checks on its source (its destination is a create).
+pub fn seatbelt_ops(op: Op) -> &'static [&'static str] {
+    match op {
+        Op::Read => &[
+            "file-read-data",
+            "file-read-xattr",
+            "file-test-existence",
+            "file-map-executable",
+        ],
+        Op::List => &["file-read-data"],
+        Op::Write => &[
+            "file-write-data",
+            "file-write-create",
+            "file-write-mode",
+            "file-write-owner",
+            "file-write-flags",
+            "file-write-times",
+            "file-write-xattr",
+        ],
+        Op::Exec => &["process-exec"],
+        Op::Move => &["file-write-unlink"],
+    }
+}
+
+/// The `(op, path)` questions to ask of a world: every folder and file in it, entries that do
+/// not exist yet, case variants of refused names, every ancestor of the protected roots and the
+/// blocked programs. List is asked of folders only (a file's "list" is a read).
+pub fn probes(world: &World) -> Vec<(Op, PathBuf)> {
+    let policy = &world.policy;
+    let mut paths: BTreeSet<PathBuf> = BTreeSet::new();
+    paths.extend(world.dirs.iter().cloned());
+    paths.extend(world.files.keys().cloned());
+    for dir in &world.dirs {
+        paths.insert(dir.join("new.txt"));
+    }
+    let mut tops: Vec<&Path> = policy.grants.iter().map(|g| g.path.as_path()).collect();
+    tops.push(&policy.runtime);
+    for top in tops {
+        for name in [
+            "PLANNING/plan.json",
+            "Planning",
+            "planning-not",
+            "RAW.SQLITE",
+            "late.db",
+            "late.DB",
+            "late.db/inside",
+            "sub/late.db",
+            "notes.sqlite3",
+            "x.key",
+            "x.KEY.txt",
+            "Secrets/new",
+        ] {
+            paths.insert(top.join(name));
+        }
+    }
+    for root in &policy.protected {
+        paths.extend(root.ancestors().map(Path::to_path_buf));
+    }
+    paths.extend(policy.blocked_programs.iter().cloned());
+    let mut out = Vec::new();
+    for path in paths {
+        for op in Op::ALL {
+            if op != Op::List || world.is_dir(&path) {
+                out.push((op, path.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Asks the profile, under both readings of Seatbelt's precedence, every Seatbelt operation that
+/// stands for `op` on `path`, and compares with `decide()`: the same verdict, and for a denial
+/// the message that names the same rule.
+pub fn agrees(profile: &Profile, world: &World, op: Op, path: &Path) -> Result<(), String> {
+    let expected = world.policy.decide(op, path);
+    let bytes = path.as_os_str().as_encoded_bytes();
+    for seatbelt_op in seatbelt_ops(op) {
+        let verdict = profile.decide_both(Request {
+            op: seatbelt_op,
+            subject: Subject::Path(bytes),
+        })?;
+        let expected_message =
+            (!expected.allowed).then(|| format!("cli-sandbox: {}", expected.rule.name()));
+        if verdict.allowed != expected.allowed || verdict.message != expected_message {
+            return Err(format!(
+                "{} {} ({seatbelt_op}): decide() says {} by {:?}, the profile says {} by rule {} {:?}",
+                op.as_str(),
+                path.display(),
+                if expected.allowed {
+                    "allowed"
+                } else {
+                    "refused"
+                },
+                expected.rule,
+                if verdict.allowed {
+                    "allowed"
+                } else {
+                    "refused"
+                },
+                verdict.rule,
+                verdict.message,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A probe as a shell command, for a world on disk, with its verdict read from the disk.
+#[derive(Debug, Clone)]
+pub struct ShellProbe {
+    pub op: Op,
+    pub path: PathBuf,
+    /// What `/bin/sh -c` runs.
+    pub script: String,
+    out: PathBuf,
+    written: String,
+}
+
+/// The probes a shell can ask without guessing: read existing files, list existing folders,
+/// write files (existing or new), run the world's scripts, move what exists inside the world's
+/// base (never the base or above: a broken sandbox would move it for real).
+pub fn shell_probes(world: &World) -> Vec<ShellProbe> {
+    let mut out = Vec::new();
+    for (index, (op, path)) in probes(world).into_iter().enumerate() {
+        let exists_file = world.files.contains_key(&path);
+        let exists = exists_file || world.is_dir(&path);
+        let parent_exists = path.parent().is_some_and(|p| world.is_dir(p));
+        let inside = path.starts_with(&world.base) && path != world.base;
+        let usable = match op {
+            Op::Read => exists_file,
+            Op::List => world.is_dir(&path),
+            Op::Write => !world.is_dir(&path) && parent_exists && inside,
+            Op::Exec => world.scripts.contains(&path),
+            Op::Move => exists && inside && !path.starts_with(&world.scratch),
+        };
+        if !usable {
+            continue;
+        }
+        let out_file = world.scratch.join(format!("out-{index}"));
+        let written = format!("written-{index}");
+        let p = quote(&path);
+        let o = quote(&out_file);
+        let script = match op {
+            Op::Read => format!("cat -- {p} > {o}"),
+            Op::List => format!("ls -a -- {p} > {o}"),
+            Op::Write => format!("printf '%s' {written} >> {p}"),
+            Op::Exec => format!("{p} {o}"),
+            Op::Move => format!("mv -- {p} {}", quote(&moved(&path, index))),
+        };
+        out.push(ShellProbe {
+            op,
+            path,
+            script,
+            out: out_file,
+            written,
+        });
+    }
+    out
+}
+
+fn moved(path: &Path, index: usize) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".moved-{index}"));
+    PathBuf::from(name)
+}
+
+/// `'...'` for the shell, whatever the path holds.
+pub fn quote(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+impl ShellProbe {
+    /// Runs the probe with `wrap` around `/bin/sh -c SCRIPT` (the identity runs it unconfined),
+    /// reads the verdict from the disk and puts the world back as it was.
+    pub fn run(
+        &self,
+        world: &World,
+        wrap: &dyn Fn(&[OsString]) -> Vec<OsString>,
+    ) -> Result<bool, String> {
+        let argv = wrap(&["/bin/sh".into(), "-c".into(), self.script.clone().into()]);
+        let (program, args) = argv.split_first().ok_or("an empty command")?;
+        // The exit status says nothing we trust: the verdict is what happened on the disk.
+        Command::new(program)
+            .args(args)
+            .current_dir(&world.scratch)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map_err(|e| format!("running {program:?}: {e}"))?;
+        let done = self.verdict(world);
+        self.undo(world)?;
+        Ok(done)
+    }
+
+    fn verdict(&self, world: &World) -> bool {
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+        match self.op {
+            Op::Read => {
+                let original = world.files.get(&self.path).map_or("", String::as_str);
+                !original.is_empty() && read(&self.out).starts_with(original)
+            }
+            Op::List => read(&self.out).lines().any(|l| l == "."),
+            Op::Write => read(&self.path).ends_with(&self.written),
+            Op::Exec => read(&self.out) == "ran",
+            Op::Move => std::fs::symlink_metadata(self.moved_to()).is_ok(),
+        }
+    }
+
+    fn moved_to(&self) -> PathBuf {
+        let index = self
+            .written
+            .strip_prefix("written-")
+            .and_then(|i| i.parse().ok())
+            .unwrap_or(0);
+        moved(&self.path, index)
+    }
+
+    fn undo(&self, world: &World) -> Result<(), String> {
+        let err = |e: std::io::Error| format!("undoing {self:?}: {e}");
+        let _ = std::fs::remove_file(&self.out);
+        match self.op {
+            Op::Write => match world.files.get(&self.path) {
+                Some(original) => std::fs::write(&self.path, original).map_err(err)?,
+                None if self.path.exists() => std::fs::remove_file(&self.path).map_err(err)?,
+                None => {}
+            },
+            Op::Move if std::fs::symlink_metadata(self.moved_to()).is_ok() => {
+                std::fs::rename(self.moved_to(), &self.path).map_err(err)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
