@@ -306,7 +306,6 @@ fn specs() -> impl Strategy<Value = Spec> {
             "wf-1/sub",
             "wf-1/planning",
             "wf-3/sub/planning",
-            "~/proj",
             "@runtime/sub",
             "@runtime",
         ],
