@@ -445,3 +445,65 @@ fn without_the_sandbox_the_same_harness_succeeds_at_what_the_sandbox_refuses() {
         assert!(allowed.contains(&"tmux-outside"), "{}", table(&outcomes));
     }
 }
+
+#[test]
+fn without_namespaces_the_frozen_fallback_gives_decides_verdicts_except_its_stated_gaps() {
+    if !confinement_available("the_frozen_fallback") {
+        return;
+    }
+    let f = fixture();
+    let demo = &f.demo;
+    let outside = Outside::start(demo).expect("start tmux and the sentinel outside");
+    let grants = vec![demo.grant_arg()];
+    let policy = policy(demo, &grants);
+    // Written before the plan is compiled: a new entry in a frozen folder stays closed.
+    let markers = demo.runtime.join("markers-frozen");
+    let actions = contract::actions(demo, &policy, &outside.targets, &markers, "tok-frozen");
+    let script = demo.root.join("harness-frozen.sh");
+    std::fs::write(&script, contract::harness_script(&actions, &markers)).unwrap();
+    let plan_file = demo.root.join("frozen-plan.json");
+    std::fs::write(&plan_file, "").unwrap();
+    let mut kernel = launch::linux::this_kernel();
+    kernel.namespaces = false;
+    let plan = launch::linux::compile(&policy, kernel).unwrap();
+    assert!(plan.namespaces.is_none());
+    std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();
+    let out = Command::new(cli_sandbox())
+        .arg("exec")
+        .arg("--policy")
+        .arg(&plan_file)
+        .arg("--")
+        .arg("/bin/sh")
+        .arg(&script)
+        .env("HOME", &demo.home)
+        .current_dir(&demo.runtime)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let outcomes = contract::read_verdicts(&actions);
+    // The gaps the plan states: nothing new directly in a frozen folder (the home, and here
+    // /tmp, an ancestor of this temporary layout) or at a grant's top.
+    let mut gaps = vec!["home-create", "git-config-global", "granted-write"];
+    if demo.root.starts_with("/tmp") {
+        gaps.push("tmp-create");
+    }
+    let report = table(&outcomes);
+    for o in &outcomes {
+        if gaps.contains(&o.id.as_str()) {
+            continue;
+        }
+        assert!(o.passed(), "{} differs from decide():\n{report}", o.id);
+    }
+    assert!(
+        plan.guarantees.iter().any(|g| matches!(
+            g.enforcement,
+            launch::linux::plan::Enforcement::Partly(_)
+        ) && g.what.contains("protected roots")),
+        "the plan does not state its gap"
+    );
+}

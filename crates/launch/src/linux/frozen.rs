@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use sandbox_core::{Access, Policy};
 
 use super::plan::{
-    Common, EntryKind, Enforcement, FsRight, Guarantee, Kernel, LandlockRule, LaunchDisk,
+    Common, Enforcement, EntryKind, FsRight, Guarantee, Kernel, LandlockRule, LaunchDisk,
     LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, outermost_existing_roots,
 };
 
@@ -44,10 +44,20 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         .filter(|r| matches!(r, FsRight::Execute | FsRight::ReadFile | FsRight::ReadDir))
         .collect();
     let mut rules: Vec<LandlockRule> = Vec::new();
+    // A rule on a symlink lands on its target: a link to a frozen folder (`/bin` -> `usr/bin`)
+    // or one planted in a grant (`wf/x` -> `../other-workflow`) would open what it points at.
+    // Links get no rule; their targets are covered where they really are.
     let mut rule = |path: PathBuf, rights: &[FsRight]| {
+        if disk.kind(&path) == Some(EntryKind::Symlink) {
+            return;
+        }
         let rights: Vec<FsRight> = match disk.target_kind(&path) {
             Some(EntryKind::Dir) => rights.to_vec(),
-            Some(_) => rights.iter().copied().filter(|r| r.applies_to_files()).collect(),
+            Some(_) => rights
+                .iter()
+                .copied()
+                .filter(|r| r.applies_to_files())
+                .collect(),
             None => return,
         };
         if !rights.is_empty() {
@@ -104,14 +114,15 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         what: "blocked programs cannot run".into(),
         by: "Landlock: their folders frozen, every other program there granted".into(),
         enforcement: Enforcement::Partly(
-            "a copy brought in under another name would run; the session bus it needs is closed".into(),
+            "a copy brought in under another name would run; the session bus it needs is closed"
+                .into(),
         ),
     });
     guarantees.push(Guarantee {
         what: "signals to processes outside refused; their environ unreadable; no process outlives the chat".into(),
-        by: "Landlock signal scoping (ABI 6)".into(),
+        by: "Landlock signal scoping (ABI 6) and its ptrace restriction".into(),
         enforcement: Enforcement::Partly(
-            "no PID namespace: processes outside stay visible, root can still read their environ, and a process the chat leaves behind is not ended".into(),
+            "no PID namespace: processes outside stay visible in /proc (Landlock still refuses reading their memory and environ), and a process the chat leaves behind is not ended".into(),
         ),
     });
     guarantees.extend(common.guarantees.iter().cloned());

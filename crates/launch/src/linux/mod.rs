@@ -17,17 +17,41 @@ use crate::Error;
 use crate::disk::RealDisk;
 use plan::{Kernel, LinuxPlan};
 
-/// The kernel this process runs on, as the plan compiler sees it. Namespaces are assumed to be
-/// available (the helper refuses to run if they are not); `doctor` tries them for real.
+/// The kernel this process runs on, as the plan compiler sees it, read cheaply (one syscall and
+/// the sysctls that forbid user namespaces) because every launch pays for it; `doctor` tries
+/// the namespaces for real. Should they fail anyway, the helper refuses to run (status 2).
 pub fn this_kernel() -> Kernel {
     #[cfg(target_os = "linux")]
-    let landlock_abi = apply::kernel_landlock_abi();
+    {
+        Kernel {
+            landlock_abi: apply::kernel_landlock_abi(),
+            namespaces: user_namespaces_allowed(),
+        }
+    }
     #[cfg(not(target_os = "linux"))]
-    let landlock_abi = plan::NEWEST_KNOWN_ABI;
     Kernel {
-        landlock_abi,
+        landlock_abi: plan::NEWEST_KNOWN_ABI,
         namespaces: true,
     }
+}
+
+/// Whether the sysctls let this user create a user namespace.
+#[cfg(target_os = "linux")]
+fn user_namespaces_allowed() -> bool {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|v| v.trim().parse::<i64>().ok())
+    };
+    if read("/proc/sys/user/max_user_namespaces") == Some(0) {
+        return false;
+    }
+    // SAFETY: plain syscall.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    read("/proc/sys/kernel/unprivileged_userns_clone") != Some(0)
+        && read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") != Some(1)
 }
 
 /// Compiles the chat's plan against the disk as it is now.
