@@ -1,1 +1,3 @@
 //! Shared fixtures for the cross-crate tests in this folder.
+
+pub mod real_clis;
