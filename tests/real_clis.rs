@@ -164,3 +164,137 @@ fn codex_tui_shows_no_trust_screen_after_pre_trust() {
     assert!(!screen.contains(trust), "trust screen shown:\n{screen}");
     assert!(ready.iter().any(|r| screen.contains(r)), "the TUI did not get ready:\n{screen}");
 }
+
+// ---------- Claude Code ----------
+
+/// The `system/init` event of a headless run: what Claude says it loaded, before any model call.
+fn claude_init(stdout: &str) -> serde_json::Value {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "system" && v["subtype"] == "init")
+        .unwrap_or_else(|| panic!("no init event in:\n{stdout}"))
+}
+
+fn claude_person_with_servers(s: &Scratch) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (mine, mine_marker) = stand_in_mcp_server(&s.home, "mine");
+    let (proj, proj_marker) = stand_in_mcp_server(&s.home, "proj");
+    let server = |script: &Path| serde_json::json!({"command": "node", "args": [script.display().to_string()]});
+    s.write(
+        ".claude.json",
+        &serde_json::json!({"hasCompletedOnboarding": true, "mcpServers": {"mine": server(&mine)}}).to_string(),
+    );
+    std::fs::write(
+        s.workdir.join(".mcp.json"),
+        serde_json::json!({"mcpServers": {"proj": server(&proj)}}).to_string(),
+    )
+    .unwrap();
+    (mine_marker, proj_marker)
+}
+
+#[test]
+fn claude_headless_loads_only_the_bridge_in_both_modes() {
+    let Some(claude) = require("claude", "claude_headless_loads_only_the_bridge_in_both_modes") else {
+        return;
+    };
+    for mode in [Mode::Full, Mode::BridgeOnly] {
+        let s = Scratch::new();
+        let (mine_marker, proj_marker) = claude_person_with_servers(&s);
+        let (bridge_server, bridge_marker) = stand_in_mcp_server(&s.home, "bridge");
+
+        if mode == Mode::Full {
+            // Control: without our flags the person's server starts.
+            let plain: Vec<String> = ["-p", "--output-format=stream-json", "--verbose", "--", "hello"]
+                .map(str::to_owned)
+                .to_vec();
+            let env = clean_env(&s.home, &Default::default(), &[("IS_SANDBOX", "1")]);
+            let ran = run(&claude, &plain, &s.workdir, &env, Stdin::Null, LIMIT);
+            assert!(mine_marker.exists(), "control: the person's server should start: {ran:?}");
+            for marker in [&mine_marker, &proj_marker] {
+                let _ = std::fs::remove_file(marker);
+            }
+        }
+
+        let mut req = s.request(Shape::Structured, mode);
+        req.mcp_bridge = Some(bridge(&bridge_server, "agentworks"));
+        req.prompt = Some("hello".to_owned());
+        let launch = prepare(&adapter_claude::Claude, &req);
+        let env = clean_env(&s.home, &launch, &[]);
+        let ran = run(&claude, &launch.args, &s.workdir, &env, launch.stdin, LIMIT);
+        assert_parsed("claude", &ran);
+        assert!(ran.status.is_some(), "claude -p did not finish (waiting on stdin?)");
+        let init = claude_init(&ran.stdout);
+        let servers: Vec<_> = init["mcp_servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(servers, ["agentworks"], "{mode:?}: {init}");
+        assert!(bridge_marker.exists(), "{mode:?}: the bridge did not start");
+        assert!(!mine_marker.exists(), "{mode:?}: the person's server started");
+        assert!(!proj_marker.exists(), "{mode:?}: the project's server started");
+        let tools: Vec<_> = init["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_owned())
+            .collect();
+        match mode {
+            Mode::Full => {
+                // MCP servers connect after the init event; their tools are not listed yet.
+                assert!(tools.iter().any(|t| t == "Bash"), "{tools:?}");
+                assert_eq!(init["permissionMode"], "bypassPermissions", "{init}");
+            }
+            Mode::BridgeOnly => {
+                assert!(
+                    tools.iter().all(|t| t.starts_with("mcp__agentworks__")),
+                    "bridge-only has no built-in tool: {tools:?}"
+                );
+                assert_eq!(init["permissionMode"], "dontAsk", "{init}");
+            }
+        }
+    }
+}
+
+#[test]
+fn claude_tui_shows_no_trust_screen_after_pre_trust() {
+    let test = "claude_tui_shows_no_trust_screen_after_pre_trust";
+    let Some(claude) = require("claude", test) else {
+        return;
+    };
+    if !tmux_available(test) {
+        return;
+    }
+    let trust = "trust this folder";
+    let s = Scratch::new();
+    // Gets the TUI as far as the trust screen without a login (CLI-FACTS); the stand-in key is
+    // approved the way Claude records it (its last 20 characters) so no key dialog follows.
+    let stand_in_key = "sk-ant-stand-in-not-a-key";
+    s.write(
+        ".claude.json",
+        &serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "customApiKeyResponses": {"approved": [&stand_in_key[stand_in_key.len() - 20..]], "rejected": []},
+        })
+        .to_string(),
+    );
+    let key = [("ANTHROPIC_API_KEY", stand_in_key)];
+    let req = s.request(Shape::Tmux, Mode::Full);
+
+    let launch = adapter_claude::Claude
+        .launch(&req, &cli_sandbox_tests::real_clis::DiskOnly)
+        .unwrap();
+    let pane = Tmux::start(&claude, &launch.args, &s.workdir, &clean_env(&s.home, &launch, &key));
+    let screen = pane.wait_for(&[trust], Duration::from_secs(30));
+    assert!(screen.contains(trust), "control: expected the trust screen:\n{screen}");
+    drop(pane);
+
+    let launch = prepare(&adapter_claude::Claude, &req);
+    let pane = Tmux::start(&claude, &launch.args, &s.workdir, &clean_env(&s.home, &launch, &key));
+    let ready = ["? for shortcuts", "bypass permissions"];
+    let screen = pane.wait_for(&ready, Duration::from_secs(30));
+    assert!(!screen.contains(trust), "trust screen shown:\n{screen}");
+    assert!(!screen.contains("WARNING"), "bypass warning shown:\n{screen}");
+    assert!(ready.iter().any(|r| screen.contains(r)), "the TUI did not get ready:\n{screen}");
+}
