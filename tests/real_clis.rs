@@ -13,8 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use cli_sandbox_tests::real_clis::{
-    Scratch, Tmux, clean_env, prepare, require, run, run_until, stand_in_mcp_server,
-    tmux_available,
+    Scratch, Tmux, clean_env, prepare, require, run, run_until, stand_in_mcp_server, tmux_available,
 };
 use sandbox_core::{CliAdapter, McpServer, Mode, Shape, Stdin};
 
@@ -50,7 +49,10 @@ fn assert_parsed(cli: &str, ran: &cli_sandbox_tests::real_clis::Ran) {
         "error: invalid value",
         "Usage:",
     ] {
-        assert!(!all.contains(sign), "{cli} rejected our argv ({sign}):\n{all}");
+        assert!(
+            !all.contains(sign),
+            "{cli} rejected our argv ({sign}):\n{all}"
+        );
     }
 }
 
@@ -58,8 +60,10 @@ fn assert_parsed(cli: &str, ran: &cli_sandbox_tests::real_clis::Ran) {
 
 #[test]
 fn codex_prompt_input_shows_its_sandbox_off_and_approval_never() {
-    let Some(codex) = require("codex", "codex_prompt_input_shows_its_sandbox_off_and_approval_never")
-    else {
+    let Some(codex) = require(
+        "codex",
+        "codex_prompt_input_shows_its_sandbox_off_and_approval_never",
+    ) else {
         return;
     };
     let s = Scratch::new();
@@ -68,15 +72,27 @@ fn codex_prompt_input_shows_its_sandbox_off_and_approval_never() {
     // Our TUI argv (no prompt), then the debugging subcommand that renders the model's input.
     let mut args = launch.args.clone();
     args.extend(["debug", "prompt-input", "hello"].map(str::to_owned));
-    let ran = run(&codex, &args, &s.workdir, &clean_env(&s.home, &launch, &[]), Stdin::Null, LIMIT);
+    let ran = run(
+        &codex,
+        &args,
+        &s.workdir,
+        &clean_env(&s.home, &launch, &[]),
+        Stdin::Null,
+        LIMIT,
+    );
     assert_parsed("codex", &ran);
     assert_eq!(ran.code(), Some(0), "{ran:?}");
     assert!(
-        ran.stdout.contains("`sandbox_mode` is `danger-full-access`"),
+        ran.stdout
+            .contains("`sandbox_mode` is `danger-full-access`"),
         "sandbox not off:\n{}",
         ran.stdout
     );
-    assert!(ran.stdout.contains("Approval policy is currently never"), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("Approval policy is currently never"),
+        "{}",
+        ran.stdout
+    );
 }
 
 #[test]
@@ -107,10 +123,19 @@ fn codex_exec_accepts_our_argv_and_the_persons_mcp_server_does_not_start() {
         .map(str::to_owned)
         .to_vec();
     let env = clean_env(&s.home, &Default::default(), &[]);
-    let ran = run_until(&codex, &plain, &s.workdir, &env, Stdin::Null, LIMIT, &|out| {
-        started(out) && person_marker.exists()
-    });
-    assert!(person_marker.exists(), "control: the stand-in should start without our flags: {ran:?}");
+    let ran = run_until(
+        &codex,
+        &plain,
+        &s.workdir,
+        &env,
+        Stdin::Null,
+        LIMIT,
+        &|out| started(out) && person_marker.exists(),
+    );
+    assert!(
+        person_marker.exists(),
+        "control: the stand-in should start without our flags: {ran:?}"
+    );
     std::fs::remove_file(&person_marker).unwrap();
 
     let mut req = s.request(Shape::Structured, Mode::Full);
@@ -118,15 +143,27 @@ fn codex_exec_accepts_our_argv_and_the_persons_mcp_server_does_not_start() {
     req.prompt = Some("hello".to_owned());
     let launch = prepare(&adapter_codex::Codex, &req);
     let env = clean_env(&s.home, &launch, &[]);
-    let ran = run_until(&codex, &launch.args, &s.workdir, &env, launch.stdin, LIMIT, &|out| {
-        started(out) && bridge_marker.exists()
-    });
+    let ran = run_until(
+        &codex,
+        &launch.args,
+        &s.workdir,
+        &env,
+        launch.stdin,
+        LIMIT,
+        &|out| started(out) && bridge_marker.exists(),
+    );
     assert_parsed("codex", &ran);
-    assert!(started(&ran.stdout), "codex exec never started its turn (waiting on stdin?): {ran:?}");
+    assert!(
+        started(&ran.stdout),
+        "codex exec never started its turn (waiting on stdin?): {ran:?}"
+    );
     assert!(bridge_marker.exists(), "the bridge did not start:\n{ran:?}");
     // Servers start side by side; give the person's one time it would have had.
     std::thread::sleep(Duration::from_secs(2));
-    assert!(!person_marker.exists(), "the person's MCP server started:\n{ran:?}");
+    assert!(
+        !person_marker.exists(),
+        "the person's MCP server started:\n{ran:?}"
+    );
 }
 
 #[test]
@@ -151,18 +188,36 @@ fn codex_tui_shows_no_trust_screen_after_pre_trust() {
     assert!(git.success());
 
     let req = s.request(Shape::Tmux, Mode::Full);
-    let launch = adapter_codex::Codex.launch(&req, &cli_sandbox_tests::real_clis::DiskOnly).unwrap();
+    let launch = adapter_codex::Codex
+        .launch(&req, &cli_sandbox_tests::real_clis::DiskOnly)
+        .unwrap();
     // Control: without the entry the screen appears.
-    let pane = Tmux::start(&codex, &launch.args, &s.workdir, &clean_env(&s.home, &launch, &[]));
+    let pane = Tmux::start(
+        &codex,
+        &launch.args,
+        &s.workdir,
+        &clean_env(&s.home, &launch, &[]),
+    );
     let screen = pane.wait_for(&[trust], Duration::from_secs(30));
-    assert!(screen.contains(trust), "control: expected the trust screen:\n{screen}");
+    assert!(
+        screen.contains(trust),
+        "control: expected the trust screen:\n{screen}"
+    );
     drop(pane);
 
     let launch = prepare(&adapter_codex::Codex, &req);
-    let pane = Tmux::start(&codex, &launch.args, &s.workdir, &clean_env(&s.home, &launch, &[]));
+    let pane = Tmux::start(
+        &codex,
+        &launch.args,
+        &s.workdir,
+        &clean_env(&s.home, &launch, &[]),
+    );
     let screen = pane.wait_for(&ready, Duration::from_secs(30));
     assert!(!screen.contains(trust), "trust screen shown:\n{screen}");
-    assert!(ready.iter().any(|r| screen.contains(r)), "the TUI did not get ready:\n{screen}");
+    assert!(
+        ready.iter().any(|r| screen.contains(r)),
+        "the TUI did not get ready:\n{screen}"
+    );
 }
 
 // ---------- Claude Code ----------
@@ -182,7 +237,8 @@ fn claude_person_with_servers(s: &Scratch) -> (std::path::PathBuf, std::path::Pa
     let server = |script: &Path| serde_json::json!({"command": "node", "args": [script.display().to_string()]});
     s.write(
         ".claude.json",
-        &serde_json::json!({"hasCompletedOnboarding": true, "mcpServers": {"mine": server(&mine)}}).to_string(),
+        &serde_json::json!({"hasCompletedOnboarding": true, "mcpServers": {"mine": server(&mine)}})
+            .to_string(),
     );
     std::fs::write(
         s.workdir.join(".mcp.json"),
@@ -194,7 +250,10 @@ fn claude_person_with_servers(s: &Scratch) -> (std::path::PathBuf, std::path::Pa
 
 #[test]
 fn claude_headless_loads_only_the_bridge_in_both_modes() {
-    let Some(claude) = require("claude", "claude_headless_loads_only_the_bridge_in_both_modes") else {
+    let Some(claude) = require(
+        "claude",
+        "claude_headless_loads_only_the_bridge_in_both_modes",
+    ) else {
         return;
     };
     for mode in [Mode::Full, Mode::BridgeOnly] {
@@ -204,12 +263,21 @@ fn claude_headless_loads_only_the_bridge_in_both_modes() {
 
         if mode == Mode::Full {
             // Control: without our flags the person's server starts.
-            let plain: Vec<String> = ["-p", "--output-format=stream-json", "--verbose", "--", "hello"]
-                .map(str::to_owned)
-                .to_vec();
+            let plain: Vec<String> = [
+                "-p",
+                "--output-format=stream-json",
+                "--verbose",
+                "--",
+                "hello",
+            ]
+            .map(str::to_owned)
+            .to_vec();
             let env = clean_env(&s.home, &Default::default(), &[("IS_SANDBOX", "1")]);
             let ran = run(&claude, &plain, &s.workdir, &env, Stdin::Null, LIMIT);
-            assert!(mine_marker.exists(), "control: the person's server should start: {ran:?}");
+            assert!(
+                mine_marker.exists(),
+                "control: the person's server should start: {ran:?}"
+            );
             for marker in [&mine_marker, &proj_marker] {
                 let _ = std::fs::remove_file(marker);
             }
@@ -222,7 +290,10 @@ fn claude_headless_loads_only_the_bridge_in_both_modes() {
         let env = clean_env(&s.home, &launch, &[]);
         let ran = run(&claude, &launch.args, &s.workdir, &env, launch.stdin, LIMIT);
         assert_parsed("claude", &ran);
-        assert!(ran.status.is_some(), "claude -p did not finish (waiting on stdin?)");
+        assert!(
+            ran.status.is_some(),
+            "claude -p did not finish (waiting on stdin?)"
+        );
         let init = claude_init(&ran.stdout);
         let servers: Vec<_> = init["mcp_servers"]
             .as_array()
@@ -232,8 +303,14 @@ fn claude_headless_loads_only_the_bridge_in_both_modes() {
             .collect();
         assert_eq!(servers, ["agentworks"], "{mode:?}: {init}");
         assert!(bridge_marker.exists(), "{mode:?}: the bridge did not start");
-        assert!(!mine_marker.exists(), "{mode:?}: the person's server started");
-        assert!(!proj_marker.exists(), "{mode:?}: the project's server started");
+        assert!(
+            !mine_marker.exists(),
+            "{mode:?}: the person's server started"
+        );
+        assert!(
+            !proj_marker.exists(),
+            "{mode:?}: the project's server started"
+        );
         let tools: Vec<_> = init["tools"]
             .as_array()
             .unwrap()
@@ -285,16 +362,108 @@ fn claude_tui_shows_no_trust_screen_after_pre_trust() {
     let launch = adapter_claude::Claude
         .launch(&req, &cli_sandbox_tests::real_clis::DiskOnly)
         .unwrap();
-    let pane = Tmux::start(&claude, &launch.args, &s.workdir, &clean_env(&s.home, &launch, &key));
+    let pane = Tmux::start(
+        &claude,
+        &launch.args,
+        &s.workdir,
+        &clean_env(&s.home, &launch, &key),
+    );
     let screen = pane.wait_for(&[trust], Duration::from_secs(30));
-    assert!(screen.contains(trust), "control: expected the trust screen:\n{screen}");
+    assert!(
+        screen.contains(trust),
+        "control: expected the trust screen:\n{screen}"
+    );
     drop(pane);
 
     let launch = prepare(&adapter_claude::Claude, &req);
-    let pane = Tmux::start(&claude, &launch.args, &s.workdir, &clean_env(&s.home, &launch, &key));
+    let pane = Tmux::start(
+        &claude,
+        &launch.args,
+        &s.workdir,
+        &clean_env(&s.home, &launch, &key),
+    );
     let ready = ["? for shortcuts", "bypass permissions"];
     let screen = pane.wait_for(&ready, Duration::from_secs(30));
     assert!(!screen.contains(trust), "trust screen shown:\n{screen}");
-    assert!(!screen.contains("WARNING"), "bypass warning shown:\n{screen}");
-    assert!(ready.iter().any(|r| screen.contains(r)), "the TUI did not get ready:\n{screen}");
+    assert!(
+        !screen.contains("WARNING"),
+        "bypass warning shown:\n{screen}"
+    );
+    assert!(
+        ready.iter().any(|r| screen.contains(r)),
+        "the TUI did not get ready:\n{screen}"
+    );
+}
+
+// ---------- Gemini CLI ----------
+
+#[test]
+fn gemini_accepts_our_argv_and_trusts_the_workdir_after_pre_trust() {
+    let Some(gemini) = require(
+        "gemini",
+        "gemini_accepts_our_argv_and_trusts_the_workdir_after_pre_trust",
+    ) else {
+        return;
+    };
+    let s = Scratch::new();
+    let mut req = s.request(Shape::Structured, Mode::Full);
+    req.prompt = Some("hello".to_owned());
+    // Without a login it stops at the auth check (exit 41), after saying whether it trusted the
+    // folder: in an untrusted one it reduces `--approval-mode=yolo` to the default.
+    let untrusted = "because the current folder is not trusted";
+
+    // Control: the same argv, without the trust entry.
+    let launch = adapter_gemini::Gemini
+        .launch(&req, &cli_sandbox_tests::real_clis::DiskOnly)
+        .unwrap();
+    let env = clean_env(&s.home, &launch, &[]);
+    let ran = run(&gemini, &launch.args, &s.workdir, &env, launch.stdin, LIMIT);
+    assert_parsed("gemini", &ran);
+    assert!(
+        ran.stderr.contains(untrusted),
+        "control: expected the untrusted notice: {ran:?}"
+    );
+
+    let launch = prepare(&adapter_gemini::Gemini, &req);
+    let ran = run(&gemini, &launch.args, &s.workdir, &env, launch.stdin, LIMIT);
+    assert_parsed("gemini", &ran);
+    assert!(
+        ran.status.is_some(),
+        "gemini did not finish (waiting on stdin?)"
+    );
+    assert!(!ran.stderr.contains(untrusted), "still untrusted: {ran:?}");
+    assert!(ran.stderr.contains("YOLO mode is enabled"), "{ran:?}");
+    assert_ne!(
+        ran.code(),
+        Some(55),
+        "exit 55 is the untrusted headless exit: {ran:?}"
+    );
+}
+
+// ---------- Pi ----------
+
+#[test]
+fn pi_accepts_our_headless_argv() {
+    let Some(pi) = require("pi", "pi_accepts_our_headless_argv") else {
+        return;
+    };
+    let s = Scratch::new();
+    let mut req = s.request(Shape::Structured, Mode::BridgeOnly);
+    req.prompt = Some("-a prompt that looks like an option".to_owned());
+    let launch = prepare(&adapter_pi::Pi, &req);
+    let ran = run(
+        &pi,
+        &launch.args,
+        &s.workdir,
+        &clean_env(&s.home, &launch, &[]),
+        launch.stdin,
+        LIMIT,
+    );
+    assert_parsed("pi", &ran);
+    assert!(
+        ran.status.is_some(),
+        "pi -p did not finish (waiting on stdin?)"
+    );
+    // Without a key it stops after opening the session, which it reports as JSON.
+    assert!(ran.stdout.contains("\"type\":\"session\""), "{ran:?}");
 }

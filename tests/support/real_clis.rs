@@ -115,7 +115,11 @@ pub fn prepare(adapter: &dyn CliAdapter, req: &LaunchRequest) -> CliLaunch {
 
 /// The environment the CLI gets: a clean one (nothing of the developer's leaks in), the
 /// scratch home, and the adapter's changes.
-pub fn clean_env(home: &Path, launch: &CliLaunch, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+pub fn clean_env(
+    home: &Path,
+    launch: &CliLaunch,
+    extra: &[(&str, &str)],
+) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     env.insert("PATH".to_owned(), std::env::var("PATH").unwrap_or_default());
     env.insert("HOME".to_owned(), home.display().to_string());
@@ -253,11 +257,23 @@ impl Tmux {
             cwd.display().to_string().len() ^ (Instant::now().elapsed().as_nanos() as usize)
         );
         let mut cmd = Command::new("tmux");
-        cmd.args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "50", "-c"])
-            .arg(cwd)
-            .arg("--")
-            .arg("env")
-            .arg("-i");
+        cmd.args([
+            "-L",
+            &socket,
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            "200",
+            "-y",
+            "50",
+            "-c",
+        ])
+        .arg(cwd)
+        .arg("--")
+        .arg("env")
+        .arg("-i");
         for (k, v) in env {
             cmd.arg(format!("{k}={v}"));
         }
@@ -298,7 +314,10 @@ impl Drop for Tmux {
 
 /// Whether tmux is installed (the pane tests need it).
 pub fn tmux_available(test: &str) -> bool {
-    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
+    let ok = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !ok {
         if std::env::var(REQUIRE).is_ok_and(|v| v == "1") {
             panic!("{test}: tmux is not installed ({REQUIRE}=1)");
