@@ -3,9 +3,8 @@
 
 use std::process::Command;
 
-use cli_sandbox_tests::{
-    REQUIRE_REAL_CLIS, cli_sandbox, confinement_available, path_with_real_clis, real_clis_bin,
-};
+use cli_sandbox_tests::real_clis::{REQUIRE as REQUIRE_REAL_CLIS, bin_dir, path_with_real_clis};
+use cli_sandbox_tests::{cli_sandbox, confinement_available};
 use serde_json::Value;
 
 fn contract(args: &[&str]) -> (Option<i32>, Value, String) {
@@ -70,7 +69,7 @@ fn the_contract_passes_for_the_six_clis_in_both_shapes() {
         .filter(|r| r["passed"] == Value::Bool(true))
         .filter_map(|r| r["cli"].as_str())
         .collect();
-    if real_clis_bin().join("claude").exists() {
+    if bin_dir().join("claude").exists() {
         for cli in ["claude", "codex", "pi"] {
             assert!(
                 real.contains(&cli),

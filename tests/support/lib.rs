@@ -1,7 +1,10 @@
-//! Shared fixtures for the cross-crate tests in this folder: where the binary is, and whether
-//! the kernel can confine (a missing Landlock is a loud skip, or a failure where CI requires it).
+//! Shared fixtures for the cross-crate tests in this folder: where the binary is, whether the
+//! kernel can confine (a missing Landlock is a loud skip, or a failure where CI requires it), and
+//! the real CLIs ([`real_clis`]).
 
 use std::path::PathBuf;
+
+pub mod real_clis;
 
 /// The `cli-sandbox` binary built for this test run.
 pub fn cli_sandbox() -> PathBuf {
@@ -44,21 +47,4 @@ pub fn confinement_available(test: &str) -> bool {
          Set {REQUIRE_LANDLOCK}=1 to make this an error.\n"
     );
     false
-}
-
-/// Set by `.ci/run` after installing the pinned CLIs: a missing one fails instead of skipping.
-pub const REQUIRE_REAL_CLIS: &str = "CLI_SANDBOX_REQUIRE_REAL_CLIS";
-
-/// `tests/node_modules/.bin`, where `npm ci --prefix tests` installs the pinned real CLIs.
-pub fn real_clis_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node_modules/.bin")
-}
-
-/// PATH with the pinned real CLIs first.
-pub fn path_with_real_clis() -> std::ffi::OsString {
-    let mut paths = vec![real_clis_bin()];
-    if let Some(path) = std::env::var_os("PATH") {
-        paths.extend(std::env::split_paths(&path));
-    }
-    std::env::join_paths(paths).expect("PATH entries hold no separator")
 }

@@ -1,0 +1,469 @@
+//! The adapters against the real CLIs, pinned in `tests/package.json` (install with
+//! `npm ci --prefix tests`): each real parser accepts our argv, each CLI reads the trust entry we
+//! wrote, and the person's own MCP server (a stand-in that leaves a marker file) does not start.
+//! Every CLI runs with `HOME` in a scratch folder, a clean environment, and no login.
+//!
+//! Where a check could pass for the wrong reason, a control run without our part shows the
+//! thing we prevent does happen (the trust screen appears, the person's server starts).
+//!
+//! A missing CLI skips its test loudly; `CLI_SANDBOX_REQUIRE_REAL_CLIS=1` makes it a failure.
+//! Starting these CLIs inside our confinement is tested elsewhere (the contract).
+
+use std::path::Path;
+use std::time::Duration;
+
+use cli_sandbox_tests::real_clis::{
+    Scratch, Tmux, clean_env, prepare, require, run, run_until, stand_in_mcp_server, tmux_available,
+};
+use sandbox_core::{CliAdapter, McpServer, Mode, Shape, Stdin};
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+/// A local provider so the Codex TUI gets past its login screen without credentials (nothing
+/// listens on port 9: a model call fails at once).
+const CODEX_LOCAL_PROVIDER: &str = r#"model_provider = "loc"
+model = "test"
+
+[model_providers.loc]
+name = "loc"
+base_url = "http://127.0.0.1:9/v1"
+wire_api = "responses"
+"#;
+
+fn bridge(script: &Path, name: &str) -> McpServer {
+    McpServer {
+        name: name.to_owned(),
+        command: "node".to_owned(),
+        args: vec![script.display().to_string()],
+        env: Default::default(),
+    }
+}
+
+fn assert_parsed(cli: &str, ran: &cli_sandbox_tests::real_clis::Ran) {
+    let all = format!("{}\n{}", ran.stdout, ran.stderr);
+    for sign in [
+        "unexpected argument",
+        "Unknown argument",
+        "Unknown option",
+        "unknown option",
+        "error: invalid value",
+        "Usage:",
+    ] {
+        assert!(
+            !all.contains(sign),
+            "{cli} rejected our argv ({sign}):\n{all}"
+        );
+    }
+}
+
+// ---------- Codex ----------
+
+#[test]
+fn codex_prompt_input_shows_its_sandbox_off_and_approval_never() {
+    let Some(codex) = require(
+        "codex",
+        "codex_prompt_input_shows_its_sandbox_off_and_approval_never",
+    ) else {
+        return;
+    };
+    let s = Scratch::new();
+    s.write(".codex/config.toml", CODEX_LOCAL_PROVIDER);
+    let launch = prepare(&adapter_codex::Codex, &s.request(Shape::Tmux, Mode::Full));
+    // Our TUI argv (no prompt), then the debugging subcommand that renders the model's input.
+    let mut args = launch.args.clone();
+    args.extend(["debug", "prompt-input", "hello"].map(str::to_owned));
+    let ran = run(
+        &codex,
+        &args,
+        &s.workdir,
+        &clean_env(&s.home, &launch, &[]),
+        Stdin::Null,
+        LIMIT,
+    );
+    assert_parsed("codex", &ran);
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    assert!(
+        ran.stdout
+            .contains("`sandbox_mode` is `danger-full-access`"),
+        "sandbox not off:\n{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("Approval policy is currently never"),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn codex_exec_accepts_our_argv_and_the_persons_mcp_server_does_not_start() {
+    let Some(codex) = require(
+        "codex",
+        "codex_exec_accepts_our_argv_and_the_persons_mcp_server_does_not_start",
+    ) else {
+        return;
+    };
+    let s = Scratch::new();
+    let (person_server, person_marker) = stand_in_mcp_server(&s.home, "mine");
+    let (bridge_server, bridge_marker) = stand_in_mcp_server(&s.home, "bridge");
+    s.write(
+        ".codex/config.toml",
+        &format!(
+            "{CODEX_LOCAL_PROVIDER}\n[mcp_servers.mine]\ncommand = \"node\"\nargs = [{:?}]\n",
+            person_server.display().to_string()
+        ),
+    );
+
+    // Codex retries an unreachable provider for ever: each run stops once the turn has
+    // started (MCP servers start before it), or at the limit.
+    let started = |out: &str| out.contains("\"turn.started\"");
+
+    // Control: the person's server does start in a plain `codex exec`.
+    let plain: Vec<String> = ["exec", "--json", "--skip-git-repo-check", "--", "hello"]
+        .map(str::to_owned)
+        .to_vec();
+    let env = clean_env(&s.home, &Default::default(), &[]);
+    let ran = run_until(
+        &codex,
+        &plain,
+        &s.workdir,
+        &env,
+        Stdin::Null,
+        LIMIT,
+        &|out| started(out) && person_marker.exists(),
+    );
+    assert!(
+        person_marker.exists(),
+        "control: the stand-in should start without our flags: {ran:?}"
+    );
+    std::fs::remove_file(&person_marker).unwrap();
+
+    let mut req = s.request(Shape::Structured, Mode::Full);
+    req.mcp_bridge = Some(bridge(&bridge_server, "agentworks"));
+    req.prompt = Some("hello".to_owned());
+    let launch = prepare(&adapter_codex::Codex, &req);
+    let env = clean_env(&s.home, &launch, &[]);
+    let ran = run_until(
+        &codex,
+        &launch.args,
+        &s.workdir,
+        &env,
+        launch.stdin,
+        LIMIT,
+        &|out| started(out) && bridge_marker.exists(),
+    );
+    assert_parsed("codex", &ran);
+    assert!(
+        started(&ran.stdout),
+        "codex exec never started its turn (waiting on stdin?): {ran:?}"
+    );
+    assert!(bridge_marker.exists(), "the bridge did not start:\n{ran:?}");
+    // Servers start side by side; give the person's one time it would have had.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !person_marker.exists(),
+        "the person's MCP server started:\n{ran:?}"
+    );
+}
+
+#[test]
+fn codex_tui_shows_no_trust_screen_after_pre_trust() {
+    let test = "codex_tui_shows_no_trust_screen_after_pre_trust";
+    let Some(codex) = require("codex", test) else {
+        return;
+    };
+    if !tmux_available(test) {
+        return;
+    }
+    let trust = "Trust this folder?";
+    let ready = ["Ask Codex", "describe a task"];
+    let s = Scratch::new();
+    s.write(".codex/config.toml", CODEX_LOCAL_PROVIDER);
+    // Codex asks only inside a git repository.
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&s.workdir)
+        .status()
+        .unwrap();
+    assert!(git.success());
+
+    let req = s.request(Shape::Tmux, Mode::Full);
+    let launch = adapter_codex::Codex
+        .launch(&req, &cli_sandbox_tests::real_clis::DiskOnly)
+        .unwrap();
+    // Control: without the entry the screen appears.
+    let pane = Tmux::start(
+        &codex,
+        &launch.args,
+        &s.workdir,
+        &clean_env(&s.home, &launch, &[]),
+    );
+    let screen = pane.wait_for(&[trust], Duration::from_secs(30));
+    assert!(
+        screen.contains(trust),
+        "control: expected the trust screen:\n{screen}"
+    );
+    drop(pane);
+
+    let launch = prepare(&adapter_codex::Codex, &req);
+    let pane = Tmux::start(
+        &codex,
+        &launch.args,
+        &s.workdir,
+        &clean_env(&s.home, &launch, &[]),
+    );
+    let screen = pane.wait_for(&ready, Duration::from_secs(30));
+    assert!(!screen.contains(trust), "trust screen shown:\n{screen}");
+    assert!(
+        ready.iter().any(|r| screen.contains(r)),
+        "the TUI did not get ready:\n{screen}"
+    );
+}
+
+// ---------- Claude Code ----------
+
+/// The `system/init` event of a headless run: what Claude says it loaded, before any model call.
+fn claude_init(stdout: &str) -> serde_json::Value {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "system" && v["subtype"] == "init")
+        .unwrap_or_else(|| panic!("no init event in:\n{stdout}"))
+}
+
+fn claude_person_with_servers(s: &Scratch) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (mine, mine_marker) = stand_in_mcp_server(&s.home, "mine");
+    let (proj, proj_marker) = stand_in_mcp_server(&s.home, "proj");
+    let server = |script: &Path| serde_json::json!({"command": "node", "args": [script.display().to_string()]});
+    s.write(
+        ".claude.json",
+        &serde_json::json!({"hasCompletedOnboarding": true, "mcpServers": {"mine": server(&mine)}})
+            .to_string(),
+    );
+    std::fs::write(
+        s.workdir.join(".mcp.json"),
+        serde_json::json!({"mcpServers": {"proj": server(&proj)}}).to_string(),
+    )
+    .unwrap();
+    (mine_marker, proj_marker)
+}
+
+#[test]
+fn claude_headless_loads_only_the_bridge_in_both_modes() {
+    let Some(claude) = require(
+        "claude",
+        "claude_headless_loads_only_the_bridge_in_both_modes",
+    ) else {
+        return;
+    };
+    for mode in [Mode::Full, Mode::BridgeOnly] {
+        let s = Scratch::new();
+        let (mine_marker, proj_marker) = claude_person_with_servers(&s);
+        let (bridge_server, bridge_marker) = stand_in_mcp_server(&s.home, "bridge");
+
+        if mode == Mode::Full {
+            // Control: without our flags the person's server starts.
+            let plain: Vec<String> = [
+                "-p",
+                "--output-format=stream-json",
+                "--verbose",
+                "--",
+                "hello",
+            ]
+            .map(str::to_owned)
+            .to_vec();
+            let env = clean_env(&s.home, &Default::default(), &[("IS_SANDBOX", "1")]);
+            let ran = run(&claude, &plain, &s.workdir, &env, Stdin::Null, LIMIT);
+            assert!(
+                mine_marker.exists(),
+                "control: the person's server should start: {ran:?}"
+            );
+            for marker in [&mine_marker, &proj_marker] {
+                let _ = std::fs::remove_file(marker);
+            }
+        }
+
+        let mut req = s.request(Shape::Structured, mode);
+        req.mcp_bridge = Some(bridge(&bridge_server, "agentworks"));
+        req.prompt = Some("hello".to_owned());
+        let launch = prepare(&adapter_claude::Claude, &req);
+        let env = clean_env(&s.home, &launch, &[]);
+        let ran = run(&claude, &launch.args, &s.workdir, &env, launch.stdin, LIMIT);
+        assert_parsed("claude", &ran);
+        assert!(
+            ran.status.is_some(),
+            "claude -p did not finish (waiting on stdin?)"
+        );
+        let init = claude_init(&ran.stdout);
+        let servers: Vec<_> = init["mcp_servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(servers, ["agentworks"], "{mode:?}: {init}");
+        assert!(bridge_marker.exists(), "{mode:?}: the bridge did not start");
+        assert!(
+            !mine_marker.exists(),
+            "{mode:?}: the person's server started"
+        );
+        assert!(
+            !proj_marker.exists(),
+            "{mode:?}: the project's server started"
+        );
+        let tools: Vec<_> = init["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_owned())
+            .collect();
+        match mode {
+            Mode::Full => {
+                // MCP servers connect after the init event; their tools are not listed yet.
+                assert!(tools.iter().any(|t| t == "Bash"), "{tools:?}");
+                assert_eq!(init["permissionMode"], "bypassPermissions", "{init}");
+            }
+            Mode::BridgeOnly => {
+                assert!(
+                    tools.iter().all(|t| t.starts_with("mcp__agentworks__")),
+                    "bridge-only has no built-in tool: {tools:?}"
+                );
+                assert_eq!(init["permissionMode"], "dontAsk", "{init}");
+            }
+        }
+    }
+}
+
+#[test]
+fn claude_tui_shows_no_trust_screen_after_pre_trust() {
+    let test = "claude_tui_shows_no_trust_screen_after_pre_trust";
+    let Some(claude) = require("claude", test) else {
+        return;
+    };
+    if !tmux_available(test) {
+        return;
+    }
+    let trust = "trust this folder";
+    let s = Scratch::new();
+    // Gets the TUI as far as the trust screen without a login (CLI-FACTS); the stand-in key is
+    // approved the way Claude records it (its last 20 characters) so no key dialog follows.
+    let stand_in_key = "sk-ant-stand-in-not-a-key";
+    s.write(
+        ".claude.json",
+        &serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "customApiKeyResponses": {"approved": [&stand_in_key[stand_in_key.len() - 20..]], "rejected": []},
+        })
+        .to_string(),
+    );
+    let key = [("ANTHROPIC_API_KEY", stand_in_key)];
+    let req = s.request(Shape::Tmux, Mode::Full);
+
+    let launch = adapter_claude::Claude
+        .launch(&req, &cli_sandbox_tests::real_clis::DiskOnly)
+        .unwrap();
+    let pane = Tmux::start(
+        &claude,
+        &launch.args,
+        &s.workdir,
+        &clean_env(&s.home, &launch, &key),
+    );
+    let screen = pane.wait_for(&[trust], Duration::from_secs(30));
+    assert!(
+        screen.contains(trust),
+        "control: expected the trust screen:\n{screen}"
+    );
+    drop(pane);
+
+    let launch = prepare(&adapter_claude::Claude, &req);
+    let pane = Tmux::start(
+        &claude,
+        &launch.args,
+        &s.workdir,
+        &clean_env(&s.home, &launch, &key),
+    );
+    let ready = ["? for shortcuts", "bypass permissions"];
+    let screen = pane.wait_for(&ready, Duration::from_secs(30));
+    assert!(!screen.contains(trust), "trust screen shown:\n{screen}");
+    assert!(
+        !screen.contains("WARNING"),
+        "bypass warning shown:\n{screen}"
+    );
+    assert!(
+        ready.iter().any(|r| screen.contains(r)),
+        "the TUI did not get ready:\n{screen}"
+    );
+}
+
+// ---------- Gemini CLI ----------
+
+#[test]
+fn gemini_accepts_our_argv_and_trusts_the_workdir_after_pre_trust() {
+    let Some(gemini) = require(
+        "gemini",
+        "gemini_accepts_our_argv_and_trusts_the_workdir_after_pre_trust",
+    ) else {
+        return;
+    };
+    let s = Scratch::new();
+    let mut req = s.request(Shape::Structured, Mode::Full);
+    req.prompt = Some("hello".to_owned());
+    // Without a login it stops at the auth check (exit 41), after saying whether it trusted the
+    // folder: in an untrusted one it reduces `--approval-mode=yolo` to the default.
+    let untrusted = "because the current folder is not trusted";
+
+    // Control: the same argv, without the trust entry.
+    let launch = adapter_gemini::Gemini
+        .launch(&req, &cli_sandbox_tests::real_clis::DiskOnly)
+        .unwrap();
+    let env = clean_env(&s.home, &launch, &[]);
+    let ran = run(&gemini, &launch.args, &s.workdir, &env, launch.stdin, LIMIT);
+    assert_parsed("gemini", &ran);
+    assert!(
+        ran.stderr.contains(untrusted),
+        "control: expected the untrusted notice: {ran:?}"
+    );
+
+    let launch = prepare(&adapter_gemini::Gemini, &req);
+    let ran = run(&gemini, &launch.args, &s.workdir, &env, launch.stdin, LIMIT);
+    assert_parsed("gemini", &ran);
+    assert!(
+        ran.status.is_some(),
+        "gemini did not finish (waiting on stdin?)"
+    );
+    assert!(!ran.stderr.contains(untrusted), "still untrusted: {ran:?}");
+    assert!(ran.stderr.contains("YOLO mode is enabled"), "{ran:?}");
+    assert_ne!(
+        ran.code(),
+        Some(55),
+        "exit 55 is the untrusted headless exit: {ran:?}"
+    );
+}
+
+// ---------- Pi ----------
+
+#[test]
+fn pi_accepts_our_headless_argv() {
+    let Some(pi) = require("pi", "pi_accepts_our_headless_argv") else {
+        return;
+    };
+    let s = Scratch::new();
+    let mut req = s.request(Shape::Structured, Mode::BridgeOnly);
+    req.prompt = Some("-a prompt that looks like an option".to_owned());
+    let launch = prepare(&adapter_pi::Pi, &req);
+    let ran = run(
+        &pi,
+        &launch.args,
+        &s.workdir,
+        &clean_env(&s.home, &launch, &[]),
+        launch.stdin,
+        LIMIT,
+    );
+    assert_parsed("pi", &ran);
+    assert!(
+        ran.status.is_some(),
+        "pi -p did not finish (waiting on stdin?)"
+    );
+    // Without a key it stops after opening the session, which it reports as JSON.
+    assert!(ran.stdout.contains("\"type\":\"session\""), "{ran:?}");
+}
