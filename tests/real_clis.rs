@@ -198,7 +198,7 @@ fn codex_tui_shows_no_trust_screen_after_pre_trust() {
         &s.workdir,
         &clean_env(&s.home, &launch, &[]),
     );
-    let screen = pane.wait_for(&[trust], Duration::from_secs(30));
+    let screen = pane.wait_for(&[trust], Duration::from_secs(90));
     assert!(
         screen.contains(trust),
         "control: expected the trust screen:\n{screen}"
@@ -212,7 +212,7 @@ fn codex_tui_shows_no_trust_screen_after_pre_trust() {
         &s.workdir,
         &clean_env(&s.home, &launch, &[]),
     );
-    let screen = pane.wait_for(&ready, Duration::from_secs(30));
+    let screen = pane.wait_for(&ready, Duration::from_secs(90));
     assert!(!screen.contains(trust), "trust screen shown:\n{screen}");
     assert!(
         ready.iter().any(|r| screen.contains(r)),
@@ -368,7 +368,7 @@ fn claude_tui_shows_no_trust_screen_after_pre_trust() {
         &s.workdir,
         &clean_env(&s.home, &launch, &key),
     );
-    let screen = pane.wait_for(&[trust], Duration::from_secs(30));
+    let screen = pane.wait_for(&[trust], Duration::from_secs(90));
     assert!(
         screen.contains(trust),
         "control: expected the trust screen:\n{screen}"
@@ -383,7 +383,7 @@ fn claude_tui_shows_no_trust_screen_after_pre_trust() {
         &clean_env(&s.home, &launch, &key),
     );
     let ready = ["? for shortcuts", "bypass permissions"];
-    let screen = pane.wait_for(&ready, Duration::from_secs(30));
+    let screen = pane.wait_for(&ready, Duration::from_secs(90));
     assert!(!screen.contains(trust), "trust screen shown:\n{screen}");
     assert!(
         !screen.contains("WARNING"),

@@ -1,4 +1,4 @@
-//! `cli-sandbox step`: a scripted workflow step under the chat's confinement.
+//! `cli-sandbox step`: a scripted workflow step under the chat's confinement, in its runtime.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -21,16 +21,49 @@ pub fn run(settings: &Settings, args: StepArgs) -> Result<ExitCode, Error> {
     let ctx = Context::load(settings)?;
     let policy = args.chat.policy(&ctx)?;
     ctx.ensure_runtime(&policy)?;
-    #[cfg(target_os = "linux")]
-    {
-        let plan = launch::linux::compile(&policy, launch::linux::this_kernel())?;
-        let err = launch::linux::apply::exec(&plan, &args.argv);
-        eprintln!("cli-sandbox step: not started, confinement failed: {err}");
-        Ok(ExitCode::from(2))
+    confined_exec(&ctx, &policy, &args.argv)
+}
+
+/// Linux: the helper applied in this very process (no second exec on the launch path).
+#[cfg(target_os = "linux")]
+fn confined_exec(
+    _ctx: &Context,
+    policy: &sandbox_core::Policy,
+    argv: &[OsString],
+) -> Result<ExitCode, Error> {
+    let plan = launch::linux::compile(policy, launch::linux::this_kernel())?;
+    let err = launch::linux::apply::exec(&plan, argv);
+    eprintln!("cli-sandbox step: not started, confinement failed: {err}");
+    Ok(ExitCode::from(2))
+}
+
+/// macOS: `sandbox-exec` with the chat's profile, exec'd in the runtime.
+#[cfg(not(target_os = "linux"))]
+fn confined_exec(
+    ctx: &Context,
+    policy: &sandbox_core::Policy,
+    argv: &[OsString],
+) -> Result<ExitCode, Error> {
+    use std::os::unix::process::CommandExt;
+    let facts = launch::facts::probe();
+    let decision = sandbox_core::platform::decide(
+        &facts,
+        sandbox_core::Mode::Full,
+        &[sandbox_core::Mode::Full],
+    );
+    if decision.backend == sandbox_core::Backend::None {
+        return Err(Error::Other(format!(
+            "a scripted step needs confinement and this machine has none: {}",
+            decision.reason
+        )));
     }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (policy, args);
-        Err(Error::Other("step runs only on Linux for now".into()))
-    }
+    let (wrapped, _) = launch::wrap::wrap(ctx, policy, decision.backend, argv.to_vec())?;
+    let err = std::process::Command::new(&wrapped[0])
+        .args(&wrapped[1..])
+        .current_dir(&policy.runtime)
+        .exec();
+    Err(Error::Io {
+        what: format!("run `{}`", wrapped[0].to_string_lossy()),
+        source: err,
+    })
 }
