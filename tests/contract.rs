@@ -124,3 +124,23 @@ fn an_unknown_cli_is_bad_input() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown CLI `nope`"));
 }
+
+#[test]
+fn the_seventh_cli_gemini_passes_the_contract_and_its_real_cli_runs_confined() {
+    if !confinement_available("the_seventh_cli_gemini_passes_the_contract") {
+        return;
+    }
+    let (code, report, stderr) = contract(&["--cli", "gemini"]);
+    assert_eq!(
+        code,
+        Some(0),
+        "{:?}\n{}\n{stderr}",
+        failing_rows(&report),
+        report["errors"]
+    );
+    if bin_dir().join("gemini").exists() {
+        let real = &report["real_clis"][0];
+        assert_eq!(real["cli"], "gemini", "{report}");
+        assert_eq!(real["passed"], true, "{real}");
+    }
+}

@@ -463,10 +463,13 @@ fn real_cli(
         source: e,
     })?;
     let q = |p: &Path| shell_words::quote(&p.display().to_string()).into_owned();
+    let token_file = demo.state_root.join("config.json");
     let script = format!(
-        "cat /proc/self/status > {s}; readlink /proc/self/ns/mnt > {m}; exec \"$0\" --version > {v} 2>&1",
+        "cat /proc/self/status > {s}; readlink /proc/self/ns/mnt > {m}; cat {t} > {l} 2>/dev/null; exec \"$0\" --version > {v} 2>&1",
         s = q(&dir.join("status")),
         m = q(&dir.join("mnt")),
+        t = q(&token_file),
+        l = q(&dir.join("leak")),
         v = q(&dir.join("version")),
     );
     let harness = in_demo_home(
@@ -496,21 +499,26 @@ fn real_cli(
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     let inside_mnt = read("mnt").trim().to_owned();
-    let confined = match launch.decision.backend {
+    // The same process that became the CLI could not read the server token...
+    let token_closed = !read("leak").contains(demo.secret(&token_file));
+    // ...and, on Linux, the kernel says it is confined.
+    let kernel_says = match launch.decision.backend {
         Backend::Landlock { .. } => {
             no_new_privs == "1"
                 && seccomp == "2"
                 && !inside_mnt.is_empty()
                 && inside_mnt != outside_mnt
         }
-        _ => false,
+        _ => true,
     };
+    let confined = token_closed && kernel_says;
     Ok(Some(RealCli {
         cli: cli.to_owned(),
         program,
         passed: confined && !version.is_empty(),
         evidence: format!(
-            "NoNewPrivs {no_new_privs}, Seccomp {seccomp}, mount namespace {inside_mnt} (outside {outside_mnt})"
+            "config.json {}, NoNewPrivs {no_new_privs}, Seccomp {seccomp}, mount namespace {inside_mnt} (outside {outside_mnt})",
+            if token_closed { "refused" } else { "READ" }
         ),
         version,
         confined,
