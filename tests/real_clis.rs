@@ -9,6 +9,7 @@
 //! A missing CLI skips its test loudly; `CLI_SANDBOX_REQUIRE_REAL_CLIS=1` makes it a failure.
 //! Starting these CLIs inside our confinement is tested elsewhere (the contract).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -466,4 +467,171 @@ fn pi_accepts_our_headless_argv() {
     );
     // Without a key it stops after opening the session, which it reports as JSON.
     assert!(ran.stdout.contains("\"type\":\"session\""), "{ran:?}");
+}
+
+// ---------- Inside our confinement ----------
+
+/// The real CLI launched exactly as `cli-sandbox run` would (LandlockArgs: our Linux helper,
+/// the adapter's argv, pre-trust written) in a tmux pane, on the demo layout.
+fn confined_in_tmux(
+    cli: &str,
+    program: &Path,
+    demo: &launch::demo::Demo,
+    extra_env: &[(&str, &str)],
+) -> Tmux {
+    let mut settings = demo.settings();
+    settings.helper = Some(cli_sandbox_tests::cli_sandbox());
+    let mut ctx = launch::Context::load(&settings).unwrap();
+    ctx.config.cli.insert(
+        cli.to_owned(),
+        sandbox_core::CliConfig {
+            program: Some(program.to_owned()),
+        },
+    );
+    let spec = launch::LaunchSpec {
+        cli: cli.to_owned(),
+        chat: demo.chat.clone(),
+        grants: vec![sandbox_core::GrantRequest::parse(&demo.grant_arg())],
+        shape: Shape::Tmux,
+        mode: Mode::Full,
+        mcp_bridge: None,
+        prompt: None,
+        model: None,
+        extra_args: Vec::new(),
+    };
+    let args = launch::LandlockArgs::prepare(&ctx, &spec, &launch::facts::probe()).unwrap();
+    assert!(
+        matches!(
+            args.decision.backend,
+            sandbox_core::Backend::Landlock { .. }
+        ),
+        "not confined: {}",
+        args.decision.reason
+    );
+    args.pre_trust().unwrap();
+    let mut env = BTreeMap::new();
+    env.insert("PATH".to_owned(), std::env::var("PATH").unwrap_or_default());
+    env.insert("HOME".to_owned(), demo.home.display().to_string());
+    env.insert("TERM".to_owned(), "xterm-256color".to_owned());
+    env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
+    env.extend(args.env.set.clone());
+    for (k, v) in extra_env {
+        env.insert((*k).to_owned(), (*v).to_owned());
+    }
+    let argv: Vec<String> = args
+        .argv
+        .iter()
+        .map(|a| a.to_str().unwrap().to_owned())
+        .collect();
+    Tmux::start(Path::new(&argv[0]), &argv[1..], &args.cwd, &env)
+}
+
+fn processes_mentioning(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(text) {
+            found.push(cmdline);
+        }
+    }
+    found
+}
+
+#[test]
+fn codex_confined_in_tmux_shows_no_trust_screen_and_leaves_no_daemon() {
+    let test = "codex_confined_in_tmux_shows_no_trust_screen_and_leaves_no_daemon";
+    let Some(codex) = require("codex", test) else {
+        return;
+    };
+    if !tmux_available(test) || !cli_sandbox_tests::confinement_available(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let demo = launch::demo::Demo::create(dir.path()).unwrap();
+    let config = demo.home.join(".codex/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, CODEX_LOCAL_PROVIDER).unwrap();
+    // Codex asks for trust only inside a git repository.
+    assert!(
+        std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&demo.runtime)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let pane = confined_in_tmux("codex", &codex, &demo, &[]);
+    let ready = ["Ask Codex", "describe a task"];
+    let screen = pane.wait_for(&ready, Duration::from_secs(90));
+    assert!(
+        !screen.contains("Trust this folder?"),
+        "trust screen shown:\n{screen}"
+    );
+    assert!(
+        ready.iter().any(|r| screen.contains(r)),
+        "the TUI did not get ready:\n{screen}"
+    );
+    let marker = demo.root.display().to_string();
+    assert!(
+        !processes_mentioning(&marker).is_empty(),
+        "the confined codex is not running"
+    );
+    drop(pane);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: Vec<String> = processes_mentioning(&marker)
+            .into_iter()
+            .chain(processes_mentioning("app-server"))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "processes outlived the chat: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn claude_confined_in_tmux_shows_no_trust_screen() {
+    let test = "claude_confined_in_tmux_shows_no_trust_screen";
+    let Some(claude) = require("claude", test) else {
+        return;
+    };
+    if !tmux_available(test) || !cli_sandbox_tests::confinement_available(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let demo = launch::demo::Demo::create(dir.path()).unwrap();
+    let stand_in_key = "sk-ant-stand-in-not-a-key";
+    std::fs::write(
+        demo.home.join(".claude.json"),
+        serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "customApiKeyResponses": {"approved": [&stand_in_key[stand_in_key.len() - 20..]], "rejected": []},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let pane = confined_in_tmux(
+        "claude",
+        &claude,
+        &demo,
+        &[("ANTHROPIC_API_KEY", stand_in_key)],
+    );
+    let ready = ["? for shortcuts", "bypass permissions"];
+    let screen = pane.wait_for(&ready, Duration::from_secs(90));
+    assert!(
+        !screen.contains("trust this folder"),
+        "trust screen shown:\n{screen}"
+    );
+    assert!(
+        ready.iter().any(|r| screen.contains(r)),
+        "the TUI did not get ready:\n{screen}"
+    );
 }
