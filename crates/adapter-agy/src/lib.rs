@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EditAction, EnvChanges, FileEdit, FileFormat,
-    LaunchRequest, Mode, PersonFiles, PreTrust, Shape, Stdin,
+    LaunchRequest, Mode, PersonFiles, PreTrust, Shape,
 };
 use serde_json::Value;
 
@@ -140,13 +140,6 @@ impl CliAdapter for Agy {
             (Shape::Tmux, None) => {}
         }
         args
-    }
-
-    fn stdin(&self, req: &LaunchRequest) -> Stdin {
-        match req.shape {
-            Shape::Tmux => Stdin::Inherit,
-            Shape::Structured => Stdin::Null,
-        }
     }
 }
 

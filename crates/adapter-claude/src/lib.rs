@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest, Mode,
-    PersonFiles, PreTrust, Shape, Stdin,
+    PersonFiles, PreTrust, Shape,
 };
 use serde_json::{Map, Value, json};
 
@@ -170,13 +170,6 @@ impl CliAdapter for Claude {
             args.push(prompt.clone());
         }
         args
-    }
-
-    fn stdin(&self, req: &LaunchRequest) -> Stdin {
-        match req.shape {
-            Shape::Tmux => Stdin::Inherit,
-            Shape::Structured => Stdin::Null,
-        }
     }
 }
 

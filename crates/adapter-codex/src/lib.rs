@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest, Mode,
-    PersonFiles, PreTrust, Shape, Stdin,
+    PersonFiles, PreTrust, Shape,
 };
 
 /// The Codex CLI.
@@ -166,13 +166,6 @@ impl CliAdapter for Codex {
             args.push(prompt.clone());
         }
         args
-    }
-
-    fn stdin(&self, req: &LaunchRequest) -> Stdin {
-        match req.shape {
-            Shape::Tmux => Stdin::Inherit,
-            Shape::Structured => Stdin::Null,
-        }
     }
 }
 

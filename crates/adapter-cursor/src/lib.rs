@@ -32,7 +32,7 @@
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchRequest, Mode, PersonFiles, PreTrust,
-    Shape, Stdin,
+    Shape,
 };
 
 /// The Cursor CLI.
@@ -101,12 +101,5 @@ impl CliAdapter for Cursor {
             args.push(prompt.clone());
         }
         args
-    }
-
-    fn stdin(&self, req: &LaunchRequest) -> Stdin {
-        match req.shape {
-            Shape::Tmux => Stdin::Inherit,
-            Shape::Structured => Stdin::Null,
-        }
     }
 }

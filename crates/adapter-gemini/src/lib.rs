@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest, Mode,
-    PersonFiles, PreTrust, Shape, Stdin,
+    PersonFiles, PreTrust, Shape,
 };
 use serde_json::json;
 
@@ -148,13 +148,6 @@ impl CliAdapter for Gemini {
             (Shape::Tmux, None) => {}
         }
         args
-    }
-
-    fn stdin(&self, req: &LaunchRequest) -> Stdin {
-        match req.shape {
-            Shape::Tmux => Stdin::Inherit,
-            Shape::Structured => Stdin::Null,
-        }
     }
 }
 

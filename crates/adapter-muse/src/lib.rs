@@ -27,7 +27,7 @@
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchRequest, Mode, PersonFiles, PreTrust,
-    Shape, Stdin,
+    Shape,
 };
 
 /// The Muse Code CLI.
@@ -88,12 +88,5 @@ impl CliAdapter for Muse {
             args.push(prompt.clone());
         }
         args
-    }
-
-    fn stdin(&self, req: &LaunchRequest) -> Stdin {
-        match req.shape {
-            Shape::Tmux => Stdin::Inherit,
-            Shape::Structured => Stdin::Null,
-        }
     }
 }

@@ -29,7 +29,7 @@
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchRequest, Mode, PersonFiles, PreTrust,
-    Shape, Stdin,
+    Shape,
 };
 
 /// The Pi coding agent.
@@ -98,12 +98,5 @@ impl CliAdapter for Pi {
             });
         }
         args
-    }
-
-    fn stdin(&self, req: &LaunchRequest) -> Stdin {
-        match req.shape {
-            Shape::Tmux => Stdin::Inherit,
-            Shape::Structured => Stdin::Null,
-        }
     }
 }

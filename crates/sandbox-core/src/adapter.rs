@@ -179,10 +179,13 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
     /// prompt in the order this CLI's parser wants.
     fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String>;
 
-    /// Where stdin comes from.
+    /// Where stdin comes from: `/dev/null` in the headless shape, where every CLI we know would
+    /// otherwise wait for EOF on a pipe; the terminal in a tmux pane.
     fn stdin(&self, req: &LaunchRequest) -> Stdin {
-        let _ = req;
-        Stdin::Inherit
+        match req.shape {
+            Shape::Tmux => Stdin::Inherit,
+            Shape::Structured => Stdin::Null,
+        }
     }
 
     /// Puts the form together. Adapters do not override this.
