@@ -263,10 +263,13 @@ impl Tmux {
         cwd: &Path,
         env: &BTreeMap<String, String>,
     ) -> Tmux {
+        // One server per pane: tests run in parallel, and one test's kill-server must not end
+        // another's session.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let socket = format!(
             "cli-sandbox-test-{}-{}",
             std::process::id(),
-            cwd.display().to_string().len() ^ (Instant::now().elapsed().as_nanos() as usize)
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         let mut cmd = Command::new("tmux");
         cmd.args([
