@@ -688,8 +688,14 @@ fn exec_in_place(
 /// back into it. They are closed at exec.
 fn close_inherited_descriptors() -> Result<(), ApplyError> {
     // SAFETY: marks descriptors close-on-exec; no memory involved.
-    let rc =
-        unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
     if rc != 0 {
         return Err(os_fail("close_range"));
     }

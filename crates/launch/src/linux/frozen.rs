@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use sandbox_core::{Access, Policy};
 
 use super::plan::{
-    Common, EntryKind, Enforcement, FsRight, Guarantee, Kernel, LandlockRule, LaunchDisk,
+    Common, Enforcement, EntryKind, FsRight, Guarantee, Kernel, LandlockRule, LaunchDisk,
     LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, outermost_existing_roots,
 };
 
@@ -47,7 +47,11 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
     let mut rule = |path: PathBuf, rights: &[FsRight]| {
         let rights: Vec<FsRight> = match disk.target_kind(&path) {
             Some(EntryKind::Dir) => rights.to_vec(),
-            Some(_) => rights.iter().copied().filter(|r| r.applies_to_files()).collect(),
+            Some(_) => rights
+                .iter()
+                .copied()
+                .filter(|r| r.applies_to_files())
+                .collect(),
             None => return,
         };
         if !rights.is_empty() {
@@ -104,7 +108,8 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         what: "blocked programs cannot run".into(),
         by: "Landlock: their folders frozen, every other program there granted".into(),
         enforcement: Enforcement::Partly(
-            "a copy brought in under another name would run; the session bus it needs is closed".into(),
+            "a copy brought in under another name would run; the session bus it needs is closed"
+                .into(),
         ),
     });
     guarantees.push(Guarantee {
