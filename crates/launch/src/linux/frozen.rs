@@ -6,8 +6,10 @@
 //! plan: nothing can be created, renamed or removed directly in a frozen folder (the home among
 //! them, so `git config --global` and a CLI's atomic writes of its settings there fail), a
 //! frozen folder cannot be listed, and entries created beside the path after launch stay closed.
-//! Refused entries and blocked programs are closed the same way (their folder is frozen). Without
-//! a PID namespace, processes outside stay visible and a process of the chat can outlive it.
+//! Refused entries and blocked programs are closed the same way (their folder is frozen). With
+//! `harden`, each persistence path that exists gets reading rights only and the folders that hold
+//! them are frozen, so a missing one cannot be created either. Without a PID namespace,
+//! processes outside stay visible and a process of the chat can outlive it.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -36,6 +38,19 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
     for path in &closed {
         frozen.extend(path.ancestors().skip(1).map(Path::to_owned));
     }
+    // Persistence paths (harden): read-only where they exist; their folders frozen, so that a
+    // missing one cannot be created and none can be replaced.
+    let read_only: Vec<&Path> = policy
+        .hardened
+        .iter()
+        .map(|h| h.path.as_path())
+        .filter(|p| disk.exists(p))
+        .collect();
+    let mut frozen_for_harden: BTreeSet<PathBuf> = BTreeSet::new();
+    for hardened in &policy.hardened {
+        frozen_for_harden.extend(hardened.path.ancestors().skip(1).map(Path::to_owned));
+    }
+    frozen.extend(frozen_for_harden.iter().cloned());
 
     let read: Vec<FsRight> = common
         .open_rights
@@ -62,7 +77,12 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
     for dir in &frozen {
         for name in disk.entries(dir) {
             let child = dir.join(&name);
-            if !frozen.contains(&child) && !closed.contains(&child) {
+            if frozen.contains(&child) || closed.contains(&child) {
+                continue;
+            }
+            if read_only.iter().any(|h| child.starts_with(h)) {
+                rule(child, &read);
+            } else {
                 rule(child, &common.open_rights);
             }
         }
@@ -97,6 +117,21 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
                 .join(", ")
         )),
     });
+    if !policy.hardened.is_empty() {
+        let below_home: Vec<String> = frozen_for_harden
+            .iter()
+            .filter(|p| p.starts_with(&policy.home))
+            .map(|p| p.display().to_string())
+            .collect();
+        guarantees.push(Guarantee {
+            what: "persistence paths of the home (shell startup files, autostart entries, systemd user units, git's and ssh's configuration) not written, created, replaced or removed".into(),
+            by: "Landlock alone: each reading rights only, the folders that hold them frozen".into(),
+            enforcement: Enforcement::Partly(format!(
+                "no user namespaces: nothing else can be created, renamed or removed directly in {} either",
+                below_home.join(", ")
+            )),
+        });
+    }
     guarantees.push(Guarantee {
         what: "refused entries inside grants closed, also when created later".into(),
         by: "Landlock: each grant's own folder frozen, its other entries granted".into(),
@@ -126,6 +161,7 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         chat: policy.chat.to_string(),
         workdir: policy.runtime.clone(),
         create_dirs,
+        create_home_dirs: Vec::new(),
         namespaces: None,
         landlock: common.landlock(rules),
         seccomp: common.seccomp,
