@@ -638,12 +638,21 @@ fn validate_grant(
     resolver: &dyn Resolver,
 ) -> Result<Grant, PolicyError> {
     check_absolute_clean("grant", &asked.path)?;
-    let path = resolver
-        .canonicalize(&asked.path)
-        .map_err(|e| PolicyError::GrantMissing {
-            path: asked.path.clone(),
-            reason: e.to_string(),
-        })?;
+    let path = resolver.canonicalize(&asked.path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            PolicyError::GrantMissing {
+                path: asked.path.clone(),
+                reason: e.to_string(),
+            }
+        } else {
+            // A symlink loop, a name too long, a folder that cannot be entered.
+            PolicyError::Unresolvable {
+                what: "grant",
+                path: asked.path.clone(),
+                reason: e.to_string(),
+            }
+        }
+    })?;
     if !resolver.is_dir(&path) {
         return Err(PolicyError::GrantNotFolder {
             path: asked.path.clone(),
