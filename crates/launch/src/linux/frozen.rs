@@ -59,7 +59,14 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         .filter(|r| matches!(r, FsRight::Execute | FsRight::ReadFile | FsRight::ReadDir))
         .collect();
     let mut rules: Vec<LandlockRule> = Vec::new();
+    let mut not_text = 0usize;
     let mut rule = |path: PathBuf, rights: &[FsRight]| {
+        // The plan is JSON, which holds text: an entry whose name is not UTF-8 gets no rule,
+        // so it stays closed (what a rule would do is grant).
+        if path.to_str().is_none() {
+            not_text += 1;
+            return;
+        }
         let rights: Vec<FsRight> = match disk.target_kind(&path) {
             Some(EntryKind::Dir) => rights.to_vec(),
             Some(_) => rights
@@ -104,12 +111,17 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         }
     }
     rules.extend(common.unix_rules.iter().cloned());
+    let not_text_note = if not_text > 0 {
+        format!("; {not_text} entries beside them whose names are not UTF-8 stay closed")
+    } else {
+        String::new()
+    };
 
     guarantees.push(Guarantee {
         what: "protected roots closed (read, write, listing) except this chat's folders".into(),
         by: "Landlock alone: every entry beside the path to each root granted, its ancestors frozen".into(),
         enforcement: Enforcement::Partly(format!(
-            "no user namespaces: nothing can be created, renamed or removed directly in {} (so `git config --global` and atomic writes of settings there fail), they cannot be listed, and entries created beside them during the chat stay closed",
+            "no user namespaces: nothing can be created, renamed or removed directly in {} (so `git config --global` and atomic writes of settings there fail), they cannot be listed, and entries created beside them during the chat stay closed{not_text_note}",
             frozen
                 .iter()
                 .map(|p| p.display().to_string())

@@ -208,6 +208,30 @@ pub struct LinuxPlan {
     pub guarantees: Vec<Guarantee>,
 }
 
+impl LinuxPlan {
+    /// Every path the plan names.
+    pub fn paths(&self) -> Vec<&Path> {
+        let mut out: Vec<&Path> = vec![&self.workdir];
+        out.extend(self.create_dirs.iter().map(PathBuf::as_path));
+        out.extend(self.create_home_dirs.iter().map(PathBuf::as_path));
+        if let Some(ns) = &self.namespaces {
+            for step in &ns.mounts {
+                match step {
+                    MountStep::Pin { path }
+                    | MountStep::Hide { path, .. }
+                    | MountStep::ReadOnly { path, .. } => out.push(path),
+                    MountStep::Mask { root, bind_back } => {
+                        out.push(root);
+                        out.extend(bind_back.iter().map(|b| b.path.as_path()));
+                    }
+                }
+            }
+        }
+        out.extend(self.landlock.rules.iter().map(|r| r.path.as_path()));
+        out
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NamespacePlan {
     pub mounts: Vec<MountStep>,
