@@ -91,7 +91,7 @@ fn every_contract_action_under_step_gets_the_verdict_decide_gives() {
         "harness failed: {out:?}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let outcomes = contract::read_verdicts(&actions);
+    let outcomes = contract::read_verdicts(&actions, &outside);
     let report = table(&outcomes);
     eprintln!("{report}");
     assert!(outcomes.iter().all(|o| o.passed()), "mismatches:\n{report}");
@@ -190,7 +190,7 @@ fn stdio_and_the_harmless_devices_work_and_the_working_folder_is_the_runtime() {
         &[
             "/bin/sh",
             "-c",
-            "pwd; read line; echo \"got $line\"; head -c 4 /dev/zero | wc -c; head -c 4 /dev/urandom | wc -c; echo x > /dev/null && echo null-ok; ls /dev/pts >/dev/null && echo pts-ok",
+            "pwd; read line; echo \"got $line\"; head -c 4 /dev/zero | wc -c; head -c 4 /dev/urandom | wc -c; echo x > /dev/null && echo null-ok; python3 -c 'import os; os.openpty()' && echo pty-ok",
         ],
     )
     .stdin(Stdio::piped())
@@ -212,7 +212,7 @@ fn stdio_and_the_harmless_devices_work_and_the_working_folder_is_the_runtime() {
             "4",
             "4",
             "null-ok",
-            "pts-ok"
+            "pty-ok"
         ],
         "{}",
         String::from_utf8_lossy(&out.stderr)
@@ -417,7 +417,7 @@ fn without_the_sandbox_the_same_harness_succeeds_at_what_the_sandbox_refuses() {
         .status()
         .unwrap();
     assert!(status.success());
-    let outcomes = contract::read_verdicts(&actions);
+    let outcomes = contract::read_verdicts(&actions, &outside);
     let allowed: Vec<&str> = outcomes
         .iter()
         .filter(|o| o.actual == contract::Verdict::Allowed)
@@ -485,7 +485,7 @@ fn without_namespaces_the_frozen_fallback_gives_decides_verdicts_except_its_stat
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let outcomes = contract::read_verdicts(&actions);
+    let outcomes = contract::read_verdicts(&actions, &outside);
     // The gaps the plan states: nothing new directly in a frozen folder (the home, and here
     // /tmp, an ancestor of this temporary layout) or at a grant's top.
     let mut gaps = vec!["home-create", "git-config-global", "granted-write"];

@@ -51,12 +51,10 @@ impl LaunchDisk for RealDisk {
         }
     }
 
-    fn entries(&self, dir: &Path) -> Vec<String> {
+    fn entries(&self, dir: &Path) -> Vec<std::ffi::OsString> {
         let Ok(read) = std::fs::read_dir(dir) else {
             return Vec::new();
         };
-        read.filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect()
+        read.filter_map(|e| e.ok()).map(|e| e.file_name()).collect()
     }
 }

@@ -123,7 +123,9 @@ impl LandlockArgs {
     /// Writes the pre-trust entries into the person's files (under a lock, atomically).
     pub fn pre_trust(&self) -> Result<(), Error> {
         for edit in &self.pre_trust {
-            person_files::apply(edit).map_err(|e| Error::Other(e.to_string()))?;
+            // The person's file could not take the entry (unparsable, a key of another type): the
+            // launch stops, and the person has a file to fix, so it is bad input.
+            person_files::apply(edit).map_err(|e| Error::BadInput(e.to_string()))?;
         }
         Ok(())
     }

@@ -491,6 +491,18 @@ fn child_writer() {
             apply(&codex_trust(&toml, &project)).unwrap();
             apply(&claude_trust(&json_file, &project)).unwrap();
         }
+        "adapters" => {
+            // One launch of chat `id` for every registered CLI, all on the same home.
+            let home = PathBuf::from(std::env::var("PERSON_FILES_HOME").unwrap());
+            for edit in every_adapters_edits(&home, &id) {
+                apply(&edit).unwrap();
+            }
+        }
+        "big" => {
+            // One write of a large file, which the parent kills while it is under way.
+            let flip = edit(&toml, FileFormat::Toml, &["flip", "n"], json!(id));
+            apply(&flip).unwrap();
+        }
         "forever" => {
             // Rewrites both files in a loop until killed, alternating a value so every apply
             // really writes.
@@ -598,4 +610,253 @@ fn a_writer_killed_mid_write_leaves_the_old_or_the_new_file() {
         })
         .count();
     eprintln!("stray temporary files after 10 kills: {strays}");
+}
+
+// ---------- every adapter's pre-trust, a hundred launches at once ----------
+
+/// What the registered adapters write before launching chat `id` on `home` (the CLIs' own
+/// settings in the home, and the runtime's files), computed by the adapters themselves.
+fn every_adapters_edits(home: &Path, id: &str) -> Vec<FileEdit> {
+    use sandbox_core::{LaunchRequest, McpServer, Mode, Shape};
+    let workdir = home.join(format!("runtimes/chat-{id}"));
+    let request = LaunchRequest {
+        shape: Shape::Structured,
+        mode: Mode::Full,
+        workdir,
+        home: home.to_owned(),
+        grants: Vec::new(),
+        mcp_bridge: Some(McpServer {
+            name: "agentworks".into(),
+            command: "/opt/bridge".into(),
+            args: Vec::new(),
+            env: Default::default(),
+        }),
+        prompt: None,
+        model: None,
+        extra_args: Vec::new(),
+        confined: true,
+    };
+    let mut edits = Vec::new();
+    for adapter in launch::registry::ADAPTERS {
+        if let Ok(launch) = adapter.launch(&request, &RealPersonFiles) {
+            edits.extend(launch.pre_trust);
+        }
+    }
+    edits
+}
+
+/// The person's own settings, before any launch: every CLI file the adapters touch in the home,
+/// holding something of the person's.
+fn seed_person_settings(home: &Path) -> Vec<(PathBuf, String)> {
+    let files = [
+        (".codex/config.toml", PERSON_TOML.to_owned()),
+        (
+            ".claude.json",
+            "{\n  \"numStartups\": 7,\n  \"projects\": {\"/home/me/code\": {\"allowedTools\": []}}\n}\n".to_owned(),
+        ),
+        (
+            ".gemini/trustedFolders.json",
+            "{\n  \"/home/me/code\": \"TRUST_FOLDER\"\n}\n".to_owned(),
+        ),
+    ];
+    files
+        .into_iter()
+        .map(|(name, text)| {
+            let path = home.join(name);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, &text).unwrap();
+            (path, text)
+        })
+        .collect()
+}
+
+#[test]
+fn a_hundred_launches_of_every_adapter_on_one_home_lose_no_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = fs::canonicalize(dir.path()).unwrap();
+    let seeded = seed_person_settings(&home);
+    let touched: std::collections::BTreeSet<PathBuf> = every_adapters_edits(&home, "0")
+        .into_iter()
+        .map(|e| e.file)
+        .filter(|f| f.starts_with(&home) && !f.starts_with(home.join("runtimes")))
+        .collect();
+    assert!(
+        touched.len() >= 3,
+        "the adapters edit few files in the home: {touched:?}"
+    );
+    let children: Vec<_> = (0..WRITERS)
+        .map(|i| {
+            let mut cmd = child("adapters", Path::new("-"), Path::new("-"), i);
+            cmd.env("PERSON_FILES_HOME", &home);
+            for var in launch::contract::CLEARED_ENV {
+                cmd.env_remove(var);
+            }
+            cmd.spawn().unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    // Every chat's entry of every adapter is there: writing it again changes nothing.
+    for i in 0..WRITERS {
+        for edit in every_adapters_edits(&home, &i.to_string()) {
+            assert_eq!(
+                apply(&edit).unwrap(),
+                Applied::AlreadyThere,
+                "chat {i}: the entry of {} at {:?} was lost",
+                edit.file.display(),
+                edit.keys
+            );
+        }
+    }
+    // The person's own content is all there: the TOML byte for byte outside our tables, the
+    // JSON key for key.
+    let toml = fs::read_to_string(&seeded[0].0).unwrap();
+    let mut without_ours = toml.clone();
+    for i in 0..WRITERS {
+        let workdir = home.join(format!("runtimes/chat-{i}"));
+        without_ours = without_ours.replace(
+            &format!(
+                "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                workdir.display()
+            ),
+            "",
+        );
+    }
+    assert_eq!(
+        without_ours, PERSON_TOML,
+        "the person's TOML, byte for byte"
+    );
+    let claude: Value = serde_json::from_str(&fs::read_to_string(&seeded[1].0).unwrap()).unwrap();
+    assert_eq!(claude["numStartups"], json!(7));
+    assert_eq!(
+        claude["projects"]["/home/me/code"],
+        json!({"allowedTools": []})
+    );
+    let gemini: Value = serde_json::from_str(&fs::read_to_string(&seeded[2].0).unwrap()).unwrap();
+    assert_eq!(gemini["/home/me/code"], json!("TRUST_FOLDER"));
+    assert_eq!(gemini.as_object().unwrap().len(), WRITERS + 1);
+}
+
+#[test]
+fn a_writer_killed_while_its_temporary_file_exists_leaves_the_old_file() {
+    // Deterministic where the test above is random: the kill lands only once the writer's
+    // temporary file exists (the write has begun) and is checked to be still there afterwards
+    // (the rename had not happened). A large file keeps that window open for a while.
+    let (dir, toml, json_file) = person_home();
+    let folder = dir.path().join(".codex");
+    let mut big = String::from(PERSON_TOML);
+    for i in 0..40_000 {
+        big.push_str(&format!(
+            "\n[projects.\"/person/project-{i}\"]\ntrust_level = \"trusted\" # kept\n"
+        ));
+    }
+    fs::write(&toml, &big).unwrap();
+    let temporaries = || -> Vec<PathBuf> {
+        fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".cli-sandbox.tmp"))
+            .collect()
+    };
+    let mut mid_write = 0;
+    for round in 0..6 {
+        let before = temporaries();
+        let mut c = child("big", &toml, &json_file, round).spawn().unwrap();
+        let started = Instant::now();
+        let landed = loop {
+            if temporaries().len() > before.len() {
+                c.kill().unwrap(); // SIGKILL, with the temporary file there
+                break true;
+            }
+            if c.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(60) {
+                break false;
+            }
+        };
+        c.wait().unwrap();
+        let text = fs::read_to_string(&toml).unwrap();
+        let doc: toml_edit::DocumentMut = text.parse().expect("never a torn TOML file");
+        if landed && temporaries().len() > before.len() {
+            // Killed before the rename: the old file, byte for byte.
+            mid_write += 1;
+            assert_eq!(text, big, "round {round}: not the old file");
+        } else {
+            // The write finished first: the new file, the person's bytes all there.
+            assert!(
+                doc.get("flip").is_some(),
+                "round {round}: neither old nor new"
+            );
+            assert!(
+                text.starts_with(&big),
+                "round {round}: the person's bytes moved"
+            );
+            fs::write(&toml, &big).unwrap();
+        }
+    }
+    assert!(
+        mid_write >= 3,
+        "only {mid_write} of 6 kills landed while the write was under way"
+    );
+}
+
+#[test]
+fn a_launch_stops_on_a_settings_file_it_cannot_parse_naming_the_file_and_the_line() {
+    // Through the binary, as a launch: `run` with a stand-in program (`/bin/true`, configured
+    // as the CLI) so that nothing but the pre-trust step can stop it.
+    let dir = tempfile::tempdir().unwrap();
+    let base = fs::canonicalize(dir.path()).unwrap();
+    let home = base.join("home");
+    let broken: &[(&str, &str, &[u8], usize)] = &[
+        (
+            "claude",
+            ".claude.json",
+            b"{\n  \"a\": 1,\n  \"b\": ,\n}\n",
+            3,
+        ),
+        (
+            "gemini",
+            ".gemini/trustedFolders.json",
+            b"{\n  \"/p\": \"TRUST_FOLDER\",,\n}\n",
+            2,
+        ),
+        (
+            "codex",
+            ".codex/config.toml",
+            b"model = \"o3\"\n\n[projects\n",
+            3,
+        ),
+    ];
+    let config = base.join("cli-sandbox.toml");
+    let mut text = String::new();
+    for (cli, ..) in broken {
+        text.push_str(&format!("[cli.{cli}]\nprogram = \"/bin/true\"\n"));
+    }
+    fs::write(&config, text).unwrap();
+    for (cli, name, content, line) in broken {
+        let file = home.join(name);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, content).unwrap();
+        let ino = fs::metadata(&file).unwrap().ino();
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("cli-sandbox"));
+        cmd.arg("--config")
+            .arg(&config)
+            .arg("--state-root")
+            .arg(base.join("state"))
+            .args(["run", "--cli", cli, "--chat", "c1", "--shape", "structured"])
+            .env("HOME", &home)
+            .stdin(std::process::Stdio::null());
+        for var in launch::contract::CLEARED_ENV {
+            cmd.env_remove(var);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{cli}: the launch went on: {stderr}");
+        assert!(
+            stderr.contains(&file.display().to_string()),
+            "{cli}: {stderr}"
+        );
+        assert!(stderr.contains(&format!("line {line}")), "{cli}: {stderr}");
+        assert!(stderr.contains("left untouched"), "{cli}: {stderr}");
+        assert_untouched(&file, content, ino);
+    }
 }

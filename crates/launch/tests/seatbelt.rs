@@ -297,6 +297,73 @@ fn the_demo_probes_cover_every_rule_of_decide_allowed_and_refused() {
     }
 }
 
+fn hardened_demo() -> World {
+    let spec = Spec {
+        harden: true,
+        ..Spec::demo()
+    };
+    World::virtual_at(Path::new(BASE), &spec).expect("the hardened demo world builds")
+}
+
+#[test]
+fn with_harden_the_profile_agrees_with_decide_and_closes_persistence_paths() {
+    let world = hardened_demo();
+    let (profile, read) = compile(&world);
+    assert_eq!(read.lint(), Vec::<String>::new());
+    assert_eq!(read.unused_params(&profile.params), Vec::<&str>::new());
+    let failures: Vec<String> = probes(&world)
+        .iter()
+        .filter_map(|(op, path)| agrees(&read, &world, *op, path).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    let home = &world.home;
+    let write = |path: &Path, op: &str| {
+        let text = path.to_str().unwrap().to_owned();
+        read.decide_both(file(op, &text)).unwrap()
+    };
+    for path in [
+        home.join(".bashrc"),
+        home.join(".zprofile"),
+        home.join("Library/LaunchAgents/com.example.agent.plist"),
+        home.join("Library/LaunchAgents/new-later.plist"),
+        home.join(".config/fish/conf.d/new.fish"),
+        home.join(".ssh/authorized_keys"),
+    ] {
+        for op in ["file-write-data", "file-write-create", "file-write-unlink"] {
+            let v = write(&path, op);
+            assert!(!v.allowed, "{op} {}", path.display());
+            assert_eq!(v.message.as_deref(), Some("cli-sandbox: hardened"));
+        }
+        assert!(write(&path, "file-read-data").allowed, "{}", path.display());
+    }
+    for path in [
+        home.join("notes.txt"),
+        home.join(".ssh/known_hosts"),
+        home.join(".config/other-app/settings.json"),
+        home.join("Library/new.txt"),
+    ] {
+        assert!(
+            write(&path, "file-write-data").allowed,
+            "{}",
+            path.display()
+        );
+    }
+    // (`~/Library` is pinned as well: the app folder is inside it, and pinned comes first.)
+    for ancestor in [home.join(".config"), home.join(".ssh")] {
+        let v = write(&ancestor, "file-write-unlink");
+        assert!(!v.allowed, "{}", ancestor.display());
+        assert_eq!(v.message.as_deref(), Some("cli-sandbox: hardened"));
+    }
+    let (plain, _) = compile(&demo());
+    assert!(!plain.text.contains("HARDENED"), "harden is off by default");
+    assert!(
+        profile
+            .text
+            .contains("(with message \"cli-sandbox: hardened\")")
+    );
+}
+
 fn specs() -> impl Strategy<Value = Spec> {
     let grants = proptest::sample::subsequence(
         vec![
@@ -331,10 +398,10 @@ fn specs() -> impl Strategy<Value = Spec> {
         proptest::collection::vec(any::<bool>(), 9),
         refused,
         protected,
-        (any::<bool>(), any::<bool>(), any::<bool>()),
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
     )
         .prop_map(
-            |(state, docs, grants, read_only, refused, protected, (b1, b2, socket))| {
+            |(state, docs, grants, read_only, refused, protected, (b1, b2, socket, harden))| {
                 let docs_rel = docs.map(str::to_owned).unwrap_or_else(|| {
                     format!(
                         "{}/workspace-docs",
@@ -375,6 +442,7 @@ fn specs() -> impl Strategy<Value = Spec> {
                     } else {
                         Vec::new()
                     },
+                    harden,
                 }
             },
         )
@@ -541,7 +609,13 @@ fn hostile_spec(decoration: &str) -> Spec {
 
 #[test]
 fn hostile_paths_change_the_params_never_the_text() {
-    let (plain, _) = compile(&demo());
+    for harden in [false, true] {
+        hostile_paths_with(harden);
+    }
+}
+
+fn hostile_paths_with(harden: bool) {
+    let (plain, _) = compile(&if harden { hardened_demo() } else { demo() });
     for decoration in [
         " \"quoted\" (x) ;y",
         "#\"regex\"",
@@ -550,7 +624,11 @@ fn hostile_paths_change_the_params_never_the_text() {
         "a\\b $1 [x] {2} ^ | * + ?",
         "'single' `tick`",
     ] {
-        let world = World::virtual_at(Path::new(BASE), &hostile_spec(decoration)).unwrap();
+        let spec = Spec {
+            harden,
+            ..hostile_spec(decoration)
+        };
+        let world = World::virtual_at(Path::new(BASE), &spec).unwrap();
         let (hostile, read) = compile(&world);
         assert_eq!(plain.text, hostile.text, "{decoration}");
         assert_ne!(plain.params, hostile.params, "{decoration}");

@@ -40,6 +40,11 @@ pub struct PolicyConfig {
     /// Unix sockets a confined CLI may still connect to (everything else is refused).
     #[serde(default)]
     pub allow_unix_sockets: Vec<PathBuf>,
+    /// Closes the persistence paths of the home (shell startup files, autostart entries, user
+    /// services, git's global configuration, ssh's) to writing: see [`crate::PERSISTENCE_COMMON`].
+    /// Off by default: the person's home stays open.
+    #[serde(default)]
+    pub harden: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +110,7 @@ mod tests {
             Some(std::path::Path::new("/srv/agentworks/state"))
         );
         assert_eq!(config.policy.refused, ["planning/", "*.sqlite"]);
+        assert!(!config.policy.harden, "the example shows the default");
         assert_eq!(
             config.program_for("codex").map(|p| p.to_str().unwrap()),
             Some("/opt/codex/bin/codex")

@@ -40,7 +40,7 @@ pub enum PolicyError {
     GrantOutsideProtected { path: PathBuf },
     #[error("refused pattern `{}` is not valid: {why}", pattern.escape_debug())]
     BadPattern { pattern: String, why: &'static str },
-    #[error("cannot resolve {what} `{path}`: {reason}")]
+    #[error("cannot resolve {what} `{path}` ({reason}): fix the path or the symlinks along it")]
     Unresolvable {
         what: &'static str,
         path: PathBuf,

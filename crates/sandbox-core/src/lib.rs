@@ -36,5 +36,6 @@ pub use path::{Resolver, canonicalize_lenient, check_absolute_clean};
 pub use platform::{Backend, Decision};
 pub use policy::{
     Access, BLOCKED_PROGRAMS_LINUX, BLOCKED_PROGRAMS_MACOS, DEFAULT_REFUSED, Grant, GrantRequest,
-    Mode, Op, Policy, PolicyRequest, RefusedPattern, Rule, Shape, Verdict,
+    Hardened, Mode, Op, PERSISTENCE_COMMON, PERSISTENCE_LINUX, PERSISTENCE_MACOS, Policy,
+    PolicyRequest, RefusedPattern, Rule, Shape, Verdict,
 };

@@ -1,3 +1,5 @@
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -139,9 +141,10 @@ impl RefusedPattern {
         self.name().contains(['*', '?'])
     }
 
-    /// Whether an entry name at a grant's top matches.
-    pub fn matches_name(&self, name: &str) -> bool {
-        glob_match(self.name().as_bytes(), name.as_bytes(), false)
+    /// Whether an entry name at a grant's top matches. Names are bytes: a name that is not
+    /// UTF-8 (`caf\xe9.db`) is matched like any other.
+    pub fn matches_name(&self, name: impl AsRef<OsStr>) -> bool {
+        glob_match(self.name().as_bytes(), name.as_ref().as_bytes(), false)
     }
 
     /// Whether `path`, relative to a grant's top, is refused by this pattern.
@@ -161,10 +164,12 @@ impl RefusedPattern {
         let Some(first) = parts.next() else {
             return false;
         };
-        let Some(first) = first.as_os_str().to_str() else {
-            return false;
-        };
-        if !glob_match(self.name().as_bytes(), first.as_bytes(), fold_case) {
+        // Bytes, not text: a name that is not UTF-8 must not slip past `*.db`.
+        if !glob_match(
+            self.name().as_bytes(),
+            first.as_os_str().as_bytes(),
+            fold_case,
+        ) {
             return false;
         }
         // A folder pattern covers what is inside; a file pattern only the entry itself.
@@ -225,6 +230,59 @@ pub const BLOCKED_PROGRAMS_LINUX: &[&str] = &[
     "/usr/bin/busctl",
 ];
 
+/// The persistence paths of a home on every OS, relative to the home: what makes a program run
+/// later, outside the sandbox, when written (a shell startup file runs at the next login, git's
+/// global configuration names hooks and an fsmonitor command, ssh's files let someone in or run a
+/// command at the next connection). A trailing `/` marks a folder (closed with all it holds).
+/// Closed to writing only when the configuration says `harden = true`.
+pub const PERSISTENCE_COMMON: &[&str] = &[
+    ".profile",
+    ".bash_profile",
+    ".bash_login",
+    ".bashrc",
+    ".bash_logout",
+    ".zshenv",
+    ".zprofile",
+    ".zshrc",
+    ".zlogin",
+    ".zlogout",
+    ".cshrc",
+    ".tcshrc",
+    ".login",
+    ".kshrc",
+    ".config/fish/",
+    ".gitconfig",
+    ".config/git/",
+    ".ssh/authorized_keys",
+    ".ssh/authorized_keys2",
+    ".ssh/rc",
+    ".ssh/config",
+];
+/// The persistence paths of a macOS home, added to [`PERSISTENCE_COMMON`]: launchd agents.
+pub const PERSISTENCE_MACOS: &[&str] = &["Library/LaunchAgents/"];
+/// The persistence paths of a Linux home, added to [`PERSISTENCE_COMMON`]: the desktop's
+/// autostart entries, systemd user units and environment, the X session's startup files.
+pub const PERSISTENCE_LINUX: &[&str] = &[
+    ".config/autostart/",
+    ".config/systemd/user/",
+    ".local/share/systemd/user/",
+    ".config/environment.d/",
+    ".pam_environment",
+    ".xprofile",
+    ".xsessionrc",
+    ".xinitrc",
+    ".xsession",
+];
+
+/// A persistence path closed to writing by `harden` (absolute; canonical, or the path of a
+/// symlink, whose target is listed beside it).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Hardened {
+    pub path: PathBuf,
+    /// A folder: closed with everything it holds, also what is created in it later.
+    pub folder: bool,
+}
+
 /// What the caller wants a policy for.
 #[derive(Debug, Clone)]
 pub struct PolicyRequest<'a> {
@@ -254,6 +312,10 @@ pub struct Policy {
     pub blocked_programs: Vec<PathBuf>,
     /// Unix-socket paths a confined process may still connect to (none by default).
     pub unix_socket_allow: Vec<PathBuf>,
+    /// Persistence paths closed to writing and moving (`harden = true`; empty otherwise);
+    /// sorted. None lies inside or around a protected root: those are closed already.
+    #[serde(default)]
+    pub hardened: Vec<Hardened>,
 }
 
 /// An operation `decide` answers for.
@@ -310,6 +372,9 @@ pub enum Rule {
     Granted { grant: PathBuf, access: Access },
     /// Inside a protected root, outside every grant.
     Closed { root: PathBuf },
+    /// A persistence path of the home with `harden` on (read, not written or moved), or one of
+    /// its ancestors (not moved, so that nothing can be put in its place).
+    Hardened { path: PathBuf },
     /// Everything else: the person's own machine, their home included.
     Open,
 }
@@ -323,6 +388,7 @@ impl Rule {
             Rule::Runtime { .. } => "runtime",
             Rule::Granted { .. } => "granted",
             Rule::Closed { .. } => "closed",
+            Rule::Hardened { .. } => "hardened",
             Rule::Open => "open",
         }
     }
@@ -397,6 +463,12 @@ impl Policy {
             )?);
         }
 
+        let hardened = if req.config.policy.harden {
+            persistence_paths(req.os, &layout.home, &protected, resolver)?
+        } else {
+            Vec::new()
+        };
+
         Ok(Policy {
             os: req.os,
             chat: req.chat.clone(),
@@ -408,11 +480,13 @@ impl Policy {
             refused,
             blocked_programs,
             unix_socket_allow,
+            hardened,
         })
     }
 
     /// The reference semantics: may a confined process do `op` on `path` (absolute, canonical)?
-    /// Precedence, highest first: blocked > refused > pinned > runtime/granted > closed > open.
+    /// Precedence, highest first: blocked > refused > pinned > runtime/granted > closed >
+    /// hardened > open.
     pub fn decide(&self, op: Op, path: &Path) -> Verdict {
         let refuse = |rule| Verdict {
             allowed: false,
@@ -477,6 +551,23 @@ impl Policy {
             return refuse(Rule::Closed { root: root.clone() });
         }
 
+        if let Some(hardened) = self.hardened.iter().find(|h| is_within(path, &h.path)) {
+            return Verdict {
+                allowed: !matches!(op, Op::Write | Op::Move),
+                rule: Rule::Hardened {
+                    path: hardened.path.clone(),
+                },
+            };
+        }
+        // A folder renamed into the place of an ancestor would bring its own startup files.
+        if op == Op::Move
+            && let Some(hardened) = self.hardened.iter().find(|h| is_within(&h.path, path))
+        {
+            return refuse(Rule::Hardened {
+                path: hardened.path.clone(),
+            });
+        }
+
         Verdict {
             allowed: true,
             rule: Rule::Open,
@@ -507,6 +598,38 @@ impl Policy {
     }
 }
 
+/// The persistence paths of `home` for `os`, each as written under the canonical home and, when
+/// that is a symlink or lies under one, as resolved too: a write through a link lands on its
+/// target, and the link itself must not be replaced. Paths inside or around a protected root are
+/// left out (closed already, or closing them would open the root to reading).
+fn persistence_paths(
+    os: Os,
+    home: &Path,
+    protected: &[PathBuf],
+    resolver: &dyn Resolver,
+) -> Result<Vec<Hardened>, PolicyError> {
+    let own = match os {
+        Os::MacOs => PERSISTENCE_MACOS,
+        Os::Linux => PERSISTENCE_LINUX,
+    };
+    let mut out: Vec<Hardened> = Vec::new();
+    for entry in PERSISTENCE_COMMON.iter().chain(own) {
+        let folder = entry.ends_with('/');
+        let written = home.join(entry.trim_end_matches('/'));
+        let resolved = canonicalize_lenient("persistence path", &written, resolver)?;
+        for path in [written, resolved] {
+            let near_protected = protected
+                .iter()
+                .any(|r| is_within(&path, r) || is_within(r, &path));
+            if !near_protected && !out.iter().any(|h| h.path == path) {
+                out.push(Hardened { path, folder });
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 fn validate_grant(
     asked: &GrantRequest,
     layout: &Layout,
@@ -515,12 +638,21 @@ fn validate_grant(
     resolver: &dyn Resolver,
 ) -> Result<Grant, PolicyError> {
     check_absolute_clean("grant", &asked.path)?;
-    let path = resolver
-        .canonicalize(&asked.path)
-        .map_err(|e| PolicyError::GrantMissing {
-            path: asked.path.clone(),
-            reason: e.to_string(),
-        })?;
+    let path = resolver.canonicalize(&asked.path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            PolicyError::GrantMissing {
+                path: asked.path.clone(),
+                reason: e.to_string(),
+            }
+        } else {
+            // A symlink loop, a name too long, a folder that cannot be entered.
+            PolicyError::Unresolvable {
+                what: "grant",
+                path: asked.path.clone(),
+                reason: e.to_string(),
+            }
+        }
+    })?;
     if !resolver.is_dir(&path) {
         return Err(PolicyError::GrantNotFolder {
             path: asked.path.clone(),

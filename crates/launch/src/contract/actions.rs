@@ -451,6 +451,7 @@ fn describe(rule: &Rule) -> String {
         Rule::Runtime { .. } => "the chat's runtime".into(),
         Rule::Granted { access, .. } => format!("granted {}", access.as_str()),
         Rule::Closed { root } => format!("closed ({})", root.display()),
+        Rule::Hardened { path } => format!("hardened ({})", path.display()),
         Rule::Open => "open".into(),
     }
 }

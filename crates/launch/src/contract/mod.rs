@@ -40,6 +40,9 @@ pub struct Outside {
     pub targets: OutsideTargets,
     tmux_socket: Option<PathBuf>,
     sentinel: Option<Child>,
+    /// Written by the sentinel when the runner asks (SIGUSR2): any SIGUSR1 sent before it has
+    /// been handled by then.
+    sentinel_flushed: PathBuf,
 }
 
 impl Outside {
@@ -55,16 +58,27 @@ impl Outside {
             .stderr(Stdio::null())
             .status();
         let tmux_socket = matches!(tmux, Ok(s) if s.success()).then_some(socket);
+        if let Some(socket) = &tmux_socket {
+            // A window whose command has ended stays: its count tells whether any command got
+            // through, so that the runner knows when to wait for its evidence.
+            let _ = tmux_command(socket)
+                .args(["set-option", "-g", "remain-on-exit", "on"])
+                .status();
+        }
         if tmux_socket.is_none() {
             tracing::warn!("tmux is not installed: the multiplexer action is left out");
         }
         let evidence = demo.outside.join("sentinel-signalled");
+        let flushed = demo.outside.join("sentinel-flushed");
         let secret = format!("sentinel-secret-{}", std::process::id());
+        let q = |p: &std::path::Path| shell_words::quote(&p.display().to_string()).into_owned();
+        // The shell runs pending traps in signal order, so SIGUSR1 (10) before SIGUSR2 (12).
         let sentinel = Command::new("/bin/sh")
             .arg("-c")
             .arg(format!(
-                "trap 'printf hit > {}; exit 0' USR1; while :; do sleep 0.05; done",
-                shell_words::quote(&evidence.display().to_string())
+                "trap 'printf hit > {}' USR1; trap ': > {}' USR2; while :; do sleep 0.05; done",
+                q(&evidence),
+                q(&flushed)
             ))
             .env("CLI_SANDBOX_SENTINEL_SECRET", &secret)
             .stdin(Stdio::null())
@@ -78,7 +92,60 @@ impl Outside {
             },
             tmux_socket,
             sentinel: Some(sentinel),
+            sentinel_flushed: flushed,
         })
+    }
+
+    /// Waits until what the harness may have asked of the processes outside has happened: the
+    /// sentinel has handled every signal sent before now, and a command the tmux server
+    /// accepted has had time to leave its evidence.
+    fn settle(&self, actions: &[Action]) {
+        let limit = Duration::from_secs(10);
+        if let Some(child) = &self.sentinel {
+            let _ = std::fs::remove_file(&self.sentinel_flushed);
+            // SAFETY: signalling our own child, which is alive until we drop it.
+            let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGUSR2) } == 0;
+            if sent {
+                wait_until(limit, || self.sentinel_flushed.exists());
+            }
+        }
+        if let Some(socket) = &self.tmux_socket {
+            let windows = tmux_command(socket)
+                .args(["list-windows", "-a"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
+                .unwrap_or(0);
+            if windows > 1 {
+                wait_until(limit, || {
+                    actions.iter().all(|a| match &a.evidence {
+                        Evidence::Eventually(inner) => inner.succeeded(),
+                        _ => true,
+                    })
+                });
+            }
+        }
+    }
+
+    /// Clears what the last run left, so that the next run's evidence is its own.
+    fn reset(&self) {
+        let _ = std::fs::remove_file(&self.targets.sentinel_evidence);
+    }
+}
+
+fn tmux_command(socket: &std::path::Path) -> Command {
+    let mut cmd = Command::new("tmux");
+    cmd.arg("-S")
+        .arg(socket)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    cmd
+}
+
+fn wait_until(limit: Duration, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !done() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -132,16 +199,11 @@ impl Outcome {
     }
 }
 
-/// Reads every action's verdict from the disk, after the harness has run. Evidence left by
-/// processes outside gets one common grace period first.
-pub fn read_verdicts(actions: &[Action]) -> Vec<Outcome> {
-    if actions
-        .iter()
-        .any(|a| matches!(a.evidence, Evidence::Eventually(_)))
-    {
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    actions
+/// Reads every action's verdict from the disk, after the harness has run, once the processes
+/// outside have settled.
+pub fn read_verdicts(actions: &[Action], outside: &Outside) -> Vec<Outcome> {
+    outside.settle(actions);
+    let outcomes = actions
         .iter()
         .map(|a| Outcome {
             id: a.id.clone(),
@@ -150,5 +212,7 @@ pub fn read_verdicts(actions: &[Action]) -> Vec<Outcome> {
             expected: Verdict::from_allowed(a.expected_allowed),
             actual: Verdict::from_allowed(a.evidence.succeeded()),
         })
-        .collect()
+        .collect();
+    outside.reset();
+    outcomes
 }

@@ -141,7 +141,7 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
             cmd.env_remove(var);
         }
         run_to_end(cmd, Duration::from_secs(120)).map_err(io("the scripted step"))?;
-        let outcomes = read_verdicts(&list);
+        let outcomes = read_verdicts(&list, &outside);
         push_rows(&mut report, "step", "-", &outcomes, &progress);
         step_outcomes = Some(outcomes);
     }
@@ -230,7 +230,7 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
                 report.failed += 1;
                 continue;
             }
-            let outcomes = read_verdicts(&list);
+            let outcomes = read_verdicts(&list, &outside);
             push_rows(&mut report, cli, shape_name, &outcomes, &progress);
             if let Some(step) = &step_outcomes {
                 for (agent, scripted) in outcomes.iter().zip(step) {

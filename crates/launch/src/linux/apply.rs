@@ -118,6 +118,9 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
             .create(dir)
             .map_err(|e| fail(format!("create {}", dir.display()), e))?;
     }
+    for dir in &plan.create_home_dirs {
+        create_home_dir(dir)?;
+    }
     let Some(ns) = &plan.namespaces else {
         return exec_in_place(plan, &filters, &program, &workdir);
     };
@@ -168,6 +171,28 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     let _ = go.write_all(b"g");
     drop(go);
     wait_for_init(init, status_read)
+}
+
+/// Creates a folder in the person's home and every missing folder above it, mode 0700, each owned
+/// like the folder that holds it (the helper may run as root for someone's home).
+fn create_home_dir(dir: &Path) -> Result<(), ApplyError> {
+    use std::os::unix::fs::MetadataExt;
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|a| a.symlink_metadata().is_err())
+        .collect();
+    for folder in missing.into_iter().rev() {
+        let step = || format!("create {}", folder.display());
+        let parent = folder.parent().unwrap_or(Path::new("/"));
+        let owner = std::fs::metadata(parent).map_err(|e| fail(step(), e))?;
+        mkdir(folder, 0o700)?;
+        // SAFETY: plain syscall; geteuid has no failure.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::lchown(folder, Some(owner.uid()), Some(owner.gid()))
+                .map_err(|e| fail(step(), e))?;
+        }
+    }
+    Ok(())
 }
 
 fn check_single_threaded() -> Result<(), ApplyError> {
@@ -313,7 +338,7 @@ fn touch(path: &Path, mode: u32) -> Result<(), ApplyError> {
 const STAND_INS: &str = "/dev/.cli-sandbox-stand-ins";
 const HIDDEN_FILE: &str = "/dev/.cli-sandbox-stand-ins/file";
 const HIDDEN_DIR: &str = "/dev/.cli-sandbox-stand-ins/dir";
-const DEVICES: [&str; 7] = ["null", "zero", "full", "random", "urandom", "tty", "ptmx"];
+const DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
 
 fn build_mounts(ns: &NamespacePlan) -> Result<(), ApplyError> {
     // Everything a mask hides must be opened before the mask goes on.
@@ -332,7 +357,6 @@ fn build_mounts(ns: &NamespacePlan) -> Result<(), ApplyError> {
             devices.push((name, open_source(&path, false)?));
         }
     }
-    let pts = open_source(Path::new("/dev/pts"), true).ok();
 
     for step in &ns.mounts {
         if let MountStep::Pin { path } = step {
@@ -360,16 +384,19 @@ fn build_mounts(ns: &NamespacePlan) -> Result<(), ApplyError> {
                 None,
             )?;
         }
-        if let Some(pts) = &pts {
-            mkdir(&dev.join("pts"), 0o755)?;
-            mount(
-                Some(&fd_path(pts.as_raw_fd())),
-                &dev.join("pts"),
-                None,
-                libc::MS_BIND | libc::MS_REC,
-                None,
-            )?;
-        }
+        // A pty filesystem of the sandbox's own: new ptys work (a CLI's shell tool opens them)
+        // and the ptys of processes outside are not there to be opened. The terminal the
+        // program inherited keeps working through its open descriptors and /dev/tty.
+        mkdir(&dev.join("pts"), 0o755)?;
+        mount(
+            Some(Path::new("devpts")),
+            &dev.join("pts"),
+            Some("devpts"),
+            libc::MS_NOSUID | libc::MS_NOEXEC,
+            Some("newinstance,ptmxmode=0666,mode=0620"),
+        )?;
+        std::os::unix::fs::symlink("pts/ptmx", dev.join("ptmx"))
+            .map_err(|e| fail("symlink /dev/ptmx", e))?;
         mkdir(&dev.join("shm"), 0o1777)?;
         mount(
             Some(Path::new("tmpfs")),
@@ -452,9 +479,23 @@ fn build_mounts(ns: &NamespacePlan) -> Result<(), ApplyError> {
         }
     }
     for step in &ns.mounts {
-        if let MountStep::Hide { path, dir } = step {
-            let source = if *dir { HIDDEN_DIR } else { HIDDEN_FILE };
-            mount(Some(Path::new(source)), path, None, libc::MS_BIND, None)?;
+        match step {
+            MountStep::Hide { path, dir } => {
+                let source = if *dir { HIDDEN_DIR } else { HIDDEN_FILE };
+                mount(Some(Path::new(source)), path, None, libc::MS_BIND, None)?;
+            }
+            MountStep::ReadOnly { path, dir } => {
+                let fd = open_source(path, *dir)?;
+                mount(
+                    Some(&fd_path(fd.as_raw_fd())),
+                    path,
+                    None,
+                    libc::MS_BIND | libc::MS_REC,
+                    None,
+                )?;
+                remount_read_only(path)?;
+            }
+            _ => {}
         }
     }
     let stand_ins_c = cstr(stand_ins)?;
@@ -829,8 +870,17 @@ fn restrict_landlock(plan: &LinuxPlan) -> Result<(), ApplyError> {
     }
     let mut created = ruleset.create().map_err(|e| fail("landlock create", e))?;
     for rule in &ll.rules {
-        let fd = PathFd::new(&rule.path)
-            .map_err(|e| fail(format!("landlock rule {}", rule.path.display()), e))?;
+        let fd = match PathFd::new(&rule.path) {
+            Ok(fd) => fd,
+            // Gone since the plan was made (a temporary file beside a frozen folder): a rule
+            // only grants, so leaving it out closes more, never less.
+            Err(landlock::PathFdError::OpenCall { source, .. })
+                if source.kind() == io::ErrorKind::NotFound =>
+            {
+                continue;
+            }
+            Err(e) => return Err(fail(format!("landlock rule {}", rule.path.display()), e)),
+        };
         created = created
             .add_rule(PathBeneath::new(fd, rights(&rule.rights)))
             .map_err(|e| fail(format!("landlock rule {}", rule.path.display()), e))?;

@@ -6,8 +6,10 @@
 //! plan: nothing can be created, renamed or removed directly in a frozen folder (the home among
 //! them, so `git config --global` and a CLI's atomic writes of its settings there fail), a
 //! frozen folder cannot be listed, and entries created beside the path after launch stay closed.
-//! Refused entries and blocked programs are closed the same way (their folder is frozen). Without
-//! a PID namespace, processes outside stay visible and a process of the chat can outlive it.
+//! Refused entries and blocked programs are closed the same way (their folder is frozen). With
+//! `harden`, each persistence path that exists gets reading rights only and the folders that hold
+//! them are frozen, so a missing one cannot be created either. Without a PID namespace,
+//! processes outside stay visible and a process of the chat can outlive it.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -36,6 +38,19 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
     for path in &closed {
         frozen.extend(path.ancestors().skip(1).map(Path::to_owned));
     }
+    // Persistence paths (harden): read-only where they exist; their folders frozen, so that a
+    // missing one cannot be created and none can be replaced.
+    let read_only: Vec<&Path> = policy
+        .hardened
+        .iter()
+        .map(|h| h.path.as_path())
+        .filter(|p| disk.exists(p))
+        .collect();
+    let mut frozen_for_harden: BTreeSet<PathBuf> = BTreeSet::new();
+    for hardened in &policy.hardened {
+        frozen_for_harden.extend(hardened.path.ancestors().skip(1).map(Path::to_owned));
+    }
+    frozen.extend(frozen_for_harden.iter().cloned());
 
     let read: Vec<FsRight> = common
         .open_rights
@@ -44,11 +59,18 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         .filter(|r| matches!(r, FsRight::Execute | FsRight::ReadFile | FsRight::ReadDir))
         .collect();
     let mut rules: Vec<LandlockRule> = Vec::new();
+    let mut not_text = 0usize;
     // A rule on a symlink lands on its target: a link to a frozen folder (`/bin` -> `usr/bin`)
     // or one planted in a grant (`wf/x` -> `../other-workflow`) would open what it points at.
     // Links get no rule; their targets are covered where they really are.
     let mut rule = |path: PathBuf, rights: &[FsRight]| {
         if disk.kind(&path) == Some(EntryKind::Symlink) {
+            return;
+        }
+        // The plan is JSON, which holds text: an entry whose name is not UTF-8 gets no rule,
+        // so it stays closed (what a rule would do is grant).
+        if path.to_str().is_none() {
+            not_text += 1;
             return;
         }
         let rights: Vec<FsRight> = match disk.target_kind(&path) {
@@ -68,7 +90,12 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
     for dir in &frozen {
         for name in disk.entries(dir) {
             let child = dir.join(&name);
-            if !frozen.contains(&child) && !closed.contains(&child) {
+            if frozen.contains(&child) || closed.contains(&child) {
+                continue;
+            }
+            if read_only.iter().any(|h| child.starts_with(h)) {
+                rule(child, &read);
+            } else {
                 rule(child, &common.open_rights);
             }
         }
@@ -90,12 +117,17 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         }
     }
     rules.extend(common.unix_rules.iter().cloned());
+    let not_text_note = if not_text > 0 {
+        format!("; {not_text} entries beside them whose names are not UTF-8 stay closed")
+    } else {
+        String::new()
+    };
 
     guarantees.push(Guarantee {
         what: "protected roots closed (read, write, listing) except this chat's folders".into(),
         by: "Landlock alone: every entry beside the path to each root granted, its ancestors frozen".into(),
         enforcement: Enforcement::Partly(format!(
-            "no user namespaces: nothing can be created, renamed or removed directly in {} (so `git config --global` and atomic writes of settings there fail), they cannot be listed, and entries created beside them during the chat stay closed",
+            "no user namespaces: nothing can be created, renamed or removed directly in {} (so `git config --global` and atomic writes of settings there fail), they cannot be listed, and entries created beside them during the chat stay closed{not_text_note}",
             frozen
                 .iter()
                 .map(|p| p.display().to_string())
@@ -103,6 +135,21 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
                 .join(", ")
         )),
     });
+    if !policy.hardened.is_empty() {
+        let below_home: Vec<String> = frozen_for_harden
+            .iter()
+            .filter(|p| p.starts_with(&policy.home))
+            .map(|p| p.display().to_string())
+            .collect();
+        guarantees.push(Guarantee {
+            what: "persistence paths of the home (shell startup files, autostart entries, systemd user units, git's and ssh's configuration) not written, created, replaced or removed".into(),
+            by: "Landlock alone: each reading rights only, the folders that hold them frozen".into(),
+            enforcement: Enforcement::Partly(format!(
+                "no user namespaces: nothing else can be created, renamed or removed directly in {} either",
+                below_home.join(", ")
+            )),
+        });
+    }
     guarantees.push(Guarantee {
         what: "refused entries inside grants closed, also when created later".into(),
         by: "Landlock: each grant's own folder frozen, its other entries granted".into(),
@@ -132,6 +179,7 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         chat: policy.chat.to_string(),
         workdir: policy.runtime.clone(),
         create_dirs,
+        create_home_dirs: Vec::new(),
         namespaces: None,
         landlock: common.landlock(rules),
         seccomp: common.seccomp,

@@ -54,9 +54,18 @@ fn user_namespaces_allowed() -> bool {
         && read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") != Some(1)
 }
 
-/// Compiles the chat's plan against the disk as it is now.
+/// Compiles the chat's plan against the disk as it is now. A plan that names a path that is not
+/// UTF-8 is refused here, with the path: the plan travels as JSON (to the helper, to `profile`),
+/// which holds text only.
 pub fn compile(policy: &Policy, kernel: Kernel) -> Result<LinuxPlan, Error> {
-    Ok(plan::compile(policy, kernel, &RealDisk)?)
+    let plan = plan::compile(policy, kernel, &RealDisk)?;
+    if let Some(path) = plan.paths().into_iter().find(|p| p.to_str().is_none()) {
+        return Err(Error::BadInput(format!(
+            "`{}` is not valid UTF-8, and the Linux plan names paths as text: rename it or leave it out of the chat's folders",
+            path.display()
+        )));
+    }
+    Ok(plan)
 }
 
 /// Writes the plan where no confined process can change it (inside the state root, which every
@@ -71,7 +80,12 @@ pub fn write_plan(plan: &LinuxPlan, layout: &Layout) -> Result<PathBuf, Error> {
         source: e,
     };
     let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
-    let text = serde_json::to_vec_pretty(plan).expect("a plan always serializes");
+    let text = serde_json::to_vec_pretty(plan).map_err(|e| {
+        Error::BadInput(format!(
+            "the plan of chat `{}` cannot be written as JSON ({e}): a path in it is not UTF-8",
+            plan.chat
+        ))
+    })?;
     tmp.write_all(&text).map_err(io)?;
     tmp.as_file().sync_all().map_err(io)?;
     tmp.persist(&path).map_err(|e| io(e.error))?;

@@ -5,6 +5,7 @@
 //! compiled against what the file system holds at launch (which protected roots exist, which
 //! refused entries are present) and applied by [`super::apply`] on Linux only.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{Access, Policy};
@@ -60,6 +61,9 @@ pub enum MountStep {
     /// Cover one entry (a refused entry inside a grant, a blocked program) with an empty,
     /// unreadable one of the same kind.
     Hide { path: PathBuf, dir: bool },
+    /// Bind an entry onto itself read-only (a persistence path with `harden`): it can be read,
+    /// not written, and as a mount point it cannot be removed or replaced (EBUSY).
+    ReadOnly { path: PathBuf, dir: bool },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,12 +194,42 @@ pub struct LinuxPlan {
     /// Folders created before confinement (the runtime; refused folders in read-write grants,
     /// so that they cannot be created later outside the mask).
     pub create_dirs: Vec<PathBuf>,
+    /// Folders created in the person's home before confinement, empty, mode 0700, owned like
+    /// the folder that holds them: the persistence folders (`harden`) that do not exist yet, so
+    /// that they can be bound read-only. An empty one changes nothing for the programs that
+    /// read it.
+    #[serde(default)]
+    pub create_home_dirs: Vec<PathBuf>,
     /// `Some` when namespaces are used: user, mount and PID namespace, fresh `/proc` and `/dev`.
     pub namespaces: Option<NamespacePlan>,
     pub landlock: LandlockPlan,
     pub seccomp: SeccompPlan,
     /// What is enforced and what is not, in words.
     pub guarantees: Vec<Guarantee>,
+}
+
+impl LinuxPlan {
+    /// Every path the plan names.
+    pub fn paths(&self) -> Vec<&Path> {
+        let mut out: Vec<&Path> = vec![&self.workdir];
+        out.extend(self.create_dirs.iter().map(PathBuf::as_path));
+        out.extend(self.create_home_dirs.iter().map(PathBuf::as_path));
+        if let Some(ns) = &self.namespaces {
+            for step in &ns.mounts {
+                match step {
+                    MountStep::Pin { path }
+                    | MountStep::Hide { path, .. }
+                    | MountStep::ReadOnly { path, .. } => out.push(path),
+                    MountStep::Mask { root, bind_back } => {
+                        out.push(root);
+                        out.extend(bind_back.iter().map(|b| b.path.as_path()));
+                    }
+                }
+            }
+        }
+        out.extend(self.landlock.rules.iter().map(|r| r.path.as_path()));
+        out
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -213,8 +247,9 @@ pub trait LaunchDisk {
     fn exists(&self, path: &Path) -> bool;
     /// `Some(is_dir)` for an entry that is a real file or folder (not a symlink).
     fn kind(&self, path: &Path) -> Option<EntryKind>;
-    /// The names directly inside a folder (empty when it cannot be read).
-    fn entries(&self, dir: &Path) -> Vec<String>;
+    /// The names directly inside a folder (empty when it cannot be read), as bytes: a name
+    /// that is not UTF-8 is still a name.
+    fn entries(&self, dir: &Path) -> Vec<OsString>;
     /// What a path is once symlinks are followed: `Some(Dir)` or `Some(File)`, `None` when it
     /// dangles or is neither a regular file, a folder nor a character device.
     fn target_kind(&self, path: &Path) -> Option<EntryKind>;
@@ -257,10 +292,11 @@ pub fn compile(
     let mut create_dirs = vec![policy.runtime.clone()];
 
     let outermost = outermost_existing_roots(policy, disk, &mut guarantees);
+    let hardened = harden_in_namespace(policy, disk);
 
     let mut pins: Vec<PathBuf> = Vec::new();
-    for root in &outermost {
-        for ancestor in root.ancestors().skip(1) {
+    for path in outermost.iter().chain(hardened.pinned_below.iter()) {
+        for ancestor in path.ancestors().skip(1) {
             if ancestor != Path::new("/") && !pins.iter().any(|p| p == ancestor) {
                 pins.push(ancestor.to_owned());
             }
@@ -348,6 +384,11 @@ pub fn compile(
         });
     }
 
+    if !policy.hardened.is_empty() {
+        mounts.extend(hardened.mounts);
+        guarantees.push(hardened.guarantee);
+    }
+
     let mut hidden_programs = 0;
     for program in &policy.blocked_programs {
         if disk.kind(program) == Some(EntryKind::File) {
@@ -387,6 +428,7 @@ pub fn compile(
         chat: policy.chat.to_string(),
         workdir: policy.runtime.clone(),
         create_dirs,
+        create_home_dirs: hardened.create,
         namespaces: Some(NamespacePlan {
             mounts,
             minimal_dev: true,
@@ -396,6 +438,84 @@ pub fn compile(
         seccomp: common.seccomp,
         guarantees,
     })
+}
+
+/// What `harden` adds to the namespace plan.
+struct HardenInNamespace {
+    mounts: Vec<MountStep>,
+    /// Paths whose ancestors are pinned (so that no folder is renamed into their place).
+    pinned_below: Vec<PathBuf>,
+    create: Vec<PathBuf>,
+    guarantee: Guarantee,
+}
+
+/// Each persistence path that exists is bound read-only onto itself; a missing folder is created
+/// empty first; a missing file stays missing (an empty `~/.bash_profile` would stop bash reading
+/// `~/.profile`), which is the gap reported. A path under a symlinked folder is left to its
+/// resolved twin, which the policy lists beside it.
+fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamespace {
+    let mut out = HardenInNamespace {
+        mounts: Vec::new(),
+        pinned_below: Vec::new(),
+        create: Vec::new(),
+        guarantee: Guarantee {
+            what: "persistence paths of the home (shell startup files, autostart entries, systemd user units, git's and ssh's configuration) not written, replaced or removed".into(),
+            by: "mount namespace: each bound read-only onto itself, missing folders created empty first, their ancestors pinned".into(),
+            enforcement: Enforcement::Fully,
+        },
+    };
+    let mut missing_files: Vec<String> = Vec::new();
+    let mut links: Vec<String> = Vec::new();
+    let show = |path: &Path| match path.strip_prefix(&policy.home) {
+        Ok(relative) => format!("~/{}", relative.display()),
+        Err(_) => path.display().to_string(),
+    };
+    for hardened in &policy.hardened {
+        let path = &hardened.path;
+        let under_link = path
+            .ancestors()
+            .skip(1)
+            .any(|a| disk.kind(a) == Some(EntryKind::Symlink));
+        if under_link {
+            continue;
+        }
+        match disk.kind(path) {
+            Some(kind @ (EntryKind::Dir | EntryKind::File)) => {
+                out.mounts.push(MountStep::ReadOnly {
+                    path: path.clone(),
+                    dir: kind == EntryKind::Dir,
+                });
+                out.pinned_below.push(path.clone());
+            }
+            Some(EntryKind::Symlink) => links.push(show(path)),
+            None if hardened.folder => {
+                out.create.push(path.clone());
+                out.mounts.push(MountStep::ReadOnly {
+                    path: path.clone(),
+                    dir: true,
+                });
+                out.pinned_below.push(path.clone());
+            }
+            None => missing_files.push(show(path)),
+        }
+    }
+    let mut gaps = Vec::new();
+    if !missing_files.is_empty() {
+        gaps.push(format!(
+            "these files do not exist at launch and can be created during the chat (creating them empty would change what a shell reads): {}",
+            missing_files.join(", ")
+        ));
+    }
+    if !links.is_empty() {
+        gaps.push(format!(
+            "these are symlinks, which can be replaced (what they point to is closed): {}",
+            links.join(", ")
+        ));
+    }
+    if !gaps.is_empty() {
+        out.guarantee.enforcement = Enforcement::Partly(gaps.join("; "));
+    }
+    out
 }
 
 /// The protected roots to close: the outermost ones that exist (a root inside another is closed

@@ -21,9 +21,11 @@
 //!    read-write allows everything but moving the folder itself; read-only refuses every file
 //!    operation, then allows reading and exec; each grant's refused patterns right after it
 //!    (a grant inside the runtime keeps the runtime's access and only adds its patterns);
-//! 4. pinned: no protected root and none of its ancestors may be renamed or unlinked;
-//! 5. blocked programs: no exec, no read (a copy would run the same), no write;
-//! 6. the chat's allowed unix sockets.
+//! 4. hardened (only with `harden = true`): no write to a persistence path of the home, nor to
+//!    anything beneath it, also when created later; none of their ancestors renamed or unlinked;
+//! 5. pinned: no protected root and none of its ancestors may be renamed or unlinked;
+//! 6. blocked programs: no exec, no read (a copy would run the same), no write;
+//! 7. the chat's allowed unix sockets.
 //!
 //! Paths enter only as `(param "NAME")` with `-DNAME=VALUE`, never spliced into the text, so a
 //! path with quotes, parentheses or semicolons cannot change what the profile says: the text
@@ -83,6 +85,8 @@ const READ: &str = "file-read* file-test-existence file-map-executable process-e
 const NOT_READ: &str = "file* file-write*";
 /// Renaming or unlinking the path itself.
 const MOVE: &str = "file-write-unlink";
+/// Every write, moving included.
+const WRITE: &str = "file-write*";
 
 /// What `(with message ...)` says for a denial, so that the log names the rule (see
 /// `docs/macos.md`). The names are those of [`sandbox_core::Rule::name`].
@@ -298,6 +302,32 @@ impl Writer {
             }
         }
 
+        if !policy.hardened.is_empty() {
+            self.line(";; Hardened: the persistence paths of the home are not written or moved.");
+            let paths: Vec<PathBuf> = policy.hardened.iter().map(|h| h.path.clone()).collect();
+            let hardened = self.params_of("HARDENED", "persistence path", &paths)?;
+            self.rule(
+                "deny",
+                WRITE,
+                &hardened.iter().map(|p| subpath(p)).collect::<Vec<_>>(),
+                Some("hardened"),
+            );
+            self.line(
+                ";; ... and none of their ancestors is renamed, so nothing takes their place.",
+            );
+            let ancestors = self.params_of(
+                "HARDENED_ANCESTOR",
+                "persistence path",
+                &hardened_ancestors(policy),
+            )?;
+            self.rule(
+                "deny",
+                MOVE,
+                &ancestors.iter().map(|p| literal(p)).collect::<Vec<_>>(),
+                Some("hardened"),
+            );
+        }
+
         self.line(";; Pinned: no protected root and none of its ancestors is renamed or unlinked.");
         let pinned = self.params_of("PINNED", "protected root", &pinned(policy))?;
         self.rule(
@@ -405,6 +435,18 @@ fn leading_folders(policy: &Policy) -> Vec<PathBuf> {
             }
         }
     }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The ancestors of every hardened path, `/` included.
+fn hardened_ancestors(policy: &Policy) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = policy
+        .hardened
+        .iter()
+        .flat_map(|h| h.path.ancestors().skip(1).map(Path::to_path_buf))
+        .collect();
     out.sort();
     out.dedup();
     out

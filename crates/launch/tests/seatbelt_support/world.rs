@@ -34,6 +34,8 @@ pub struct Spec {
     pub blocked: Vec<String>,
     /// Unix sockets the configuration allows, relative to the base.
     pub sockets: Vec<String>,
+    /// `harden = true`: the home's persistence paths are closed to writing.
+    pub harden: bool,
 }
 
 impl Spec {
@@ -55,6 +57,7 @@ impl Spec {
             protected: vec!["ann/tenant".into()],
             blocked: vec!["ann/bin/opener.sh".into()],
             sockets: vec!["ann/.agent/agent.sock".into()],
+            harden: false,
         }
     }
 }
@@ -141,6 +144,18 @@ impl World {
         };
         world.dir(&world.scratch.clone());
         world.file(&home.join("notes.txt"));
+        // Persistence paths (closed to writing with `harden`) and their neighbours (never).
+        for file in [
+            ".bashrc",
+            ".zshrc",
+            ".config/fish/config.fish",
+            ".config/other-app/settings.json",
+            "Library/LaunchAgents/com.example.agent.plist",
+            ".ssh/known_hosts",
+            ".ssh/authorized_keys",
+        ] {
+            world.file(&home.join(file));
+        }
         world.script(&home.join("bin/tool.sh"));
         for root in [&app, &state] {
             world.file(&root.join("config.json"));
@@ -228,6 +243,7 @@ impl World {
         config.policy.protected = spec.protected.iter().map(|p| self.base.join(p)).collect();
         config.policy.blocked_programs = spec.blocked.iter().map(|p| self.base.join(p)).collect();
         config.policy.allow_unix_sockets = spec.sockets.iter().map(|p| self.base.join(p)).collect();
+        config.policy.harden = spec.harden;
         let chat = ChatId::new(&spec.chat).map_err(|e| e.to_string())?;
         let workflows = layout.workspace_docs.join("workflows");
         let runtime = layout.runtime(&chat);
@@ -278,6 +294,7 @@ fn placeholder_policy() -> Policy {
         refused: Vec::new(),
         blocked_programs: Vec::new(),
         unix_socket_allow: Vec::new(),
+        hardened: Vec::new(),
     }
 }
 

@@ -381,3 +381,172 @@ fn on_macos_refused_names_ignore_ascii_case() {
     // Only ASCII folds: the glob matches bytes.
     assert!(!pattern("é.db").refuses_on(Os::MacOs, Path::new("É.db")));
 }
+
+fn hardened_policy(fs: &FakeFs, os: Os) -> Policy {
+    let layout = Layout::resolve(
+        &LayoutInputs {
+            os,
+            home: HOME.into(),
+            xdg_data_home: None,
+            state_root: None,
+            workspace_docs: None,
+        },
+        fs,
+    )
+    .unwrap();
+    let config = Config::parse("[policy]\nharden = true\n", "t").unwrap();
+    let chat = ChatId::new("chat-1").unwrap();
+    Policy::build(
+        &PolicyRequest {
+            os,
+            layout: &layout,
+            chat: &chat,
+            grants: &[],
+            config: &config,
+        },
+        fs,
+    )
+    .unwrap()
+}
+
+fn verdict(p: &Policy, op: Op, path: &str) -> (bool, &'static str) {
+    let v = p.decide(op, Path::new(path));
+    (v.allowed, v.rule.name())
+}
+
+#[test]
+fn harden_closes_persistence_paths_to_writing_and_moving_but_not_reading() {
+    let fs = fs().file("/home/ann/.bashrc").dir("/home/ann/.config");
+    let p = hardened_policy(&fs, Os::Linux);
+    for path in [
+        "/home/ann/.bashrc",
+        "/home/ann/.profile",
+        "/home/ann/.zshrc",
+        "/home/ann/.gitconfig",
+        "/home/ann/.ssh/authorized_keys",
+        "/home/ann/.config/autostart",
+        "/home/ann/.config/autostart/evil.desktop",
+        "/home/ann/.config/systemd/user/evil.service",
+        "/home/ann/.config/git/hooks/pre-commit",
+    ] {
+        assert_eq!(verdict(&p, Op::Write, path), (false, "hardened"), "{path}");
+        assert_eq!(verdict(&p, Op::Move, path), (false, "hardened"), "{path}");
+        assert_eq!(verdict(&p, Op::Read, path), (true, "hardened"), "{path}");
+        assert_eq!(verdict(&p, Op::Exec, path), (true, "hardened"), "{path}");
+    }
+    // Their ancestors cannot be moved (a folder renamed into place would bring its own), but
+    // can be written (a new entry beside is the person's own business).
+    assert_eq!(
+        verdict(&p, Op::Move, "/home/ann/.config"),
+        (false, "hardened")
+    );
+    assert_eq!(verdict(&p, Op::Move, "/home/ann/.ssh"), (false, "hardened"));
+    assert_eq!(verdict(&p, Op::Write, "/home/ann/.config"), (true, "open"));
+    assert_eq!(
+        verdict(&p, Op::Write, "/home/ann/.config/other-app/x"),
+        (true, "open")
+    );
+    assert_eq!(
+        verdict(&p, Op::Write, "/home/ann/.ssh/known_hosts"),
+        (true, "open")
+    );
+    assert_eq!(
+        verdict(&p, Op::Write, "/home/ann/notes.txt"),
+        (true, "open")
+    );
+    // The home is pinned (the app folder is in it): pinned comes first.
+    assert_eq!(verdict(&p, Op::Move, HOME), (false, "pinned"));
+    // macOS has launchd agents, Linux has autostart.
+    assert!(p.hardened.iter().all(|h| !h.path.ends_with("LaunchAgents")));
+    let mac = hardened_policy(&fs, Os::MacOs);
+    assert_eq!(
+        verdict(&mac, Op::Write, "/home/ann/Library/LaunchAgents/x.plist"),
+        (false, "hardened")
+    );
+    assert_eq!(
+        verdict(&mac, Op::Write, "/home/ann/.config/autostart/x.desktop"),
+        (true, "open")
+    );
+}
+
+#[test]
+fn harden_is_off_by_default() {
+    let p = policy();
+    assert!(p.hardened.is_empty());
+    assert_eq!(rule(Op::Write, "/home/ann/.bashrc"), (true, "open"));
+    assert_eq!(rule(Op::Move, "/home/ann/.config"), (true, "open"));
+}
+
+#[test]
+fn harden_follows_symlinks_and_keeps_the_link_closed_too() {
+    let fs = fs()
+        .file("/home/ann/dotfiles/bashrc")
+        .link("/home/ann/.bashrc", "/home/ann/dotfiles/bashrc")
+        .dir("/home/ann/dotfiles/config")
+        .link("/home/ann/.config", "/home/ann/dotfiles/config");
+    let p = hardened_policy(&fs, Os::Linux);
+    for path in [
+        "/home/ann/.bashrc",
+        "/home/ann/dotfiles/bashrc",
+        "/home/ann/dotfiles/config/autostart/x.desktop",
+    ] {
+        assert_eq!(verdict(&p, Op::Write, path), (false, "hardened"), "{path}");
+    }
+    assert!(
+        p.hardened
+            .iter()
+            .any(|h| h.path == Path::new("/home/ann/.config/autostart") && h.folder)
+    );
+    // The link to the folder is an ancestor: it cannot be swapped for another folder.
+    assert_eq!(
+        verdict(&p, Op::Move, "/home/ann/.config"),
+        (false, "hardened")
+    );
+}
+
+#[test]
+fn harden_leaves_out_paths_in_a_protected_root() {
+    // A home inside the state root (an odd layout): its persistence paths are closed already.
+    let fs = fs();
+    let layout = Layout::resolve(
+        &LayoutInputs {
+            os: Os::Linux,
+            home: HOME.into(),
+            xdg_data_home: None,
+            state_root: Some(HOME.into()),
+            workspace_docs: None,
+        },
+        &fs,
+    )
+    .unwrap();
+    let config = Config::parse("[policy]\nharden = true\n", "t").unwrap();
+    let chat = ChatId::new("chat-1").unwrap();
+    let p = Policy::build(
+        &PolicyRequest {
+            os: Os::Linux,
+            layout: &layout,
+            chat: &chat,
+            grants: &[],
+            config: &config,
+        },
+        &fs,
+    )
+    .unwrap();
+    assert_eq!(p.hardened, Vec::new());
+    assert_eq!(
+        verdict(&p, Op::Write, "/home/ann/.bashrc"),
+        (false, "closed")
+    );
+}
+
+#[test]
+fn refused_patterns_match_names_that_are_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.sqlite");
+    let p = RefusedPattern::new("*.sqlite").unwrap();
+    assert!(p.matches_name(name));
+    assert!(p.refuses(Path::new(name)));
+    let grant = policy();
+    let path = Path::new(&format!("{DOCS}/workflows/wf-1")).join(name);
+    assert_eq!(grant.decide(Op::Read, &path).rule.name(), "refused");
+}

@@ -28,7 +28,7 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
         })
         .collect();
     if json {
-        crate::print_json(&rows);
+        crate::print_json(&rows)?;
     } else {
         for r in &rows {
             println!(

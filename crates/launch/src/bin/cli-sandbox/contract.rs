@@ -73,7 +73,7 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
     let facts = launch::facts::probe();
     let report = launch::contract::run::run(&options, &facts)?;
     if args.json {
-        crate::print_json(&report);
+        crate::print_json(&report)?;
     } else {
         print_table(&report);
     }

@@ -35,7 +35,7 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
         ways_out,
     };
     if json {
-        crate::print_json(&report);
+        crate::print_json(&report)?;
     } else {
         print_text(&report);
     }

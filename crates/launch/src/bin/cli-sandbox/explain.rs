@@ -44,7 +44,7 @@ pub fn run(settings: &Settings, args: &ExplainArgs) -> Result<ExitCode, Error> {
         path,
     };
     if args.json {
-        crate::print_json(&answer);
+        crate::print_json(&answer)?;
     } else {
         let rule = serde_json::to_value(&answer.verdict.rule).unwrap_or_default();
         println!(

@@ -90,7 +90,7 @@ fn prepare(settings: &Settings, args: &LaunchArgs) -> Result<LandlockArgs, Error
 pub fn plan(settings: &Settings, args: &LaunchArgs) -> Result<ExitCode, Error> {
     let launch = prepare(settings, args)?;
     if args.json {
-        crate::print_json(&launch);
+        crate::print_json(&launch)?;
     } else {
         println!("cli:     {}", launch.cli);
         println!("backend: {:?}", launch.decision.backend);

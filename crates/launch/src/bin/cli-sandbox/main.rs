@@ -196,9 +196,14 @@ fn exec(args: &ExecArgs) -> Result<ExitCode, Error> {
 }
 
 /// Prints a value as pretty JSON on stdout.
-fn print_json(value: &impl serde::Serialize) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).expect("output always serializes")
-    );
+/// Prints a value as pretty JSON on stdout. A path that is not UTF-8 cannot be JSON text: that
+/// is bad input, said as such.
+fn print_json(value: &impl serde::Serialize) -> Result<(), Error> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| {
+        Error::BadInput(format!(
+            "the answer cannot be written as JSON ({e}): a path in it is not UTF-8; rename it or drop --json"
+        ))
+    })?;
+    println!("{text}");
+    Ok(())
 }

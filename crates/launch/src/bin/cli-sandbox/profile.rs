@@ -37,7 +37,7 @@ pub fn run(settings: &Settings, args: &ProfileArgs) -> Result<ExitCode, Error> {
             let policy = args.chat.policy(&ctx)?;
             let plan = launch::linux::compile(&policy, launch::linux::this_kernel())?;
             if args.json {
-                crate::print_json(&plan);
+                crate::print_json(&plan)?;
             } else {
                 println!(
                     "{}",
@@ -70,7 +70,7 @@ pub fn run(settings: &Settings, args: &ProfileArgs) -> Result<ExitCode, Error> {
                 let json = profile
                     .to_json(&argv)
                     .map_err(|e| Error::BadInput(e.to_string()))?;
-                crate::print_json(&json);
+                crate::print_json(&json)?;
             } else {
                 print!("{}", profile.text);
                 println!();
