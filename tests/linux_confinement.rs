@@ -332,7 +332,7 @@ mod property {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 12, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
 
         #[test]
         fn the_kernels_verdict_equals_decide(shape in shape()) {

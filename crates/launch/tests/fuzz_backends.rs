@@ -210,10 +210,14 @@ proptest! {
         let request = PolicyRequest { os: Os::Linux, layout: &layout, chat: &chat, grants: &grants, config: &config };
         let policy = match Policy::build(&request, &RealDisk) {
             Ok(policy) => policy,
-            // A grant path with a newline: refused by the builder, with the reason.
+            // A grant path with a line break (\n or \r): refused by the builder, with the reason.
             Err(e) => {
                 prop_assert!(e.to_string().contains("newline"), "{}", e);
-                prop_assert!(grants.iter().any(|g| g.path.as_os_str().as_bytes().contains(&b'\n')));
+                let line_break = grants.iter().any(|g| {
+                    let bytes = g.path.as_os_str().as_bytes();
+                    bytes.contains(&b'\n') || bytes.contains(&b'\r')
+                });
+                prop_assert!(line_break, "refused without a line break in a grant: {}", e);
                 return Ok(());
             }
         };
