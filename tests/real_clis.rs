@@ -635,3 +635,42 @@ fn claude_confined_in_tmux_shows_no_trust_screen() {
         "the TUI did not get ready:\n{screen}"
     );
 }
+
+#[test]
+fn run_writes_the_trust_entry_then_starts_the_real_codex_confined() {
+    let test = "run_writes_the_trust_entry_then_starts_the_real_codex_confined";
+    if require("codex", test).is_none() || !cli_sandbox_tests::confinement_available(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let demo = launch::demo::Demo::create(dir.path()).unwrap();
+    let out = std::process::Command::new(cli_sandbox_tests::cli_sandbox())
+        .args(["--config", demo.config.to_str().unwrap()])
+        .args([
+            "run",
+            "--cli",
+            "codex",
+            "--chat",
+            &demo.chat,
+            "--grant",
+            &demo.grant_arg(),
+        ])
+        .args(["--shape", "structured", "--", "--version"])
+        .env("HOME", &demo.home)
+        .env("PATH", cli_sandbox_tests::real_clis::path_with_real_clis())
+        .env_remove("CODEX_HOME")
+        .env_remove("AGENTWORKS_STATE_ROOT")
+        .env_remove("XDG_DATA_HOME")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("0.171.0"), "{stdout}");
+    let config = std::fs::read_to_string(demo.home.join(".codex/config.toml")).unwrap();
+    assert!(
+        config.contains(&format!("[projects.\"{}\"]", demo.runtime.display()))
+            && config.contains("trust_level = \"trusted\""),
+        "no trust entry for the runtime:\n{config}"
+    );
+}
