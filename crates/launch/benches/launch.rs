@@ -16,7 +16,8 @@
 //! `--rounds N` (launch rounds, default 200), `--cli-rounds N` (default 30), `--quick`
 //! (40 and 8), `--baseline PATH` (another `cli-sandbox` binary, measured in the same rounds:
 //! before/after a change), `--keep` (leave the layouts and plans on disk, to profile a launch
-//! by hand). Linux only: the helper is Linux's.
+//! by hand), `--only launch,compile,cli,memory` (some sections). Linux only: the helper is
+//! Linux's.
 
 mod common;
 
@@ -52,6 +53,14 @@ mod table {
         cli_rounds: usize,
         baseline: Option<PathBuf>,
         keep: bool,
+        /// Sections to run (`launch`, `compile`, `cli`, `memory`); all when empty.
+        only: Vec<String>,
+    }
+
+    impl Options {
+        fn runs(&self, section: &str) -> bool {
+            self.only.is_empty() || self.only.iter().any(|s| s == section)
+        }
     }
 
     fn options() -> Options {
@@ -60,6 +69,7 @@ mod table {
             cli_rounds: 30,
             baseline: None,
             keep: false,
+            only: Vec::new(),
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -77,10 +87,18 @@ mod table {
                 }
                 "--baseline" => {
                     let path = PathBuf::from(args.next().expect("--baseline needs a path"));
-                    assert!(path.exists(), "--baseline {} does not exist", path.display());
+                    assert!(
+                        path.exists(),
+                        "--baseline {} does not exist",
+                        path.display()
+                    );
                     opts.baseline = Some(path);
                 }
                 "--keep" => opts.keep = true,
+                "--only" => {
+                    let list = args.next().expect("--only needs launch,compile,cli,memory");
+                    opts.only = list.split(',').map(str::to_owned).collect();
+                }
                 // `cargo bench` passes `--bench`; filters are not supported.
                 _ => {}
             }
@@ -140,29 +158,17 @@ mod table {
             let mut cmd = self.command();
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
             let start = Instant::now();
-            let child = cmd.spawn().expect("spawn a checked variant");
-            let status = reap(child.id() as libc::pid_t);
+            let status = cmd
+                .spawn()
+                .and_then(|mut child| child.wait())
+                .expect("run a checked variant");
             let elapsed = start.elapsed();
             assert!(
-                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-                "{} failed during the run (status {status:#x})",
+                status.success(),
+                "{} failed during the run ({status})",
                 self.label
             );
             elapsed
-        }
-    }
-
-    /// Reaps `pid` (the `Child` handle is dropped unwaited: dropping does not wait or kill).
-    fn reap(pid: libc::pid_t) -> libc::c_int {
-        let mut status = 0;
-        loop {
-            // SAFETY: waiting for our own child with a valid status pointer.
-            let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
-            if rc == pid {
-                return status;
-            }
-            let err = std::io::Error::last_os_error();
-            assert_eq!(err.kind(), std::io::ErrorKind::Interrupted, "waitpid: {err}");
         }
     }
 
@@ -274,13 +280,7 @@ mod table {
 
     /// `cli-sandbox exec --policy PLAN -- argv`.
     fn exec_argv(bin: &Path, plan: &Path, argv: &[OsString]) -> Vec<OsString> {
-        let mut out = vec![
-            os(bin),
-            os("exec"),
-            os("--policy"),
-            os(plan),
-            os("--"),
-        ];
+        let mut out = vec![os(bin), os("exec"), os("--policy"), os(plan), os("--")];
         out.extend(argv.iter().cloned());
         out
     }
@@ -394,13 +394,13 @@ mod table {
         );
 
         eprintln!("building the layouts (up to 10,000 workflows and 10,000 chats)...");
-        let mut layouts =
-            Layouts::create(&scratch_dir(), &SIZES).expect("build the bench layouts");
+        let mut layouts = Layouts::create(&scratch_dir(), &SIZES).expect("build the bench layouts");
         if opts.keep {
             layouts.keep();
             eprintln!("the layouts and plans stay in {}", layouts.root().display());
         }
-        let plans: Vec<(PathBuf, LinuxPlan)> = SIZES.iter().map(|s| write_plan(&layouts, s)).collect();
+        let plans: Vec<(PathBuf, LinuxPlan)> =
+            SIZES.iter().map(|s| write_plan(&layouts, s)).collect();
         let base = &SIZES[0];
         let base_layout = layouts.for_size(base);
         let home = &base_layout.demo.home;
@@ -439,19 +439,34 @@ mod table {
                 ));
             }
         }
-        let launches = measure("launches", &variants, opts.rounds);
-        launch_tables(&mut out, &launches, has_bwrap, opts.baseline.is_some());
+        if opts.runs("launch") {
+            let launches = measure("launches", &variants, opts.rounds);
+            launch_tables(&mut out, &launches, has_bwrap, opts.baseline.is_some());
+        }
 
         // 3: compile at sizes.
-        eprintln!("compile at sizes...");
-        compile_table(&mut out, &layouts, &plans);
+        if opts.runs("compile") {
+            eprintln!("compile at sizes...");
+            compile_table(&mut out, &layouts, &plans);
+        }
 
         // 4: the real CLIs.
-        real_clis(&mut out, &bin, &plans[0].0, home, has_bwrap, opts.cli_rounds);
+        if opts.runs("cli") {
+            real_clis(
+                &mut out,
+                &bin,
+                &plans[0].0,
+                home,
+                has_bwrap,
+                opts.cli_rounds,
+            );
+        }
 
         // 5: memory.
-        eprintln!("memory...");
-        memory_table(&mut out, &bin, &layouts, &plans);
+        if opts.runs("memory") {
+            eprintln!("memory...");
+            memory_table(&mut out, &bin, &layouts, &plans);
+        }
 
         print!("{out}");
         let _ = std::io::stdout().flush();
@@ -462,7 +477,10 @@ mod table {
     }
 
     fn launch_tables(out: &mut String, s: &Samples, has_bwrap: bool, baseline: bool) {
-        line(out, "## Launch overhead (base: 10 workflows, 100 chats, 1 grant)\n");
+        line(
+            out,
+            "## Launch overhead (base: 10 workflows, 100 chats, 1 grant)\n",
+        );
         line(
             out,
             "Wall time from spawn to reaped. Added = median of the per-round differences with \
@@ -476,7 +494,10 @@ mod table {
         let bare = s.of("bare");
         let mut rows = vec![("bare", "`/bin/true`")];
         rows.push(("exec base", "`cli-sandbox exec --policy PLAN -- /bin/true`"));
-        rows.push(("step base", "`cli-sandbox step --chat ... --grant ... -- /bin/true`"));
+        rows.push((
+            "step base",
+            "`cli-sandbox step --chat ... --grant ... -- /bin/true`",
+        ));
         if baseline {
             rows.push(("baseline exec base", "baseline `exec` (before the changes)"));
             rows.push(("baseline step base", "baseline `step` (before the changes)"));
@@ -596,7 +617,10 @@ mod table {
     }
 
     fn compile_table(out: &mut String, layouts: &Layouts, plans: &[(PathBuf, LinuxPlan)]) {
-        line(out, "## Policy build, Seatbelt profile, Linux plan (in process)\n");
+        line(
+            out,
+            "## Policy build, Seatbelt profile, Linux plan (in process)\n",
+        );
         line(
             out,
             "Median of up to 30 runs, in ms (p90 in brackets). The policy is built on the real \
@@ -607,7 +631,10 @@ mod table {
             out,
             "| size | policy build | Seatbelt profile | Linux plan | profile text bytes | params | params bytes | filters | longest string | plan mounts | plan JSON bytes |",
         );
-        line(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        line(
+            out,
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        );
         let kernel = launch::linux::this_kernel();
         let mut largest_total = 0.0;
         let mut sizes_text = Vec::new();
@@ -663,7 +690,11 @@ mod table {
             format!(
                 "Targets: largest size, policy build + compile (one backend) {largest_total:.2} ms, {}; \
                  Seatbelt profile text the same size for every workflow and chat count at one grant: {}.\n",
-                if largest_total < 10.0 { "met (< 10 ms)" } else { "MISSED (>= 10 ms)" },
+                if largest_total < 10.0 {
+                    "met (< 10 ms)"
+                } else {
+                    "MISSED (>= 10 ms)"
+                },
                 if constant { "yes" } else { "NO" }
             ),
         );
@@ -702,7 +733,11 @@ mod table {
                 home,
             ));
             if has_bwrap {
-                variants.push(Variant::new(format!("{name} bwrap"), bwrap_argv(&argv), home));
+                variants.push(Variant::new(
+                    format!("{name} bwrap"),
+                    bwrap_argv(&argv),
+                    home,
+                ));
             }
             names.push(name);
         }
@@ -726,7 +761,10 @@ mod table {
             let confined = format!("{name} confined");
             let bw = format!("{name} bwrap");
             if !s.labels.contains(&bare) || !s.labels.contains(&confined) {
-                line(out, format!("| {name} | failed to run; see the log | | | | |"));
+                line(
+                    out,
+                    format!("| {name} | failed to run; see the log | | | | |"),
+                );
                 continue;
             }
             let added = s.diff(&confined, &bare);
@@ -806,7 +844,7 @@ mod table {
         }
         let readings = found.map(|init| (memory_of(helper), memory_of(init)));
         drop(child.stdin.take());
-        reap(helper as libc::pid_t);
+        let _ = child.wait();
         let ((h_rss, h_hwm, h_pss), (i_rss, i_hwm, i_pss)) = readings?;
         Some([h_rss, h_hwm, h_pss, i_rss.max(i_hwm), i_pss])
     }

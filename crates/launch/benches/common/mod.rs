@@ -91,7 +91,11 @@ impl ScaledLayout {
             std::fs::write(wf.join("workflow.sqlite"), "raw\n")?;
             all.push(wf);
         }
-        let runtimes = demo.runtime.parent().expect("a runtime has a parent").to_owned();
+        let runtimes = demo
+            .runtime
+            .parent()
+            .expect("a runtime has a parent")
+            .to_owned();
         for i in 2..chats {
             let runtime = runtimes.join(format!("chat-{i:05}"));
             std::fs::create_dir_all(&runtime)?;
@@ -165,8 +169,13 @@ impl Layouts {
             if built.iter().any(|(k, _)| *k == key) {
                 continue;
             }
-            let root = dir.path().join(format!("w{}-c{}", size.workflows, size.chats));
-            built.push((key, ScaledLayout::create(&root, size.workflows, size.chats)?));
+            let root = dir
+                .path()
+                .join(format!("w{}-c{}", size.workflows, size.chats));
+            built.push((
+                key,
+                ScaledLayout::create(&root, size.workflows, size.chats)?,
+            ));
         }
         Ok(Layouts { _dir: dir, built })
     }

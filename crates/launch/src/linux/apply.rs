@@ -13,6 +13,7 @@
 //!
 //! If any step of the plan fails, the program is not started: exit status 2 and the reason.
 
+use std::collections::HashSet;
 use std::ffi::{CString, OsString};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -316,15 +317,18 @@ const HIDDEN_DIR: &str = "/dev/.cli-sandbox-stand-ins/dir";
 const DEVICES: [&str; 7] = ["null", "zero", "full", "random", "urandom", "tty", "ptmx"];
 
 fn build_mounts(ns: &NamespacePlan) -> Result<(), ApplyError> {
-    // Everything a mask hides must be opened before the mask goes on.
-    let mut sources: Vec<(PathBuf, OwnedFd)> = Vec::new();
+    // Everything a mask hides must be opened before the mask goes on. Opened in the order the
+    // binds below use them, so that each bind takes the next one (a lookup by path would cost
+    // the square of the grants).
+    let mut sources: Vec<OwnedFd> = Vec::new();
     for step in &ns.mounts {
         if let MountStep::Mask { bind_back, .. } = step {
             for b in bind_back {
-                sources.push((b.path.clone(), open_source(&b.path, true)?));
+                sources.push(open_source(&b.path, true)?);
             }
         }
     }
+    let mut sources = sources.into_iter();
     let mut devices: Vec<(&str, OwnedFd)> = Vec::new();
     for name in DEVICES {
         let path = Path::new("/dev").join(name);
@@ -416,16 +420,19 @@ fn build_mounts(ns: &NamespacePlan) -> Result<(), ApplyError> {
                 libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
                 Some("mode=0111,size=64k"),
             )?;
+            // Grants share their upper folders (`workflows/`): each is made once.
+            let mut made: HashSet<PathBuf> = HashSet::new();
             for b in bind_back {
                 let relative = b.path.strip_prefix(root).unwrap_or(Path::new(""));
                 let mut at = root.clone();
                 for part in relative.components() {
                     at.push(part);
-                    mkdir(&at, 0o111)?;
+                    if made.insert(at.clone()) {
+                        mkdir(&at, 0o111)?;
+                    }
                 }
-                let (_, fd) = sources
-                    .iter()
-                    .find(|(p, _)| p == &b.path)
+                let fd = sources
+                    .next()
                     .ok_or_else(|| fail("bind back", "source not opened"))?;
                 mount(
                     Some(&fd_path(fd.as_raw_fd())),

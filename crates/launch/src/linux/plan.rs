@@ -201,8 +201,8 @@ pub trait LaunchDisk {
     fn exists(&self, path: &Path) -> bool;
     /// `Some(is_dir)` for an entry that is a real file or folder (not a symlink).
     fn kind(&self, path: &Path) -> Option<EntryKind>;
-    /// The names directly inside a folder (empty when it cannot be read).
-    fn entries(&self, dir: &Path) -> Vec<String>;
+    /// The entries directly inside a folder with their kind, or `None` when it cannot be listed.
+    fn entries(&self, dir: &Path) -> Option<Vec<(String, EntryKind)>>;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -315,11 +315,20 @@ pub fn compile(
     // Refused entries inside grants (not the runtime).
     let mut glob_gap = false;
     for grant in &policy.grants {
+        // One listing answers every pattern (a `stat` per entry would double the system calls
+        // of a thousand grants); a folder that cannot be listed is asked by name.
         let entries = disk.entries(&grant.path);
         for pattern in &policy.refused {
             if pattern.is_dir() && !pattern.is_glob() {
                 let path = grant.path.join(pattern.name());
-                match disk.kind(&path) {
+                let kind = match &entries {
+                    Some(list) => list
+                        .iter()
+                        .find(|(name, _)| name == pattern.name())
+                        .map(|(_, kind)| *kind),
+                    None => disk.kind(&path),
+                };
+                match kind {
                     Some(EntryKind::Dir) => mounts.push(MountStep::Hide { path, dir: true }),
                     None if grant.access == Access::ReadWrite => {
                         create_dirs.push(path.clone());
@@ -330,11 +339,15 @@ pub fn compile(
                 continue;
             }
             glob_gap |= grant.access == Access::ReadWrite;
-            for name in entries.iter().filter(|n| pattern.matches_name(n)) {
+            let matching = entries
+                .iter()
+                .flatten()
+                .filter(|(name, _)| pattern.matches_name(name));
+            for (name, kind) in matching {
                 let path = grant.path.join(name);
-                match disk.kind(&path) {
-                    Some(EntryKind::Dir) => mounts.push(MountStep::Hide { path, dir: true }),
-                    Some(EntryKind::File) if !pattern.is_dir() => {
+                match kind {
+                    EntryKind::Dir => mounts.push(MountStep::Hide { path, dir: true }),
+                    EntryKind::File if !pattern.is_dir() => {
                         mounts.push(MountStep::Hide { path, dir: false })
                     }
                     _ => {}
@@ -468,4 +481,139 @@ pub fn compile(
         },
         guarantees,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use sandbox_core::{ChatId, DEFAULT_REFUSED, Grant, Os, RefusedPattern};
+
+    use super::*;
+
+    const ROOT: &str = "/home/ann/.local/share/AgentWorks";
+    const WF: &str = "/home/ann/.local/share/AgentWorks/workspace-docs/workflows";
+
+    /// A disk described by its listings: `None` for a folder that cannot be listed, whose
+    /// entries still answer by name (`kinds`).
+    #[derive(Default)]
+    struct FakeDisk {
+        listings: BTreeMap<PathBuf, Option<Vec<(String, EntryKind)>>>,
+        kinds: BTreeMap<PathBuf, EntryKind>,
+    }
+
+    impl LaunchDisk for FakeDisk {
+        fn exists(&self, _path: &Path) -> bool {
+            true
+        }
+        fn kind(&self, path: &Path) -> Option<EntryKind> {
+            self.kinds.get(path).copied()
+        }
+        fn entries(&self, dir: &Path) -> Option<Vec<(String, EntryKind)>> {
+            self.listings.get(dir).cloned().flatten()
+        }
+    }
+
+    fn policy(grants: &[(&str, Access)]) -> Policy {
+        Policy {
+            os: Os::Linux,
+            chat: ChatId::new("chat-1").unwrap(),
+            home: "/home/ann".into(),
+            protected: vec![ROOT.into()],
+            runtime: format!("{ROOT}/state/cli-runtimes/v1/chat-1").into(),
+            runtimes_dir: format!("{ROOT}/state/cli-runtimes/v1").into(),
+            grants: grants
+                .iter()
+                .map(|(name, access)| Grant {
+                    path: Path::new(WF).join(name),
+                    access: *access,
+                })
+                .collect(),
+            refused: DEFAULT_REFUSED
+                .iter()
+                .map(|p| RefusedPattern::new(p).unwrap())
+                .collect(),
+            blocked_programs: Vec::new(),
+            unix_socket_allow: Vec::new(),
+        }
+    }
+
+    fn hidden(policy: &Policy, disk: &FakeDisk) -> Vec<(String, bool)> {
+        let kernel = Kernel {
+            landlock_abi: 7,
+            namespaces: true,
+        };
+        let plan = compile(policy, kernel, disk).unwrap();
+        plan.namespaces
+            .unwrap()
+            .mounts
+            .into_iter()
+            .filter_map(|m| match m {
+                MountStep::Hide { path, dir } => {
+                    Some((path.strip_prefix(WF).unwrap().display().to_string(), dir))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn refused_entries_are_found_in_one_listing_with_their_kinds() {
+        let mut disk = FakeDisk::default();
+        let entry = |name: &str, kind| (name.to_owned(), kind);
+        disk.listings.insert(
+            Path::new(WF).join("wf-1"),
+            Some(vec![
+                entry("planning", EntryKind::Dir),
+                entry("raw.sqlite", EntryKind::File),
+                entry("doc.md", EntryKind::File),
+                entry("cache.db", EntryKind::Dir),
+                entry("link.db", EntryKind::Symlink),
+            ]),
+        );
+        let mut found = hidden(&policy(&[("wf-1", Access::ReadOnly)]), &disk);
+        found.sort();
+        assert_eq!(
+            found,
+            [
+                ("wf-1/cache.db".to_owned(), true),
+                ("wf-1/planning".to_owned(), true),
+                ("wf-1/raw.sqlite".to_owned(), false),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_grant_that_cannot_be_listed_still_has_its_planning_folder_hidden() {
+        let mut disk = FakeDisk::default();
+        disk.listings.insert(Path::new(WF).join("wf-2"), None);
+        disk.kinds
+            .insert(Path::new(WF).join("wf-2/planning"), EntryKind::Dir);
+        assert_eq!(
+            hidden(&policy(&[("wf-2", Access::ReadOnly)]), &disk),
+            [("wf-2/planning".to_owned(), true)]
+        );
+    }
+
+    #[test]
+    fn a_missing_planning_folder_in_a_read_write_grant_is_created_and_hidden() {
+        let mut disk = FakeDisk::default();
+        disk.listings
+            .insert(Path::new(WF).join("wf-3"), Some(Vec::new()));
+        let policy = policy(&[("wf-3", Access::ReadWrite)]);
+        assert_eq!(hidden(&policy, &disk), [("wf-3/planning".to_owned(), true)]);
+        let plan = compile(
+            &policy,
+            Kernel {
+                landlock_abi: 7,
+                namespaces: true,
+            },
+            &disk,
+        )
+        .unwrap();
+        assert!(
+            plan.create_dirs
+                .contains(&Path::new(WF).join("wf-3/planning"))
+        );
+    }
 }
