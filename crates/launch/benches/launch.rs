@@ -52,6 +52,7 @@ mod table {
         rounds: usize,
         cli_rounds: usize,
         baseline: Option<PathBuf>,
+        binary: Option<PathBuf>,
         keep: bool,
         /// Sections to run (`launch`, `compile`, `cli`, `memory`); all when empty.
         only: Vec<String>,
@@ -68,6 +69,7 @@ mod table {
             rounds: 200,
             cli_rounds: 30,
             baseline: None,
+            binary: None,
             keep: false,
             only: Vec::new(),
         };
@@ -93,6 +95,11 @@ mod table {
                         path.display()
                     );
                     opts.baseline = Some(path);
+                }
+                "--binary" => {
+                    let path = PathBuf::from(args.next().expect("--binary needs a path"));
+                    assert!(path.exists(), "--binary {} does not exist", path.display());
+                    opts.binary = Some(path);
                 }
                 "--keep" => opts.keep = true,
                 "--only" => {
@@ -309,6 +316,27 @@ mod table {
         out
     }
 
+    /// bubblewrap with the namespaces our helper makes (user, mount, PID) and a fresh `/proc`.
+    fn bwrap_ns_argv(argv: &[OsString]) -> Vec<OsString> {
+        let mut out: Vec<OsString> = [
+            BWRAP,
+            "--unshare-user",
+            "--unshare-pid",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+        ]
+        .into_iter()
+        .map(os)
+        .collect();
+        out.extend(argv.iter().cloned());
+        out
+    }
+
     fn bwrap_argv(argv: &[OsString]) -> Vec<OsString> {
         let mut out: Vec<OsString> = [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev"]
             .into_iter()
@@ -369,7 +397,12 @@ mod table {
 
     pub fn main() {
         let opts = options();
-        let bin = PathBuf::from(env!("CARGO_BIN_EXE_cli-sandbox"));
+        // `cargo bench` builds the binary with the dev-dependencies' features unified in (a
+        // slightly different program): scripts/bench.sh passes the `cargo build --release` one.
+        let bin = opts
+            .binary
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_cli-sandbox")));
         let has_bwrap = Path::new(BWRAP).exists();
         if !has_bwrap {
             eprintln!(
@@ -410,6 +443,7 @@ mod table {
         let mut variants = vec![Variant::new("bare", truth.clone(), home)];
         if has_bwrap {
             variants.push(Variant::new("bwrap", bwrap_argv(&truth), home));
+            variants.push(Variant::new("bwrap ns", bwrap_ns_argv(&truth), home));
         }
         for (size, (plan, _)) in SIZES.iter().zip(&plans) {
             let layout = layouts.for_size(size);
@@ -504,11 +538,15 @@ mod table {
         }
         if has_bwrap {
             rows.push(("bwrap", "`bwrap --ro-bind / / --dev /dev /bin/true`"));
+            rows.push((
+                "bwrap ns",
+                "`bwrap --unshare-user --unshare-pid --ro-bind / / --dev /dev --proc /proc /bin/true`",
+            ));
         }
         for (label, text) in rows {
             let st = s.of(label);
             let added = s.diff(label, "bare");
-            let vs_bwrap = if has_bwrap && label != "bwrap" {
+            let vs_bwrap = if has_bwrap && !label.starts_with("bwrap") {
                 let d = s.diff(label, "bwrap");
                 format!("{:+.2} [{:+.2}, {:+.2}]", d.median, d.p25, d.p75)
             } else {
@@ -587,11 +625,15 @@ mod table {
                 ),
             );
         }
-        let grow = |name: &str| s.diff(&format!("exec {name}"), "exec base").median;
+        let grow = |name: &str| {
+            let d = s.diff(&format!("exec {name}"), "exec base");
+            format!("{:+.2} [{:+.2}, {:+.2}]", d.median, d.p25, d.p75)
+        };
         line(
             out,
             format!(
-                "- exec cost against base (same rounds): 10,000 workflows {:+.2} ms, 10,000 chats {:+.2} ms, 100 grants {:+.2} ms, 1,000 grants {:+.2} ms.",
+                "- exec against exec at base (per-round differences, ms): 10,000 workflows {}, \
+                 10,000 chats {}, 100 grants {}, 1,000 grants {}.",
                 grow("10,000 workflows"),
                 grow("10,000 chats"),
                 grow("100 grants"),
@@ -636,7 +678,7 @@ mod table {
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         );
         let kernel = launch::linux::this_kernel();
-        let mut largest_total = 0.0;
+        let mut largest = [0.0; 3];
         let mut sizes_text = Vec::new();
         for (size, (plan_path, plan)) in SIZES.iter().zip(plans) {
             let layout = layouts.for_size(size);
@@ -654,7 +696,7 @@ mod table {
             let mounts = plan.namespaces.as_ref().map_or(0, |n| n.mounts.len());
             let plan_bytes = std::fs::metadata(plan_path).map_or(0, |m| m.len());
             if size.name == "largest" {
-                largest_total = build.median + seatbelt.median.max(compile.median);
+                largest = [build.median, seatbelt.median, compile.median];
             }
             sizes_text.push((size.grants, profile.text.len()));
             line(
@@ -685,16 +727,24 @@ mod table {
             .map(|(_, b)| *b)
             .collect();
         let constant = one_grant.windows(2).all(|w| w[0] == w[1]);
+        let [build, seatbelt, compile] = largest;
+        let each = build.max(seatbelt).max(compile);
+        line(out, "Targets:\n");
         line(
             out,
             format!(
-                "Targets: largest size, policy build + compile (one backend) {largest_total:.2} ms, {}; \
-                 Seatbelt profile text the same size for every workflow and chat count at one grant: {}.\n",
-                if largest_total < 10.0 {
-                    "met (< 10 ms)"
-                } else {
-                    "MISSED (>= 10 ms)"
-                },
+                "- largest size: policy build {build:.2} ms, Seatbelt profile {seatbelt:.2} ms, \
+                 Linux plan {compile:.2} ms: each under 10 ms, {}. A Linux launch prepares \
+                 both the policy and the plan: {:.2} ms.",
+                if each < 10.0 { "met" } else { "MISSED" },
+                build + compile
+            ),
+        );
+        line(
+            out,
+            format!(
+                "- Seatbelt profile text the same size for every workflow and chat count (at one \
+                 grant): {}.\n",
                 if constant { "yes" } else { "NO" }
             ),
         );

@@ -15,7 +15,7 @@ pub struct RealDisk;
 impl Resolver for RealDisk {
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         #[cfg(target_os = "linux")]
-        if let Some(canonical) = canonical_by_proc(path)? {
+        if let Some(canonical) = canonical_without_symlinks(path) {
             return Ok(canonical);
         }
         std::fs::canonicalize(path)
@@ -26,24 +26,42 @@ impl Resolver for RealDisk {
     }
 }
 
-/// The kernel's own name for `path` once every symlink is followed: one `open(O_PATH)` and one
-/// `readlink` of `/proc/self/fd/N`, where `realpath` reads a link per component (thirteen system
-/// calls for a grant twelve folders deep, times a thousand grants). `Ok(None)` when `/proc` does
-/// not answer plainly (not mounted; the entry deleted meanwhile): the caller asks `realpath`.
+/// `path` in its plain form when it is absolute and no component is a symlink: then it is
+/// already canonical. One `openat2` with `RESOLVE_NO_SYMLINKS` says so, where `realpath` reads
+/// a link per component (thirteen system calls for a grant twelve folders deep, times a
+/// thousand grants). `None` for anything else (a symlink on the way, a missing entry, a kernel
+/// without `openat2`): `realpath` answers, and says what is wrong.
 #[cfg(target_os = "linux")]
-fn canonical_by_proc(path: &Path) -> io::Result<Option<PathBuf>> {
-    use std::os::fd::AsRawFd;
+fn canonical_without_symlinks(path: &Path) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH)
-        .open(path)?;
-    let Ok(named) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) else {
-        return Ok(None);
+    let parent_dir = path
+        .components()
+        .any(|c| c == std::path::Component::ParentDir);
+    if !path.is_absolute() || parent_dir {
+        return None;
+    }
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `open_how` is plain integers; zero is a valid value of each.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS;
+    // SAFETY: a valid C string and a valid `open_how` of the size passed.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            &how,
+            std::mem::size_of::<libc::open_how>(),
+        )
     };
-    let plain = named.is_absolute() && !named.as_os_str().as_bytes().ends_with(b" (deleted)");
-    Ok(plain.then_some(named))
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: closing the descriptor just opened.
+    unsafe { libc::close(fd as libc::c_int) };
+    // Without `.`, doubled or trailing slashes.
+    Some(path.components().collect())
 }
 
 fn entry_kind(ft: std::fs::FileType) -> EntryKind {
@@ -86,7 +104,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn canonicalize_agrees_with_realpath_through_symlinks_and_says_not_found() {
+    fn canonicalize_agrees_with_realpath_with_and_without_symlinks() {
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().join("a/b");
         std::fs::create_dir_all(&real).unwrap();
@@ -102,6 +120,11 @@ mod tests {
         );
         let missing = RealDisk.canonicalize(&dir.path().join("link/missing"));
         assert_eq!(missing.unwrap_err().kind(), io::ErrorKind::NotFound);
+        let plain = std::fs::canonicalize(&real).unwrap();
+        let untidy = format!("{}//./", plain.display());
+        assert_eq!(RealDisk.canonicalize(Path::new(&untidy)).unwrap(), plain);
+        let dotdot = plain.join("../b");
+        assert_eq!(RealDisk.canonicalize(&dotdot).unwrap(), plain);
     }
 
     #[test]

@@ -230,14 +230,9 @@ impl Writer {
             .map(|(index, grant)| Use::Grant(index, grant.path.as_path(), grant.access))
             .collect();
         uses.push(Use::Runtime(&policy.runtime));
-        uses.sort_by(|a, b| {
-            let key = |u: &Use| -> (usize, usize) {
-                match u {
-                    Use::Runtime(path) => (path.components().count(), usize::MAX),
-                    Use::Grant(index, path, _) => (path.components().count(), *index),
-                }
-            };
-            key(a).cmp(&key(b))
+        uses.sort_by_cached_key(|u| match u {
+            Use::Runtime(path) => (path.components().count(), usize::MAX),
+            Use::Grant(index, path, _) => (path.components().count(), *index),
         });
         for one in uses {
             match one {
