@@ -1,6 +1,6 @@
 //! The table of issue 7: what a confined launch costs, measured side by side in one run.
 //!
-//! Every launch variant runs once per round, in an order that rotates each round, so that the
+//! Every launch variant runs once per round, in a new random order each round, so that the
 //! drift of a shared machine falls on all of them alike; ratios and added milliseconds come
 //! from the same rounds (the added time is the median of the per-round differences). Sections:
 //!
@@ -204,8 +204,31 @@ mod table {
         }
     }
 
-    /// Runs every variant once per round, the order rotated each round; a few rounds first
-    /// warm the caches and are dropped.
+    /// A small fixed-seed generator for the order of each round (xorshift64*): reproducible,
+    /// and no dependency for it.
+    struct Shuffle(u64);
+
+    impl Shuffle {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+
+        /// A fresh permutation of `0..n` (Fisher-Yates).
+        fn order(&mut self, n: usize) -> Vec<usize> {
+            let mut order: Vec<usize> = (0..n).collect();
+            for i in (1..n).rev() {
+                order.swap(i, (self.next() % (i as u64 + 1)) as usize);
+            }
+            order
+        }
+    }
+
+    /// Runs every variant once per round, in a new random order each round: a launch leaves
+    /// work behind (namespaces freed in the background), so a fixed order would charge it to
+    /// whichever variant always comes next. A few rounds first warm the caches and are dropped.
     fn measure(what: &str, variants: &[Variant], rounds: usize) -> Samples {
         let mut ok = Vec::new();
         for v in variants {
@@ -219,9 +242,9 @@ mod table {
         let mut ms = vec![Vec::with_capacity(rounds); n];
         eprint!("{what}: {n} variants x {rounds} rounds ");
         let started = Instant::now();
+        let mut shuffle = Shuffle(0x9E37_79B9_7F4A_7C15);
         for round in 0..warmup + rounds {
-            for k in 0..n {
-                let i = (k + round) % n;
+            for i in shuffle.order(n) {
                 let t = ok[i].run();
                 if round >= warmup {
                     ms[i].push(t.as_secs_f64() * 1e3);
