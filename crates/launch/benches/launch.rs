@@ -380,7 +380,7 @@ mod table {
         let path = layouts
             .root()
             .join(format!("plan-{}.json", size.name.replace([',', ' '], "")));
-        std::fs::write(&path, serde_json::to_vec_pretty(&plan).expect("serialize")).unwrap();
+        std::fs::write(&path, serde_json::to_vec(&plan).expect("serialize")).unwrap();
         (path, plan)
     }
 

@@ -36,6 +36,10 @@ pub fn compile(policy: &Policy, kernel: Kernel) -> Result<LinuxPlan, Error> {
 
 /// Writes the plan where no confined process can change it (inside the state root, which every
 /// chat's sandbox masks), atomically; returns its path for `cli-sandbox exec --policy`.
+///
+/// Compact JSON (`cli-sandbox profile --backend landlock` prints it for people), and no
+/// `fsync`: the plan is written again before every launch that reads it, so a plan lost to a
+/// crash is never used, and a cut one is refused by the helper (see BENCHMARKS.md).
 pub fn write_plan(plan: &LinuxPlan, layout: &Layout) -> Result<PathBuf, Error> {
     use std::io::Write;
     let dir = layout.plans_dir();
@@ -46,9 +50,8 @@ pub fn write_plan(plan: &LinuxPlan, layout: &Layout) -> Result<PathBuf, Error> {
         source: e,
     };
     let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
-    let text = serde_json::to_vec_pretty(plan).expect("a plan always serializes");
+    let text = serde_json::to_vec(plan).expect("a plan always serializes");
     tmp.write_all(&text).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
     tmp.persist(&path).map_err(|e| io(e.error))?;
     Ok(path)
 }
