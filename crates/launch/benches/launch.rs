@@ -690,15 +690,18 @@ mod table {
             out,
             "Median of up to 30 runs, in ms (p90 in brackets). The policy is built on the real \
              disk (grants canonicalized); the Seatbelt profile from the macOS policy of the same \
-             layout; the Linux plan against this kernel. Filters: path filters in the profile.\n",
+             layout; the Linux plan against this kernel; plan write: `linux::write_plan`, which \
+             `cli-sandbox run` adds before the helper starts. Filters: path filters in the \
+             profile; longest string: the longest quoted string or parameter value it hands to \
+             `sandbox-exec`.\n",
         );
         line(
             out,
-            "| size | policy build | Seatbelt profile | Linux plan | profile text bytes | params | params bytes | filters | longest string | plan mounts | plan JSON bytes |",
+            "| size | policy build | Seatbelt profile | Linux plan | plan write | profile text bytes | params | params bytes | filters | longest string | plan mounts | plan JSON bytes |",
         );
         line(
             out,
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         );
         let kernel = launch::linux::this_kernel();
         let mut largest = [0.0; 3];
@@ -713,6 +716,7 @@ mod table {
             let linux_policy = layout.policy(Os::Linux, size.grants);
             let compile =
                 time_in_process(|| launch::linux::compile(&linux_policy, kernel).unwrap());
+            let write = time_in_process(|| launch::linux::write_plan(plan, &ctx.layout).unwrap());
             let profile = SeatbeltProfile::for_policy(&mac_policy).unwrap();
             let params_bytes: usize = profile.params.iter().map(|(k, v)| k.len() + v.len()).sum();
             let filters = profile.text.matches("(param \"").count();
@@ -725,7 +729,7 @@ mod table {
             line(
                 out,
                 format!(
-                    "| {} | {:.3} [{:.3}] | {:.3} [{:.3}] | {:.3} [{:.3}] | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {:.3} [{:.3}] | {:.3} [{:.3}] | {:.3} [{:.3}] | {:.3} [{:.3}] | {} | {} | {} | {} | {} | {} | {} |",
                     size.name,
                     build.median,
                     build.p90,
@@ -733,6 +737,8 @@ mod table {
                     seatbelt.p90,
                     compile.median,
                     compile.p90,
+                    write.median,
+                    write.p90,
                     profile.text.len(),
                     profile.params.len(),
                     params_bytes,
