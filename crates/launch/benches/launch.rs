@@ -46,6 +46,7 @@ mod table {
     use crate::common::{Layouts, SIZES, ScaledLayout, Size, scratch_dir};
 
     const BWRAP: &str = "/usr/bin/bwrap";
+    const UNSHARE: &str = "/usr/bin/unshare";
     const TRUE: &str = "/bin/true";
 
     struct Options {
@@ -462,8 +463,20 @@ mod table {
         let home = &base_layout.demo.home;
         let truth = vec![os(TRUE)];
 
-        // 1 and 2: the launches, all sizes in the same rounds.
-        let mut variants = vec![Variant::new("bare", truth.clone(), home)];
+        // 1 and 2: the launches, all sizes in the same rounds. Two reference rows say where
+        // the floor is: our binary's own start, and the namespaces alone (util-linux unshare).
+        let mut variants = vec![
+            Variant::new("bare", truth.clone(), home),
+            Variant::new("start", vec![os(&bin), os("--version")], home),
+        ];
+        if Path::new(UNSHARE).exists() {
+            let argv = [UNSHARE, "-U", "-m", "-p", "-f", "--map-root-user", TRUE];
+            variants.push(Variant::new(
+                "unshare",
+                argv.into_iter().map(os).collect(),
+                home,
+            ));
+        }
         if has_bwrap {
             variants.push(Variant::new("bwrap", bwrap_argv(&truth), home));
             variants.push(Variant::new("bwrap ns", bwrap_ns_argv(&truth), home));
@@ -559,6 +572,16 @@ mod table {
             rows.push(("baseline exec base", "baseline `exec` (before the changes)"));
             rows.push(("baseline step base", "baseline `step` (before the changes)"));
         }
+        rows.push((
+            "start",
+            "reference: `cli-sandbox --version` (our binary's start alone)",
+        ));
+        if s.labels.iter().any(|l| l == "unshare") {
+            rows.push((
+                "unshare",
+                "reference: `unshare -U -m -p -f --map-root-user /bin/true` (our namespaces alone)",
+            ));
+        }
         if has_bwrap {
             rows.push(("bwrap", "`bwrap --ro-bind / / --dev /dev /bin/true`"));
             rows.push((
@@ -569,7 +592,8 @@ mod table {
         for (label, text) in rows {
             let st = s.of(label);
             let added = s.diff(label, "bare");
-            let vs_bwrap = if has_bwrap && !label.starts_with("bwrap") {
+            let reference = matches!(label, "start" | "unshare") || label.starts_with("bwrap");
+            let vs_bwrap = if has_bwrap && !reference {
                 let d = s.diff(label, "bwrap");
                 format!("{:+.2} [{:+.2}, {:+.2}]", d.median, d.p25, d.p75)
             } else {
