@@ -644,6 +644,22 @@ mod table {
                 ),
             );
         }
+        if baseline {
+            for name in ["base", "largest"] {
+                let exec = format!("baseline exec {name}");
+                let step = format!("baseline step {name}");
+                line(
+                    out,
+                    format!(
+                        "| {name}, baseline (before the changes) | | | | {:.2} | {:+.2} | {:.2} | {:+.2} |",
+                        s.of(&exec).median,
+                        s.diff(&exec, "bare").median,
+                        s.of(&step).median,
+                        s.diff(&step, "bare").median,
+                    ),
+                );
+            }
+        }
         line(out, "");
         let base_exec = s.diff("exec base", "bare").median;
         let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
