@@ -13,7 +13,7 @@
 //! 5. the memory of the `exec` helper (and of the init it leaves in the chat's PID namespace).
 //!
 //! Run: `scripts/bench.sh`, or `cargo bench -p launch --bench launch -- [OPTIONS]` with
-//! `--rounds N` (launch rounds, default 200), `--cli-rounds N` (default 30), `--quick`
+//! `--rounds N` (launch rounds, default 200), `--cli-rounds N` (default 40), `--quick`
 //! (40 and 8), `--baseline PATH` (another `cli-sandbox` binary, measured in the same rounds:
 //! before/after a change), `--keep` (leave the layouts and plans on disk, to profile a launch
 //! by hand), `--only launch,compile,cli,memory` (some sections). Linux only: the helper is
@@ -68,7 +68,7 @@ mod table {
     fn options() -> Options {
         let mut opts = Options {
             rounds: 200,
-            cli_rounds: 30,
+            cli_rounds: 40,
             baseline: None,
             binary: None,
             keep: false,
