@@ -152,7 +152,7 @@ impl ScaledLayout {
 /// The layouts the sizes need, built once each: `(workflows, chats)` to layout.
 #[derive(Debug)]
 pub struct Layouts {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     built: Vec<((usize, usize), ScaledLayout)>,
 }
 
@@ -177,7 +177,7 @@ impl Layouts {
                 ScaledLayout::create(&root, size.workflows, size.chats)?,
             ));
         }
-        Ok(Layouts { _dir: dir, built })
+        Ok(Layouts { dir, built })
     }
 
     pub fn for_size(&self, size: &Size) -> &ScaledLayout {
@@ -190,12 +190,12 @@ impl Layouts {
     }
 
     pub fn root(&self) -> &Path {
-        self._dir.path()
+        self.dir.path()
     }
 
     /// Leaves the layouts on disk when dropped (to profile a launch by hand afterwards).
     pub fn keep(&mut self) {
-        self._dir.disable_cleanup(true);
+        self.dir.disable_cleanup(true);
     }
 }
 
