@@ -14,11 +14,63 @@ pub struct RealDisk;
 
 impl Resolver for RealDisk {
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        #[cfg(target_os = "linux")]
+        if let Some(canonical) = canonical_without_symlinks(path) {
+            return Ok(canonical);
+        }
         std::fs::canonicalize(path)
     }
 
     fn is_dir(&self, path: &Path) -> bool {
         path.is_dir()
+    }
+}
+
+/// `path` in its plain form when it is absolute and no component is a symlink: then it is
+/// already canonical. One `openat2` with `RESOLVE_NO_SYMLINKS` says so, where `realpath` reads
+/// a link per component (thirteen system calls for a grant twelve folders deep, times a
+/// thousand grants). `None` for anything else (a symlink on the way, a missing entry, a kernel
+/// without `openat2`): `realpath` answers, and says what is wrong.
+#[cfg(target_os = "linux")]
+fn canonical_without_symlinks(path: &Path) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let parent_dir = path
+        .components()
+        .any(|c| c == std::path::Component::ParentDir);
+    if !path.is_absolute() || parent_dir {
+        return None;
+    }
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `open_how` is plain integers; zero is a valid value of each.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS;
+    // SAFETY: a valid C string and a valid `open_how` of the size passed.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            &how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: closing the descriptor just opened.
+    unsafe { libc::close(fd as libc::c_int) };
+    // Without `.`, doubled or trailing slashes.
+    Some(path.components().collect())
+}
+
+fn entry_kind(ft: std::fs::FileType) -> EntryKind {
+    if ft.is_symlink() {
+        EntryKind::Symlink
+    } else if ft.is_dir() {
+        EntryKind::Dir
+    } else {
+        EntryKind::File
     }
 }
 
@@ -28,15 +80,7 @@ impl LaunchDisk for RealDisk {
     }
 
     fn kind(&self, path: &Path) -> Option<EntryKind> {
-        let meta = path.symlink_metadata().ok()?;
-        let ft = meta.file_type();
-        Some(if ft.is_symlink() {
-            EntryKind::Symlink
-        } else if ft.is_dir() {
-            EntryKind::Dir
-        } else {
-            EntryKind::File
-        })
+        Some(entry_kind(path.symlink_metadata().ok()?.file_type()))
     }
 
     fn target_kind(&self, path: &Path) -> Option<EntryKind> {

@@ -415,16 +415,16 @@ impl Policy {
         protected.sort();
         protected.dedup();
 
-        let mut grants: Vec<Grant> = Vec::with_capacity(req.grants.len());
-        for asked in req.grants {
-            let grant = validate_grant(asked, layout, &runtime, &protected, resolver)?;
-            // The same folder twice keeps the wider access.
-            match grants.iter_mut().find(|g| g.path == grant.path) {
-                Some(seen) => seen.access = seen.access.max(grant.access),
-                None => grants.push(grant),
-            }
-        }
-        grants.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut grants = req
+            .grants
+            .iter()
+            .map(|asked| validate_grant(asked, layout, &runtime, &protected, resolver))
+            .collect::<Result<Vec<Grant>, _>>()?;
+        // The same folder twice keeps the wider access: sorted widest first within a path, the
+        // first of each path stays (sorting, not searching, so that a thousand grants cost no
+        // million comparisons).
+        grants.sort_by(|a, b| a.path.cmp(&b.path).then(b.access.cmp(&a.access)));
+        grants.dedup_by(|later, kept| later.path == kept.path);
 
         let mut refused = Vec::new();
         for text in DEFAULT_REFUSED

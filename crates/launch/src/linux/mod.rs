@@ -70,6 +70,10 @@ pub fn compile(policy: &Policy, kernel: Kernel) -> Result<LinuxPlan, Error> {
 
 /// Writes the plan where no confined process can change it (inside the state root, which every
 /// chat's sandbox masks), atomically; returns its path for `cli-sandbox exec --policy`.
+///
+/// Compact JSON (`cli-sandbox profile --backend landlock` prints it for people), and no
+/// `fsync`: the plan is written again before every launch that reads it, so a plan lost to a
+/// crash is never used, and a cut one is refused by the helper (see BENCHMARKS.md).
 pub fn write_plan(plan: &LinuxPlan, layout: &Layout) -> Result<PathBuf, Error> {
     use std::io::Write;
     let dir = layout.plans_dir();
@@ -80,14 +84,13 @@ pub fn write_plan(plan: &LinuxPlan, layout: &Layout) -> Result<PathBuf, Error> {
         source: e,
     };
     let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
-    let text = serde_json::to_vec_pretty(plan).map_err(|e| {
+    let text = serde_json::to_vec(plan).map_err(|e| {
         Error::BadInput(format!(
             "the plan of chat `{}` cannot be written as JSON ({e}): a path in it is not UTF-8",
             plan.chat
         ))
     })?;
     tmp.write_all(&text).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
     tmp.persist(&path).map_err(|e| io(e.error))?;
     Ok(path)
 }

@@ -318,7 +318,7 @@ pub fn compile(
             })
             .collect();
         // Outer folders first, so that a read-write folder inside a read-only grant lands on top.
-        bind_back.sort_by_key(|b| b.path.components().count());
+        bind_back.sort_by_cached_key(|b| b.path.components().count());
         mounts.push(MountStep::Mask {
             root: root.clone(),
             bind_back,

@@ -53,7 +53,7 @@
 //!
 //! See `docs/macos.md` for running the real-`sandbox-exec` tests and reading denials.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -244,16 +244,11 @@ impl Writer {
             .map(|(index, grant)| Use::Grant(index, grant.path.as_path(), grant.access))
             .collect();
         uses.push(Use::Runtime(&policy.runtime));
-        uses.sort_by(|a, b| {
-            let key = |u: &Use| -> (usize, usize) {
-                match u {
-                    // The runtime before a grant of the same folder: the grant's refused
-                    // patterns must come after the runtime's allow.
-                    Use::Runtime(path) => (path.components().count(), 0),
-                    Use::Grant(index, path, _) => (path.components().count(), index + 1),
-                }
-            };
-            key(a).cmp(&key(b))
+        uses.sort_by_cached_key(|u| match u {
+            // The runtime before a grant of the same folder: the grant's refused patterns must
+            // come after the runtime's allow.
+            Use::Runtime(path) => (path.components().count(), 0),
+            Use::Grant(index, path, _) => (path.components().count(), index + 1),
         });
         for one in uses {
             match one {
@@ -425,18 +420,24 @@ fn literal(param: &str) -> String {
 /// grant: closed, but `stat` on them must work for `realpath` and `getcwd` below them.
 fn leading_folders(policy: &Policy) -> Vec<PathBuf> {
     let usable: Vec<PathBuf> = policy.writable_and_readable().map(|g| g.path).collect();
+    let usable_set: HashSet<&Path> = usable.iter().map(PathBuf::as_path).collect();
+    // Grants share their upper folders (`workflows/`): once a folder has been looked at, so
+    // have all of its ancestors. Lookups, not scans, so that a thousand grants stay linear.
+    let mut seen: HashSet<&Path> = HashSet::new();
     let mut out: Vec<PathBuf> = Vec::new();
     for folder in &usable {
         for ancestor in folder.ancestors().skip(1) {
+            if !seen.insert(ancestor) {
+                break;
+            }
             let closed = policy.is_protected(ancestor);
-            let in_use = usable.iter().any(|u| ancestor.starts_with(u));
+            let in_use = ancestor.ancestors().any(|a| usable_set.contains(a));
             if closed && !in_use {
                 out.push(ancestor.to_path_buf());
             }
         }
     }
     out.sort();
-    out.dedup();
     out
 }
 
@@ -566,6 +567,49 @@ mod tests {
         assert!(!nested_sandbox_refused(&stand_in(dir.path(), 0)));
         assert!(!nested_sandbox_refused(&stand_in(dir.path(), 1)));
         assert!(!nested_sandbox_refused(&dir.path().join("missing")));
+    }
+
+    #[test]
+    fn leading_folders_are_the_closed_ancestors_outside_every_grant() {
+        use sandbox_core::{ChatId, Grant, Os};
+        let root = Path::new("/Users/ann/Library/Application Support/AgentWorks");
+        let wf = root.join("workspace-docs/workflows");
+        let grant = |path: PathBuf, access| Grant { path, access };
+        let policy = Policy {
+            os: Os::MacOs,
+            chat: ChatId::new("chat-1").unwrap(),
+            home: "/Users/ann".into(),
+            protected: vec![root.to_owned()],
+            runtime: root.join("state/cli-runtimes/v1/chat-1"),
+            runtimes_dir: root.join("state/cli-runtimes/v1"),
+            grants: vec![
+                grant(wf.join("wf-1"), Access::ReadOnly),
+                grant(wf.join("wf-1/sub"), Access::ReadWrite),
+                grant(wf.join("wf-2"), Access::ReadWrite),
+            ],
+            refused: Vec::new(),
+            blocked_programs: Vec::new(),
+            unix_socket_allow: Vec::new(),
+            hardened: Vec::new(),
+        };
+        let expected: Vec<PathBuf> = [
+            "",
+            "state",
+            "state/cli-runtimes",
+            "state/cli-runtimes/v1",
+            "workspace-docs",
+            "workspace-docs/workflows",
+        ]
+        .iter()
+        .map(|p| {
+            if p.is_empty() {
+                root.to_owned()
+            } else {
+                root.join(p)
+            }
+        })
+        .collect();
+        assert_eq!(leading_folders(&policy), expected);
     }
 
     #[test]

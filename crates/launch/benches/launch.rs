@@ -1,0 +1,1018 @@
+//! The table of issue 7: what a confined launch costs, measured side by side in one run.
+//!
+//! Every launch variant runs once per round, in a new random order each round, so that the
+//! drift of a shared machine falls on all of them alike; ratios and added milliseconds come
+//! from the same rounds (the added time is the median of the per-round differences). Sections:
+//!
+//! 1. launch overhead: bare `/bin/true`, `cli-sandbox exec` of it with a plan compiled once,
+//!    `cli-sandbox step` end to end, and `bwrap --ro-bind / / --dev /dev /bin/true`;
+//! 2. the same launches with 10 to 10,000 workflows, 100 to 10,000 chats, 1 to 1,000 grants;
+//! 3. policy build, Seatbelt profile and Linux plan compile at those sizes, in process, with
+//!    the profile's size;
+//! 4. the start of the real CLIs (`claude --version`, `codex --version`) bare and confined;
+//! 5. the memory of the `exec` helper (and of the init it leaves in the chat's PID namespace).
+//!
+//! Run: `scripts/bench.sh`, or `cargo bench -p launch --bench launch -- [OPTIONS]` with
+//! `--rounds N` (launch rounds, default 200), `--cli-rounds N` (default 40), `--quick`
+//! (40 and 8), `--baseline PATH` (another `cli-sandbox` binary, measured in the same rounds:
+//! before/after a change), `--keep` (leave the layouts and plans on disk, to profile a launch
+//! by hand), `--only launch,compile,cli,memory` (some sections). Linux only: the helper is
+//! Linux's.
+
+mod common;
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    eprintln!("the launch table measures the Linux helper (`cli-sandbox exec`): run it on Linux");
+}
+
+#[cfg(target_os = "linux")]
+fn main() {
+    table::main();
+}
+
+#[cfg(target_os = "linux")]
+mod table {
+    use std::ffi::OsString;
+    use std::io::Write;
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use launch::linux::plan::LinuxPlan;
+    use launch::seatbelt::SeatbeltProfile;
+    use sandbox_core::Os;
+
+    use crate::common::{Layouts, SIZES, ScaledLayout, Size, scratch_dir};
+
+    const BWRAP: &str = "/usr/bin/bwrap";
+    const UNSHARE: &str = "/usr/bin/unshare";
+    const TRUE: &str = "/bin/true";
+
+    struct Options {
+        rounds: usize,
+        cli_rounds: usize,
+        baseline: Option<PathBuf>,
+        binary: Option<PathBuf>,
+        keep: bool,
+        /// Sections to run (`launch`, `compile`, `cli`, `memory`); all when empty.
+        only: Vec<String>,
+    }
+
+    impl Options {
+        fn runs(&self, section: &str) -> bool {
+            self.only.is_empty() || self.only.iter().any(|s| s == section)
+        }
+    }
+
+    fn options() -> Options {
+        let mut opts = Options {
+            rounds: 200,
+            cli_rounds: 40,
+            baseline: None,
+            binary: None,
+            keep: false,
+            only: Vec::new(),
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            let mut number = |what: &str| -> usize {
+                args.next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("{what} needs a number"))
+            };
+            match arg.as_str() {
+                "--rounds" => opts.rounds = number("--rounds").max(5),
+                "--cli-rounds" => opts.cli_rounds = number("--cli-rounds").max(3),
+                "--quick" => {
+                    opts.rounds = 40;
+                    opts.cli_rounds = 8;
+                }
+                "--baseline" => {
+                    let path = PathBuf::from(args.next().expect("--baseline needs a path"));
+                    assert!(
+                        path.exists(),
+                        "--baseline {} does not exist",
+                        path.display()
+                    );
+                    opts.baseline = Some(path);
+                }
+                "--binary" => {
+                    let path = PathBuf::from(args.next().expect("--binary needs a path"));
+                    assert!(path.exists(), "--binary {} does not exist", path.display());
+                    opts.binary = Some(path);
+                }
+                "--keep" => opts.keep = true,
+                "--only" => {
+                    let list = args.next().expect("--only needs launch,compile,cli,memory");
+                    opts.only = list.split(',').map(str::to_owned).collect();
+                }
+                // `cargo bench` passes `--bench`; filters are not supported.
+                _ => {}
+            }
+        }
+        opts
+    }
+
+    /// One command to time, with the home it runs under.
+    #[derive(Clone)]
+    struct Variant {
+        label: String,
+        argv: Vec<OsString>,
+        home: PathBuf,
+    }
+
+    impl Variant {
+        fn new(label: impl Into<String>, argv: Vec<OsString>, home: &Path) -> Variant {
+            Variant {
+                label: label.into(),
+                argv,
+                home: home.to_owned(),
+            }
+        }
+
+        fn command(&self) -> Command {
+            let mut cmd = Command::new(&self.argv[0]);
+            cmd.args(&self.argv[1..])
+                .env("HOME", &self.home)
+                .env_remove("XDG_DATA_HOME")
+                .env_remove("AGENTWORKS_STATE_ROOT")
+                .env_remove("AGENTWORKS_WORKSPACE_DOCS")
+                .env_remove("RUST_LOG")
+                .stdin(Stdio::null());
+            cmd
+        }
+
+        /// Runs once with the output kept: a variant that fails is not timed.
+        fn check(&self) -> Result<(), String> {
+            let out = self
+                .command()
+                .output()
+                .map_err(|e| format!("{}: cannot start: {e}", self.label))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}: {} ({})",
+                    self.label,
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))
+            }
+        }
+
+        /// Wall time from spawn to reaped.
+        fn run(&self) -> Duration {
+            let mut cmd = self.command();
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            let start = Instant::now();
+            let status = cmd
+                .spawn()
+                .and_then(|mut child| child.wait())
+                .expect("run a checked variant");
+            let elapsed = start.elapsed();
+            assert!(
+                status.success(),
+                "{} failed during the run ({status})",
+                self.label
+            );
+            elapsed
+        }
+    }
+
+    /// Milliseconds per round, one column per variant.
+    struct Samples {
+        labels: Vec<String>,
+        ms: Vec<Vec<f64>>,
+    }
+
+    impl Samples {
+        fn index(&self, label: &str) -> usize {
+            self.labels
+                .iter()
+                .position(|l| l == label)
+                .unwrap_or_else(|| panic!("no variant `{label}`"))
+        }
+
+        fn of(&self, label: &str) -> Stats {
+            Stats::of(&self.ms[self.index(label)])
+        }
+
+        /// The per-round differences `label - reference`.
+        fn diff(&self, label: &str, reference: &str) -> Stats {
+            let (a, b) = (&self.ms[self.index(label)], &self.ms[self.index(reference)]);
+            Stats::of(&a.iter().zip(b).map(|(x, y)| x - y).collect::<Vec<_>>())
+        }
+    }
+
+    /// A small fixed-seed generator for the order of each round (xorshift64*): reproducible,
+    /// and no dependency for it.
+    struct Shuffle(u64);
+
+    impl Shuffle {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+
+        /// A fresh permutation of `0..n` (Fisher-Yates).
+        fn order(&mut self, n: usize) -> Vec<usize> {
+            let mut order: Vec<usize> = (0..n).collect();
+            for i in (1..n).rev() {
+                order.swap(i, (self.next() % (i as u64 + 1)) as usize);
+            }
+            order
+        }
+    }
+
+    /// Runs every variant once per round, in a new random order each round: a launch leaves
+    /// work behind (namespaces freed in the background), so a fixed order would charge it to
+    /// whichever variant always comes next. A few rounds first warm the caches and are dropped.
+    fn measure(what: &str, variants: &[Variant], rounds: usize) -> Samples {
+        let mut ok = Vec::new();
+        for v in variants {
+            match v.check() {
+                Ok(()) => ok.push(v.clone()),
+                Err(e) => eprintln!("!!! not timed: {e}"),
+            }
+        }
+        let warmup = (rounds / 10).clamp(2, 10);
+        let n = ok.len();
+        let mut ms = vec![Vec::with_capacity(rounds); n];
+        eprint!("{what}: {n} variants x {rounds} rounds ");
+        let started = Instant::now();
+        let mut shuffle = Shuffle(0x9E37_79B9_7F4A_7C15);
+        for round in 0..warmup + rounds {
+            for i in shuffle.order(n) {
+                let t = ok[i].run();
+                if round >= warmup {
+                    ms[i].push(t.as_secs_f64() * 1e3);
+                }
+            }
+            if round % 20 == 0 {
+                eprint!(".");
+            }
+        }
+        eprintln!(" {:.1} s", started.elapsed().as_secs_f64());
+        Samples {
+            labels: ok.into_iter().map(|v| v.label).collect(),
+            ms,
+        }
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    struct Stats {
+        median: f64,
+        p10: f64,
+        p25: f64,
+        p75: f64,
+        p90: f64,
+    }
+
+    impl Stats {
+        fn of(values: &[f64]) -> Stats {
+            let mut v = values.to_vec();
+            v.sort_by(|a, b| a.total_cmp(b));
+            let at = |p: f64| {
+                if v.is_empty() {
+                    return f64::NAN;
+                }
+                let rank = p * (v.len() - 1) as f64;
+                let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
+                v[lo] + (v[hi] - v[lo]) * (rank - lo as f64)
+            };
+            Stats {
+                median: at(0.5),
+                p10: at(0.1),
+                p25: at(0.25),
+                p75: at(0.75),
+                p90: at(0.9),
+            }
+        }
+    }
+
+    /// Times an in-process step: the median of up to 30 runs, within about two seconds.
+    fn time_in_process<T>(mut f: impl FnMut() -> T) -> Stats {
+        let mut ms = Vec::new();
+        let started = Instant::now();
+        while ms.len() < 30 && (ms.len() < 3 || started.elapsed() < Duration::from_secs(2)) {
+            let t = Instant::now();
+            std::hint::black_box(f());
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        Stats::of(&ms)
+    }
+
+    fn os(s: impl Into<OsString>) -> OsString {
+        s.into()
+    }
+
+    /// `cli-sandbox exec --policy PLAN -- argv`.
+    fn exec_argv(bin: &Path, plan: &Path, argv: &[OsString]) -> Vec<OsString> {
+        let mut out = vec![os(bin), os("exec"), os("--policy"), os(plan), os("--")];
+        out.extend(argv.iter().cloned());
+        out
+    }
+
+    /// `cli-sandbox --config CONFIG step --chat CHAT --grant ... -- argv`.
+    fn step_argv(
+        bin: &Path,
+        layout: &ScaledLayout,
+        grants: usize,
+        argv: &[OsString],
+    ) -> Vec<OsString> {
+        let mut out = vec![
+            os(bin),
+            os("--config"),
+            os(&layout.demo.config),
+            os("step"),
+            os("--chat"),
+            os(&layout.demo.chat),
+        ];
+        for g in layout.grant_args(grants) {
+            out.push(os("--grant"));
+            out.push(os(g));
+        }
+        out.push(os("--"));
+        out.extend(argv.iter().cloned());
+        out
+    }
+
+    /// bubblewrap with the namespaces our helper makes (user, mount, PID) and a fresh `/proc`.
+    fn bwrap_ns_argv(argv: &[OsString]) -> Vec<OsString> {
+        let mut out: Vec<OsString> = [
+            BWRAP,
+            "--unshare-user",
+            "--unshare-pid",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+        ]
+        .into_iter()
+        .map(os)
+        .collect();
+        out.extend(argv.iter().cloned());
+        out
+    }
+
+    fn bwrap_argv(argv: &[OsString]) -> Vec<OsString> {
+        let mut out: Vec<OsString> = [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev"]
+            .into_iter()
+            .map(os)
+            .collect();
+        out.extend(argv.iter().cloned());
+        out
+    }
+
+    /// Compiles the size's plan once, as `cli-sandbox run` would, into the bench folder.
+    fn write_plan(layouts: &Layouts, size: &Size) -> (PathBuf, LinuxPlan) {
+        let layout = layouts.for_size(size);
+        let ctx = layout.context(Os::Linux);
+        let policy = layout.policy(Os::Linux, size.grants);
+        ctx.ensure_runtime(&policy).expect("create the runtime");
+        let plan = launch::linux::compile(&policy, launch::linux::this_kernel())
+            .expect("compile the bench plan");
+        let path = layouts
+            .root()
+            .join(format!("plan-{}.json", size.name.replace([',', ' '], "")));
+        std::fs::write(&path, serde_json::to_vec(&plan).expect("serialize")).unwrap();
+        (path, plan)
+    }
+
+    fn line(out: &mut String, text: impl AsRef<str>) {
+        out.push_str(text.as_ref());
+        out.push('\n');
+    }
+
+    fn machine() -> String {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| "?".into());
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_else(|_| "?".into());
+        let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
+        let bwrap = Command::new(BWRAP)
+            .arg("--version")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_else(|| "not installed".into());
+        let load = std::fs::read_to_string("/proc/loadavg")
+            .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default();
+        format!(
+            "nproc {nproc}, kernel {kernel}, CPU {cpu}, Landlock ABI {}, {bwrap}, load average at start {load}",
+            launch::linux::apply::kernel_landlock_abi()
+        )
+    }
+
+    pub fn main() {
+        let opts = options();
+        // `cargo bench` builds the binary with the dev-dependencies' features unified in (a
+        // slightly different program): scripts/bench.sh passes the `cargo build --release` one.
+        let bin = opts
+            .binary
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_cli-sandbox")));
+        let has_bwrap = Path::new(BWRAP).exists();
+        if !has_bwrap {
+            eprintln!(
+                "!!! {BWRAP} is missing: the bubblewrap comparison is left out (apt-get install bubblewrap)"
+            );
+        }
+        let mut out = String::new();
+        line(&mut out, "# cli-sandbox launch benchmarks\n");
+        line(&mut out, format!("Machine: {}.", machine()));
+        line(
+            &mut out,
+            format!(
+                "Binary: {}{}. Launch rounds {}, CLI rounds {}.\n",
+                bin.display(),
+                opts.baseline
+                    .as_ref()
+                    .map(|b| format!(", baseline {}", b.display()))
+                    .unwrap_or_default(),
+                opts.rounds,
+                opts.cli_rounds
+            ),
+        );
+
+        eprintln!("building the layouts (up to 10,000 workflows and 10,000 chats)...");
+        let mut layouts = Layouts::create(&scratch_dir(), &SIZES).expect("build the bench layouts");
+        if opts.keep {
+            layouts.keep();
+            eprintln!("the layouts and plans stay in {}", layouts.root().display());
+        }
+        let plans: Vec<(PathBuf, LinuxPlan)> =
+            SIZES.iter().map(|s| write_plan(&layouts, s)).collect();
+        let base = &SIZES[0];
+        let base_layout = layouts.for_size(base);
+        let home = &base_layout.demo.home;
+        let truth = vec![os(TRUE)];
+
+        // 1 and 2: the launches, all sizes in the same rounds. Two reference rows say where
+        // the floor is: our binary's own start, and the namespaces alone (util-linux unshare).
+        let mut variants = vec![
+            Variant::new("bare", truth.clone(), home),
+            Variant::new("start", vec![os(&bin), os("--version")], home),
+        ];
+        if Path::new(UNSHARE).exists() {
+            let argv = [UNSHARE, "-U", "-m", "-p", "-f", "--map-root-user", TRUE];
+            variants.push(Variant::new(
+                "unshare",
+                argv.into_iter().map(os).collect(),
+                home,
+            ));
+        }
+        if has_bwrap {
+            variants.push(Variant::new("bwrap", bwrap_argv(&truth), home));
+            variants.push(Variant::new("bwrap ns", bwrap_ns_argv(&truth), home));
+        }
+        for (size, (plan, _)) in SIZES.iter().zip(&plans) {
+            let layout = layouts.for_size(size);
+            let home = &layout.demo.home;
+            variants.push(Variant::new(
+                format!("exec {}", size.name),
+                exec_argv(&bin, plan, &truth),
+                home,
+            ));
+            variants.push(Variant::new(
+                format!("step {}", size.name),
+                step_argv(&bin, layout, size.grants, &truth),
+                home,
+            ));
+            if let Some(baseline) = &opts.baseline
+                && (size.name == "base" || size.name == "largest")
+            {
+                variants.push(Variant::new(
+                    format!("baseline exec {}", size.name),
+                    exec_argv(baseline, plan, &truth),
+                    home,
+                ));
+                variants.push(Variant::new(
+                    format!("baseline step {}", size.name),
+                    step_argv(baseline, layout, size.grants, &truth),
+                    home,
+                ));
+            }
+        }
+        if opts.runs("launch") {
+            let launches = measure("launches", &variants, opts.rounds);
+            launch_tables(&mut out, &launches, has_bwrap, opts.baseline.is_some());
+        }
+
+        // 3: compile at sizes.
+        if opts.runs("compile") {
+            eprintln!("compile at sizes...");
+            compile_table(&mut out, &layouts, &plans);
+        }
+
+        // 4: the real CLIs.
+        if opts.runs("cli") {
+            real_clis(
+                &mut out,
+                &bin,
+                &plans[0].0,
+                home,
+                has_bwrap,
+                opts.cli_rounds,
+            );
+        }
+
+        // 5: memory.
+        if opts.runs("memory") {
+            eprintln!("memory...");
+            memory_table(&mut out, &bin, &layouts, &plans);
+        }
+
+        print!("{out}");
+        let _ = std::io::stdout().flush();
+        let report = scratch_dir().join("launch-table.md");
+        if std::fs::write(&report, &out).is_ok() {
+            eprintln!("(also written to {})", report.display());
+        }
+    }
+
+    fn launch_tables(out: &mut String, s: &Samples, has_bwrap: bool, baseline: bool) {
+        line(
+            out,
+            "## Launch overhead (base: 10 workflows, 100 chats, 1 grant)\n",
+        );
+        line(
+            out,
+            "Wall time from spawn to reaped. Added = median of the per-round differences with \
+             bare `/bin/true` (p25 to p75 in brackets); vs bwrap likewise with bubblewrap.\n",
+        );
+        line(
+            out,
+            "| command | median ms | p10 to p90 ms | x bare | added ms | vs bwrap ms |",
+        );
+        line(out, "|---|---:|---:|---:|---:|---:|");
+        let bare = s.of("bare");
+        let mut rows = vec![("bare", "`/bin/true`")];
+        rows.push(("exec base", "`cli-sandbox exec --policy PLAN -- /bin/true`"));
+        rows.push((
+            "step base",
+            "`cli-sandbox step --chat ... --grant ... -- /bin/true`",
+        ));
+        if baseline {
+            rows.push(("baseline exec base", "baseline `exec` (before the changes)"));
+            rows.push(("baseline step base", "baseline `step` (before the changes)"));
+        }
+        rows.push((
+            "start",
+            "reference: `cli-sandbox --version` (our binary's start alone)",
+        ));
+        if s.labels.iter().any(|l| l == "unshare") {
+            rows.push((
+                "unshare",
+                "reference: `unshare -U -m -p -f --map-root-user /bin/true` (our namespaces alone)",
+            ));
+        }
+        if has_bwrap {
+            rows.push(("bwrap", "`bwrap --ro-bind / / --dev /dev /bin/true`"));
+            rows.push((
+                "bwrap ns",
+                "`bwrap --unshare-user --unshare-pid --ro-bind / / --dev /dev --proc /proc /bin/true`",
+            ));
+        }
+        for (label, text) in rows {
+            let st = s.of(label);
+            let added = s.diff(label, "bare");
+            let reference = matches!(label, "start" | "unshare") || label.starts_with("bwrap");
+            let vs_bwrap = if has_bwrap && !reference {
+                let d = s.diff(label, "bwrap");
+                format!("{:+.2} [{:+.2}, {:+.2}]", d.median, d.p25, d.p75)
+            } else {
+                "".into()
+            };
+            line(
+                out,
+                format!(
+                    "| {text} | {:.2} | {:.2} to {:.2} | {:.2} | {:+.2} [{:+.2}, {:+.2}] | {vs_bwrap} |",
+                    st.median,
+                    st.p10,
+                    st.p90,
+                    st.median / bare.median,
+                    added.median,
+                    added.p25,
+                    added.p75,
+                ),
+            );
+        }
+        line(out, "");
+
+        line(out, "## Launch at scale (same rounds)\n");
+        line(
+            out,
+            "`exec` runs a plan compiled once; `step` builds the policy and compiles the plan on \
+             every launch. Added ms against bare `/bin/true`, median of per-round differences.\n",
+        );
+        line(
+            out,
+            "| size | workflows | chats | grants | exec median ms | exec added ms | step median ms | step added ms |",
+        );
+        line(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+        for size in &SIZES {
+            let exec = format!("exec {}", size.name);
+            let step = format!("step {}", size.name);
+            line(
+                out,
+                format!(
+                    "| {} | {} | {} | {} | {:.2} | {:+.2} | {:.2} | {:+.2} |",
+                    size.name,
+                    size.workflows,
+                    size.chats,
+                    size.grants,
+                    s.of(&exec).median,
+                    s.diff(&exec, "bare").median,
+                    s.of(&step).median,
+                    s.diff(&step, "bare").median,
+                ),
+            );
+        }
+        if baseline {
+            for name in ["base", "largest"] {
+                let exec = format!("baseline exec {name}");
+                let step = format!("baseline step {name}");
+                line(
+                    out,
+                    format!(
+                        "| {name}, baseline (before the changes) | | | | {:.2} | {:+.2} | {:.2} | {:+.2} |",
+                        s.of(&exec).median,
+                        s.diff(&exec, "bare").median,
+                        s.of(&step).median,
+                        s.diff(&step, "bare").median,
+                    ),
+                );
+            }
+        }
+        line(out, "");
+        let base_exec = s.diff("exec base", "bare").median;
+        let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+        line(out, "Targets:\n");
+        line(
+            out,
+            format!(
+                "- exec within 2 ms of bare: {:+.2} ms, {}; step: {:+.2} ms, {}.",
+                base_exec,
+                verdict(base_exec <= 2.0),
+                s.diff("step base", "bare").median,
+                verdict(s.diff("step base", "bare").median <= 2.0),
+            ),
+        );
+        if has_bwrap {
+            let e = s.diff("exec base", "bwrap").median;
+            let st = s.diff("step base", "bwrap").median;
+            line(
+                out,
+                format!(
+                    "- no slower than bubblewrap: exec {:+.2} ms, {}; step {:+.2} ms, {}.",
+                    e,
+                    verdict(e <= 0.0),
+                    st,
+                    verdict(st <= 0.0)
+                ),
+            );
+        }
+        let grow = |name: &str| {
+            let d = s.diff(&format!("exec {name}"), "exec base");
+            format!("{:+.2} [{:+.2}, {:+.2}]", d.median, d.p25, d.p75)
+        };
+        line(
+            out,
+            format!(
+                "- exec against exec at base (per-round differences, ms): 10,000 workflows {}, \
+                 10,000 chats {}, 100 grants {}, 1,000 grants {}.",
+                grow("10,000 workflows"),
+                grow("10,000 chats"),
+                grow("100 grants"),
+                grow("1,000 grants"),
+            ),
+        );
+        line(out, "");
+    }
+
+    /// The longest quoted string in the profile text, and the longest parameter value: each is
+    /// a string `sandbox-exec` has to take.
+    fn longest_string(profile: &SeatbeltProfile) -> usize {
+        let in_text = profile
+            .text
+            .split('"')
+            .skip(1)
+            .step_by(2)
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        let in_params = profile.params.values().map(String::len).max().unwrap_or(0);
+        in_text.max(in_params)
+    }
+
+    fn compile_table(out: &mut String, layouts: &Layouts, plans: &[(PathBuf, LinuxPlan)]) {
+        line(
+            out,
+            "## Policy build, Seatbelt profile, Linux plan (in process)\n",
+        );
+        line(
+            out,
+            "Median of up to 30 runs, in ms (p90 in brackets). The policy is built on the real \
+             disk (grants canonicalized); the Seatbelt profile from the macOS policy of the same \
+             layout; the Linux plan against this kernel; plan write: `linux::write_plan`, which \
+             `cli-sandbox run` adds before the helper starts. Filters: path filters in the \
+             profile; longest string: the longest quoted string or parameter value it hands to \
+             `sandbox-exec`.\n",
+        );
+        line(
+            out,
+            "| size | policy build | Seatbelt profile | Linux plan | plan write | profile text bytes | params | params bytes | filters | longest string | plan mounts | plan JSON bytes |",
+        );
+        line(
+            out,
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        );
+        let kernel = launch::linux::this_kernel();
+        let mut largest = [0.0; 3];
+        let mut sizes_text = Vec::new();
+        for (size, (plan_path, plan)) in SIZES.iter().zip(plans) {
+            let layout = layouts.for_size(size);
+            let ctx = layout.context(Os::Linux);
+            let grants = layout.grant_requests(size.grants);
+            let build = time_in_process(|| ctx.policy(&layout.demo.chat, &grants).unwrap());
+            let mac_policy = layout.policy(Os::MacOs, size.grants);
+            let seatbelt = time_in_process(|| SeatbeltProfile::for_policy(&mac_policy).unwrap());
+            let linux_policy = layout.policy(Os::Linux, size.grants);
+            let compile =
+                time_in_process(|| launch::linux::compile(&linux_policy, kernel).unwrap());
+            let write = time_in_process(|| launch::linux::write_plan(plan, &ctx.layout).unwrap());
+            let profile = SeatbeltProfile::for_policy(&mac_policy).unwrap();
+            let params_bytes: usize = profile.params.iter().map(|(k, v)| k.len() + v.len()).sum();
+            let filters = profile.text.matches("(param \"").count();
+            let mounts = plan.namespaces.as_ref().map_or(0, |n| n.mounts.len());
+            let plan_bytes = std::fs::metadata(plan_path).map_or(0, |m| m.len());
+            if size.name == "largest" {
+                largest = [build.median, seatbelt.median, compile.median];
+            }
+            sizes_text.push((size.grants, profile.text.len()));
+            line(
+                out,
+                format!(
+                    "| {} | {:.3} [{:.3}] | {:.3} [{:.3}] | {:.3} [{:.3}] | {:.3} [{:.3}] | {} | {} | {} | {} | {} | {} | {} |",
+                    size.name,
+                    build.median,
+                    build.p90,
+                    seatbelt.median,
+                    seatbelt.p90,
+                    compile.median,
+                    compile.p90,
+                    write.median,
+                    write.p90,
+                    profile.text.len(),
+                    profile.params.len(),
+                    params_bytes,
+                    filters,
+                    longest_string(&profile),
+                    mounts,
+                    plan_bytes,
+                ),
+            );
+        }
+        line(out, "");
+        let one_grant: Vec<usize> = sizes_text
+            .iter()
+            .filter(|(g, _)| *g == 1)
+            .map(|(_, b)| *b)
+            .collect();
+        let constant = one_grant.windows(2).all(|w| w[0] == w[1]);
+        let [build, seatbelt, compile] = largest;
+        let each = build.max(seatbelt).max(compile);
+        line(out, "Targets:\n");
+        line(
+            out,
+            format!(
+                "- largest size: policy build {build:.2} ms, Seatbelt profile {seatbelt:.2} ms, \
+                 Linux plan {compile:.2} ms: each under 10 ms, {}. A Linux launch prepares \
+                 both the policy and the plan: {:.2} ms.",
+                if each < 10.0 { "met" } else { "MISSED" },
+                build + compile
+            ),
+        );
+        line(
+            out,
+            format!(
+                "- Seatbelt profile text the same size for every workflow and chat count (at one \
+                 grant): {}.\n",
+                if constant { "yes" } else { "NO" }
+            ),
+        );
+    }
+
+    fn real_clis(
+        out: &mut String,
+        bin: &Path,
+        plan: &Path,
+        home: &Path,
+        has_bwrap: bool,
+        rounds: usize,
+    ) {
+        line(out, "## Start of the real CLIs\n");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/node_modules/.bin");
+        let mut variants = Vec::new();
+        let mut names = Vec::new();
+        for name in ["claude", "codex"] {
+            let program = dir.join(name);
+            if !program.exists() {
+                eprintln!(
+                    "!!! {} is missing: the real-CLI rows are left out (install with `npm ci --prefix tests`)",
+                    program.display()
+                );
+                line(
+                    out,
+                    format!("- `{name}` not installed (`npm ci --prefix tests`): left out."),
+                );
+                continue;
+            }
+            let argv = vec![os(&program), os("--version")];
+            variants.push(Variant::new(format!("{name} bare"), argv.clone(), home));
+            variants.push(Variant::new(
+                format!("{name} confined"),
+                exec_argv(bin, plan, &argv),
+                home,
+            ));
+            if has_bwrap {
+                variants.push(Variant::new(
+                    format!("{name} bwrap"),
+                    bwrap_argv(&argv),
+                    home,
+                ));
+            }
+            names.push(name);
+        }
+        if names.is_empty() {
+            line(out, "");
+            return;
+        }
+        let s = measure("real CLIs", &variants, rounds);
+        line(
+            out,
+            "`NAME --version`, bare and under `cli-sandbox exec` (base plan). Share = added / \
+             confined median.\n",
+        );
+        line(
+            out,
+            "| CLI | bare median ms | confined median ms | added ms [p25, p75] | our share of the start | bwrap median ms |",
+        );
+        line(out, "|---|---:|---:|---:|---:|---:|");
+        for name in names {
+            let bare = format!("{name} bare");
+            let confined = format!("{name} confined");
+            let bw = format!("{name} bwrap");
+            if !s.labels.contains(&bare) || !s.labels.contains(&confined) {
+                line(
+                    out,
+                    format!("| {name} | failed to run; see the log | | | | |"),
+                );
+                continue;
+            }
+            let added = s.diff(&confined, &bare);
+            let c = s.of(&confined).median;
+            let bwrap = if s.labels.contains(&bw) {
+                format!("{:.1}", s.of(&bw).median)
+            } else {
+                "-".into()
+            };
+            line(
+                out,
+                format!(
+                    "| `{name} --version` | {:.1} | {:.1} | {:+.2} [{:+.2}, {:+.2}] | {:.1} % | {bwrap} |",
+                    s.of(&bare).median,
+                    c,
+                    added.median,
+                    added.p25,
+                    added.p75,
+                    100.0 * added.median / c,
+                ),
+            );
+        }
+        line(out, "");
+    }
+
+    /// `(VmRSS, VmHWM, Pss)` of a process, in KiB.
+    fn memory_of(pid: u32) -> (u64, u64, u64) {
+        let field = |text: &str, name: &str| -> u64 {
+            text.lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let rollup =
+            std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
+        (
+            field(&status, "VmRSS:"),
+            field(&status, "VmHWM:"),
+            field(&rollup, "Pss:"),
+        )
+    }
+
+    fn children(pid: u32) -> Vec<u32> {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+
+    /// Starts `launcher` (an `exec` or `step` command line ending in `--`) around
+    /// `sh -c 'read x'` and reads the helper's and init's memory while the program waits (the
+    /// peak, `VmHWM`, is reached during setup: afterwards both only wait). Then ends the program.
+    /// `ru_maxrss` is not used: a child started by fork or vfork inherits its parent's peak.
+    fn helper_memory(launcher: &[OsString], home: &Path) -> Option<[u64; 5]> {
+        let mut argv = launcher.to_vec();
+        argv.extend([os("/bin/sh"), os("-c"), os("read x")]);
+        let variant = Variant::new("memory", argv, home);
+        let mut cmd = variant.command();
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().ok()?;
+        let helper = child.id();
+        let started = Instant::now();
+        let mut found = None;
+        while started.elapsed() < Duration::from_secs(10) {
+            if let Some(&init) = children(helper).first()
+                && !children(init).is_empty()
+            {
+                found = Some(init);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let readings = found.map(|init| (memory_of(helper), memory_of(init)));
+        drop(child.stdin.take());
+        let _ = child.wait();
+        let ((h_rss, h_hwm, h_pss), (i_rss, i_hwm, i_pss)) = readings?;
+        Some([h_rss, h_hwm, h_pss, i_rss.max(i_hwm), i_pss])
+    }
+
+    fn memory_table(
+        out: &mut String,
+        bin: &Path,
+        layouts: &Layouts,
+        plans: &[(PathBuf, LinuxPlan)],
+    ) {
+        line(out, "## Memory of the exec helper\n");
+        line(
+            out,
+            "Read while the program (`sh -c 'read x'`) runs: the helper waits for the chat for \
+             its whole life, and init (pid 1 of the chat's PID namespace) beside it. RSS now, \
+             peak (`VmHWM`, reached during setup), and PSS (the binary's pages are shared by \
+             every chat's helper). `step` is the same process after it built the policy and \
+             compiled the plan itself.\n",
+        );
+        line(
+            out,
+            "| launcher | size | helper RSS KiB | helper peak KiB | helper PSS KiB | init peak KiB | init PSS KiB |",
+        );
+        line(out, "|---|---|---:|---:|---:|---:|---:|");
+        for (size, (plan, _)) in SIZES.iter().zip(plans) {
+            if !matches!(size.name, "base" | "1,000 grants" | "largest") {
+                continue;
+            }
+            let layout = layouts.for_size(size);
+            let home = &layout.demo.home;
+            for (launcher, argv) in [
+                ("exec", exec_argv(bin, plan, &[])),
+                ("step", step_argv(bin, layout, size.grants, &[])),
+            ] {
+                match helper_memory(&argv, home) {
+                    Some([h_rss, h_hwm, h_pss, i_hwm, i_pss]) => line(
+                        out,
+                        format!(
+                            "| {launcher} | {} | {h_rss} | {h_hwm} | {h_pss} | {i_hwm} | {i_pss} |",
+                            size.name
+                        ),
+                    ),
+                    None => line(
+                        out,
+                        format!("| {launcher} | {} | could not be read | | | | |", size.name),
+                    ),
+                }
+            }
+        }
+        line(out, "");
+    }
+}
