@@ -507,3 +507,36 @@ fn without_namespaces_the_frozen_fallback_gives_decides_verdicts_except_its_stat
         "the plan does not state its gap"
     );
 }
+
+#[test]
+fn a_mount_inside_a_read_only_grant_is_read_only_too() {
+    if !confinement_available("a_mount_inside_a_read_only_grant_is_read_only_too") {
+        return;
+    }
+    let f = fixture();
+    let demo = &f.demo;
+    let sub = demo.other_workflow.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    // A folder mounted inside the grant on the host (root can make one; others skip this test).
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "tmpfs"])
+        .arg(&sub)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!(
+            "!!! SKIPPED a_mount_inside_a_read_only_grant_is_read_only_too: cannot mount a tmpfs here (not root)"
+        );
+        return;
+    }
+    let grants = vec![format!("{}:ro", demo.other_workflow.display())];
+    let target = sub.join("inner");
+    step(
+        demo,
+        &grants,
+        &["/bin/sh", "-c", &format!("echo x > '{}'", target.display())],
+    );
+    let written = target.exists();
+    let _ = Command::new("umount").arg(&sub).status();
+    assert!(!written, "a mount inside a read-only grant was writable");
+}

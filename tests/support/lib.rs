@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 pub mod real_clis;
 
-/// The `cli-sandbox` binary built for this test run.
+/// The `cli-sandbox` binary of this workspace. `cargo test --workspace` builds it first;
+/// `cargo test -p cli-sandbox-tests` alone does not rebuild it, so after a change run
+/// `cargo build -p launch` before, or the tests run the old binary.
 pub fn cli_sandbox() -> PathBuf {
     let path = assert_cmd::cargo::cargo_bin("cli-sandbox");
     assert!(

@@ -257,29 +257,43 @@ fn mount(
     Ok(())
 }
 
-/// Remounts a bind mount read-only, keeping the flags the kernel locks (nosuid, nodev, noexec).
-fn remount_read_only(target: &Path) -> Result<(), ApplyError> {
+/// Makes a bind mount read-only, with every mount beneath it: a folder mounted inside a
+/// read-only grant on the host is copied into the sandbox by the recursive bind, and must not
+/// stay writable. `mount_setattr` changes that one attribute only, so the flags the kernel locks
+/// in a user namespace (nosuid, nodev, noexec) stay as they are.
+fn make_read_only(target: &Path) -> Result<(), ApplyError> {
+    /// `struct mount_attr` of `<linux/mount.h>`.
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    const MOUNT_ATTR_RDONLY: u64 = 0x1;
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
     let target_c = cstr(target)?;
-    // SAFETY: statvfs fills the struct we own.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: valid C string and struct pointer.
-    if unsafe { libc::statvfs(target_c.as_ptr(), &mut st) } != 0 {
-        return Err(os_fail(format!("statvfs {}", target.display())));
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a valid C string and a struct of the size passed, alive for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            target_c.as_ptr(),
+            AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(os_fail(format!("make {} read-only", target.display())));
     }
-    let mut flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY;
-    for (st_flag, ms_flag) in [
-        (libc::ST_NOSUID, libc::MS_NOSUID),
-        (libc::ST_NODEV, libc::MS_NODEV),
-        (libc::ST_NOEXEC, libc::MS_NOEXEC),
-        (libc::ST_NOATIME, libc::MS_NOATIME),
-        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
-    ] {
-        if st.f_flag & st_flag != 0 {
-            flags |= ms_flag;
-        }
-    }
-    mount(None, target, None, flags, None)
+    Ok(())
 }
 
 /// An `O_PATH` handle on a folder or a device, opened only if the path is still the planned one:
@@ -478,7 +492,7 @@ fn build_mounts(ns: &NamespacePlan) -> Result<(), ApplyError> {
                     None,
                 )?;
                 if b.access == GrantAccess::ReadOnly {
-                    remount_read_only(&b.path)?;
+                    make_read_only(&b.path)?;
                 }
             }
             mount(
@@ -509,7 +523,7 @@ fn build_mounts(ns: &NamespacePlan) -> Result<(), ApplyError> {
                     libc::MS_BIND | libc::MS_REC,
                     None,
                 )?;
-                remount_read_only(path)?;
+                make_read_only(path)?;
             }
             _ => {}
         }
