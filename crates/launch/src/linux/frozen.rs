@@ -88,7 +88,7 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
     };
 
     for dir in &frozen {
-        for name in disk.entries(dir) {
+        for (name, _) in disk.entries(dir) {
             let child = dir.join(&name);
             if frozen.contains(&child) || closed.contains(&child) {
                 continue;
@@ -110,7 +110,7 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
             Access::ReadWrite => &common.open_rights,
             Access::ReadOnly => &read,
         };
-        for name in disk.entries(&grant.path) {
+        for (name, _) in disk.entries(&grant.path) {
             if !policy.refused.iter().any(|p| p.matches_name(&name)) {
                 rule(grant.path.join(name), rights);
             }

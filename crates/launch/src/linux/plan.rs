@@ -249,7 +249,7 @@ pub trait LaunchDisk {
     fn kind(&self, path: &Path) -> Option<EntryKind>;
     /// The names directly inside a folder (empty when it cannot be read), as bytes: a name
     /// that is not UTF-8 is still a name.
-    fn entries(&self, dir: &Path) -> Vec<OsString>;
+    fn entries(&self, dir: &Path) -> Vec<(OsString, EntryKind)>;
     /// What a path is once symlinks are followed: `Some(Dir)` or `Some(File)`, `None` when it
     /// dangles or is neither a regular file, a folder nor a character device.
     fn target_kind(&self, path: &Path) -> Option<EntryKind>;
@@ -347,7 +347,11 @@ pub fn compile(
         for pattern in &policy.refused {
             if pattern.is_dir() && !pattern.is_glob() {
                 let path = grant.path.join(pattern.name());
-                match disk.kind(&path) {
+                let kind = entries
+                    .iter()
+                    .find(|(name, _)| name.as_os_str() == pattern.name())
+                    .map(|(_, kind)| *kind);
+                match kind {
                     Some(EntryKind::Dir) => mounts.push(MountStep::Hide { path, dir: true }),
                     None if grant.access == Access::ReadWrite => {
                         create_dirs.push(path.clone());
@@ -358,11 +362,11 @@ pub fn compile(
                 continue;
             }
             glob_gap |= grant.access == Access::ReadWrite;
-            for name in entries.iter().filter(|n| pattern.matches_name(n)) {
+            for (name, kind) in entries.iter().filter(|(n, _)| pattern.matches_name(n)) {
                 let path = grant.path.join(name);
-                match disk.kind(&path) {
-                    Some(EntryKind::Dir) => mounts.push(MountStep::Hide { path, dir: true }),
-                    Some(EntryKind::File) if !pattern.is_dir() => {
+                match kind {
+                    EntryKind::Dir => mounts.push(MountStep::Hide { path, dir: true }),
+                    EntryKind::File if !pattern.is_dir() => {
                         mounts.push(MountStep::Hide { path, dir: false })
                     }
                     _ => {}
