@@ -80,10 +80,8 @@ fn every_contract_action_under_step_gets_the_verdict_decide_gives() {
     let outside = Outside::start(demo).expect("start tmux and the sentinel outside");
     let grants = vec![demo.grant_arg()];
     let policy = policy(demo, &grants);
-    let markers = demo.runtime.join("markers-step");
-    let actions = contract::actions(demo, &policy, &outside.targets, &markers, "tok-step");
-    let script = demo.root.join("harness.sh");
-    std::fs::write(&script, contract::harness_script(&actions, &markers)).unwrap();
+    let contract::Harness { actions, script } =
+        contract::Harness::write(demo, &policy, &outside, "tok-step").unwrap();
 
     let out = step(demo, &grants, &["/bin/sh", script.to_str().unwrap()]);
     assert!(
@@ -406,10 +404,8 @@ fn without_the_sandbox_the_same_harness_succeeds_at_what_the_sandbox_refuses() {
     let demo = &f.demo;
     let outside = Outside::start(demo).expect("start tmux and the sentinel outside");
     let policy = policy(demo, &[demo.grant_arg()]);
-    let markers = demo.runtime.join("markers-unconfined");
-    let actions = contract::actions(demo, &policy, &outside.targets, &markers, "tok-unconfined");
-    let script = demo.root.join("harness-unconfined.sh");
-    std::fs::write(&script, contract::harness_script(&actions, &markers)).unwrap();
+    let contract::Harness { actions, script } =
+        contract::Harness::write(demo, &policy, &outside, "tok-unconfined").unwrap();
     let status = Command::new("/bin/sh")
         .arg(&script)
         .env("HOME", &demo.home)
@@ -457,10 +453,8 @@ fn without_namespaces_the_frozen_fallback_gives_decides_verdicts_except_its_stat
     let grants = vec![demo.grant_arg()];
     let policy = policy(demo, &grants);
     // Written before the plan is compiled: a new entry in a frozen folder stays closed.
-    let markers = demo.runtime.join("markers-frozen");
-    let actions = contract::actions(demo, &policy, &outside.targets, &markers, "tok-frozen");
-    let script = demo.root.join("harness-frozen.sh");
-    std::fs::write(&script, contract::harness_script(&actions, &markers)).unwrap();
+    let contract::Harness { actions, script } =
+        contract::Harness::write(demo, &policy, &outside, "tok-frozen").unwrap();
     let plan_file = demo.root.join("frozen-plan.json");
     std::fs::write(&plan_file, "").unwrap();
     let mut kernel = launch::linux::this_kernel();

@@ -166,6 +166,29 @@ impl Drop for Outside {
     }
 }
 
+/// One run's harness: the actions it attempts and the script, written beside the layout. The
+/// token names the run, so that its markers and evidence are its own.
+#[derive(Debug)]
+pub struct Harness {
+    pub actions: Vec<Action>,
+    pub script: PathBuf,
+}
+
+impl Harness {
+    pub fn write(
+        demo: &Demo,
+        policy: &sandbox_core::Policy,
+        outside: &Outside,
+        token: &str,
+    ) -> io::Result<Harness> {
+        let markers = demo.runtime.join(format!("markers-{token}"));
+        let actions = actions(demo, policy, &outside.targets, &markers, token);
+        let script = demo.root.join(format!("harness-{token}.sh"));
+        std::fs::write(&script, harness_script(&actions, &markers))?;
+        Ok(Harness { actions, script })
+    }
+}
+
 /// One row of the contract's table.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {

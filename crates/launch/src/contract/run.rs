@@ -10,7 +10,7 @@ use sandbox_core::platform::Facts;
 use sandbox_core::{Backend, GrantRequest, Mode, Shape};
 use serde::Serialize;
 
-use super::{Outcome, Outside, Verdict, actions, harness_script, read_verdicts};
+use super::{Harness, Outcome, Outside, Verdict, read_verdicts};
 use crate::demo::Demo;
 use crate::{Context, Error, LandlockArgs, LaunchSpec, registry};
 
@@ -120,9 +120,8 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
     let mut step_outcomes: Option<Vec<Outcome>> = None;
     if matches!(decision.backend, Backend::Landlock { .. }) {
         progress("scripted step (cli-sandbox step)".into());
-        let markers = demo.runtime.join("markers-step");
-        let list = actions(&demo, &policy, &outside.targets, &markers, "step");
-        let script = write_script(&demo, "step", &list, &markers)?;
+        let harness = Harness::write(&demo, &policy, &outside, "step")
+            .map_err(io("the scripted step's harness"))?;
         let mut cmd = Command::new(&options.helper);
         cmd.arg("--config")
             .arg(&demo.config)
@@ -135,13 +134,13 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
             cmd.arg("--grant")
                 .arg(format!("{}:{}", g.path.display(), g.access.as_str()));
         }
-        cmd.arg("--").arg("/bin/sh").arg(&script);
+        cmd.arg("--").arg("/bin/sh").arg(&harness.script);
         cmd.env("HOME", &demo.home).stdin(Stdio::null());
         for var in crate::contract::CLEARED_ENV {
             cmd.env_remove(var);
         }
         run_to_end(cmd, Duration::from_secs(120)).map_err(io("the scripted step"))?;
-        let outcomes = read_verdicts(&list, &outside);
+        let outcomes = read_verdicts(&harness.actions, &outside);
         push_rows(&mut report, "step", "-", &outcomes, &progress);
         step_outcomes = Some(outcomes);
     }
@@ -208,17 +207,19 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
                 continue;
             }
             let token = format!("{}-{shape_name}", adapter.name());
-            let markers = demo.runtime.join(format!("markers-{token}"));
-            let list = actions(&demo, &policy, &outside.targets, &markers, &token);
-            let script = write_script(&demo, &token, &list, &markers)?;
-            let harness = in_demo_home(
-                launch.with_command(vec!["/bin/sh".into(), script.into_os_string()]),
+            let harness =
+                Harness::write(&demo, &policy, &outside, &token).map_err(io("a harness"))?;
+            let wrapped = in_demo_home(
+                launch.with_command(vec![
+                    "/bin/sh".into(),
+                    harness.script.clone().into_os_string(),
+                ]),
                 &demo,
             );
             let ran = match (shape, &tmux) {
-                (Shape::Tmux, Some(tmux)) => tmux.run(&harness, &token),
+                (Shape::Tmux, Some(tmux)) => tmux.run(&wrapped, &token),
                 _ => {
-                    let mut cmd = harness.std_command();
+                    let mut cmd = wrapped.std_command();
                     cmd.stdin(Stdio::null());
                     run_to_end(cmd, Duration::from_secs(120))
                 }
@@ -230,7 +231,7 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
                 report.failed += 1;
                 continue;
             }
-            let outcomes = read_verdicts(&list, &outside);
+            let outcomes = read_verdicts(&harness.actions, &outside);
             push_rows(&mut report, cli, shape_name, &outcomes, &progress);
             if let Some(step) = &step_outcomes {
                 for (agent, scripted) in outcomes.iter().zip(step) {
@@ -308,20 +309,6 @@ fn push_rows(
         count(report, &row);
         report.rows.push(row);
     }
-}
-
-fn write_script(
-    demo: &Demo,
-    token: &str,
-    list: &[super::Action],
-    markers: &Path,
-) -> Result<PathBuf, Error> {
-    let script = demo.root.join(format!("harness-{token}.sh"));
-    std::fs::write(&script, harness_script(list, markers)).map_err(|e| Error::Io {
-        what: format!("harness `{}`", script.display()),
-        source: e,
-    })?;
-    Ok(script)
 }
 
 /// Runs a command to its end, killing it after `limit`.
