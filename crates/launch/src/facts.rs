@@ -2,12 +2,23 @@
 
 use sandbox_core::platform::{Facts, LinuxFacts, MacFacts};
 
-/// Facts about this machine. On Linux: the Landlock ABI and whether user namespaces can be
-/// created (tried for real in a short-lived child). On macOS: `sandbox-exec`, the people with an
-/// account, and whether we already run inside a sandbox.
+/// Facts about this machine, as every launch reads them. On Linux: the Landlock ABI and whether
+/// the sysctls allow user namespaces (cheap; should they fail anyway, the helper refuses to run
+/// with status 2). On macOS: `sandbox-exec`, the people with an account, and whether we already
+/// run inside a sandbox.
 pub fn probe() -> Facts {
+    gather(false)
+}
+
+/// As [`probe`], with user namespaces tried for real in a short-lived child: for `doctor`, the
+/// contract and the tests, which must not take the sysctls' word for it.
+pub fn probe_thoroughly() -> Facts {
+    gather(true)
+}
+
+fn gather(thoroughly: bool) -> Facts {
     if cfg!(target_os = "linux") {
-        Facts::Linux(linux())
+        Facts::Linux(linux(thoroughly))
     } else if cfg!(target_os = "macos") {
         Facts::MacOs(mac())
     } else {
@@ -18,12 +29,23 @@ pub fn probe() -> Facts {
 }
 
 #[cfg(target_os = "linux")]
-fn linux() -> LinuxFacts {
-    let abi = crate::linux::apply::kernel_landlock_abi();
-    let (user_namespaces, user_namespaces_error) = match try_user_namespaces() {
+fn linux(thoroughly: bool) -> LinuxFacts {
+    let kernel = crate::linux::this_kernel();
+    let namespaces = if thoroughly {
+        try_user_namespaces()
+    } else if kernel.namespaces {
+        Ok(())
+    } else {
+        Err(
+            "forbidden by the sysctls (max_user_namespaces, unprivileged_userns_clone or AppArmor)"
+                .into(),
+        )
+    };
+    let (user_namespaces, user_namespaces_error) = match namespaces {
         Ok(()) => (true, None),
         Err(e) => (false, Some(e)),
     };
+    let abi = kernel.landlock_abi;
     LinuxFacts {
         landlock_abi: (abi > 0).then_some(abi),
         user_namespaces,
@@ -32,7 +54,7 @@ fn linux() -> LinuxFacts {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn linux() -> LinuxFacts {
+fn linux(_thoroughly: bool) -> LinuxFacts {
     LinuxFacts {
         landlock_abi: None,
         user_namespaces: false,

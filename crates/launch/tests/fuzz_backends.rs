@@ -47,22 +47,8 @@ fn decoration() -> impl Strategy<Value = String> {
 }
 
 fn spec_with(decoration: &str, harden: bool) -> Spec {
-    let mut spec = Spec::demo();
+    let mut spec = Spec::decorated(decoration);
     spec.harden = harden;
-    spec.home = format!("ann{decoration}");
-    spec.protected = vec![format!("ann{decoration}/tenant{decoration}")];
-    spec.blocked = vec![format!("ann{decoration}/bin/opener{decoration}.sh")];
-    spec.sockets = vec![format!("ann{decoration}/.agent/agent{decoration}.sock")];
-    spec.workflows = spec
-        .workflows
-        .iter()
-        .map(|w| format!("{decoration}{w}"))
-        .collect();
-    spec.grants = spec
-        .grants
-        .iter()
-        .map(|(g, a)| (format!("{decoration}{g}"), *a))
-        .collect();
     spec.refused.push(format!("{decoration}*.key"));
     spec
 }

@@ -588,25 +588,6 @@ fn the_folders_above_the_runtime_show_their_metadata_but_not_their_entries() {
 
 // --- Text, parameters and invocation. ---
 
-fn hostile_spec(decoration: &str) -> Spec {
-    let mut spec = Spec::demo();
-    spec.home = format!("ann{decoration}");
-    spec.protected = vec![format!("ann{decoration}/tenant{decoration}")];
-    spec.blocked = vec![format!("ann{decoration}/bin/opener{decoration}.sh")];
-    spec.sockets = vec![format!("ann{decoration}/.agent/agent{decoration}.sock")];
-    spec.workflows = spec
-        .workflows
-        .iter()
-        .map(|w| format!("{decoration}{w}"))
-        .collect();
-    spec.grants = spec
-        .grants
-        .iter()
-        .map(|(g, a)| (format!("{decoration}{g}"), *a))
-        .collect();
-    spec
-}
-
 #[test]
 fn hostile_paths_change_the_params_never_the_text() {
     for harden in [false, true] {
@@ -626,7 +607,7 @@ fn hostile_paths_with(harden: bool) {
     ] {
         let spec = Spec {
             harden,
-            ..hostile_spec(decoration)
+            ..Spec::decorated(decoration)
         };
         let world = World::virtual_at(Path::new(BASE), &spec).unwrap();
         let (hostile, read) = compile(&world);

@@ -39,6 +39,29 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// The demo layout with `decoration` (hostile text: quotes, parentheses, newlines, ...) in
+    /// every name the chat's rules name: the home, a protected root, a blocked program, an
+    /// allowed socket, the workflows and the grants.
+    #[allow(dead_code)] // each test binary that includes this module uses a part of it
+    pub fn decorated(decoration: &str) -> Spec {
+        let mut spec = Spec::demo();
+        spec.home = format!("ann{decoration}");
+        spec.protected = vec![format!("ann{decoration}/tenant{decoration}")];
+        spec.blocked = vec![format!("ann{decoration}/bin/opener{decoration}.sh")];
+        spec.sockets = vec![format!("ann{decoration}/.agent/agent{decoration}.sock")];
+        spec.workflows = spec
+            .workflows
+            .iter()
+            .map(|w| format!("{decoration}{w}"))
+            .collect();
+        spec.grants = spec
+            .grants
+            .iter()
+            .map(|(g, a)| (format!("{decoration}{g}"), *a))
+            .collect();
+        spec
+    }
+
     /// The fixed layout of the snapshot, the hostile-path test and the macOS suite.
     pub fn demo() -> Spec {
         Spec {

@@ -70,7 +70,7 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
         broken_grant: args.broken_grant_for_testing.clone(),
         progress: !args.json,
     };
-    let facts = launch::facts::probe();
+    let facts = launch::facts::probe_thoroughly();
     let report = launch::contract::run::run(&options, &facts)?;
     if args.json {
         crate::print_json(&report)?;

@@ -22,7 +22,7 @@ struct Report {
 pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
     // A configuration that cannot be used is reported as such, not as a way out left open.
     Context::load(settings)?;
-    let facts = launch::facts::probe();
+    let facts = launch::facts::probe_thoroughly();
     let decision = platform::decide(&facts, Mode::Full, &[Mode::Full, Mode::BridgeOnly]);
     let ways_out = ways_out(settings, &facts, decision.backend);
     let report = Report {
