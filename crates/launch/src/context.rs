@@ -95,6 +95,7 @@ impl Context {
                 chat: &chat,
                 grants,
                 config: &self.config,
+                privileged: launcher_is_root(),
             },
             &RealDisk,
         )?)
@@ -104,6 +105,13 @@ impl Context {
     pub fn ensure_runtime(&self, policy: &Policy) -> Result<(), Error> {
         ensure_dir(&policy.runtime)
     }
+}
+
+/// Whether this process runs as root: then a chat would be the machine's root, and the policy
+/// closes the system's folders to writing.
+pub fn launcher_is_root() -> bool {
+    // SAFETY: geteuid has no failure and touches no memory.
+    unsafe { libc::geteuid() == 0 }
 }
 
 pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {

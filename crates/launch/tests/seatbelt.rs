@@ -453,8 +453,12 @@ proptest! {
 
     #[test]
     fn generated_profiles_agree_with_decide_on_every_probe(spec in specs()) {
-        let world = World::virtual_at(Path::new(BASE), &spec)
-            .map_err(|e| TestCaseError::fail(format!("{spec:?}: {e}")))?;
+        let world = World::virtual_at(Path::new(BASE), &spec);
+        // A grant inside an entry another grant refuses is refused by the policy, not compiled.
+        if let Err(e) = &world {
+            prop_assume!(!e.contains("which the grant"), "{}", e);
+        }
+        let world = world.map_err(|e| TestCaseError::fail(format!("{spec:?}: {e}")))?;
         let (profile, read) = compile(&world);
         prop_assert_eq!(read.lint(), Vec::<String>::new());
         prop_assert_eq!(read.unused_params(&profile.params), Vec::<&str>::new());

@@ -45,6 +45,10 @@ pub struct PolicyConfig {
     /// Off by default: the person's home stays open.
     #[serde(default)]
     pub harden: bool,
+    /// When the launcher runs as root: places outside the home and the temporary folders that a
+    /// chat may still write (everything else of the system is read-only to a root chat).
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

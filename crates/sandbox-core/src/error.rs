@@ -38,6 +38,24 @@ pub enum PolicyError {
         "grant `{path}` is outside every protected root, where everything is open already: leave it out"
     )]
     GrantOutsideProtected { path: PathBuf },
+    #[error(
+        "grant `{}` resolves to `{}` through a symlink, at or below the protected root `{}` or leading into it: a grant is exactly the folder named, by its own path; grant `{}` itself, or remove the link",
+        path.display(), resolved.display(), root.display(), resolved.display()
+    )]
+    GrantThroughSymlink {
+        path: PathBuf,
+        resolved: PathBuf,
+        root: PathBuf,
+    },
+    #[error(
+        "grant `{}` lies in `{pattern}`, which the grant `{}` refuses: drop one of the two grants",
+        path.display(), grant.display()
+    )]
+    GrantInRefused {
+        path: PathBuf,
+        grant: PathBuf,
+        pattern: String,
+    },
     #[error("refused pattern `{}` is not valid: {why}", pattern.escape_debug())]
     BadPattern { pattern: String, why: &'static str },
     #[error("cannot resolve {what} `{path}` ({reason}): fix the path or the symlinks along it")]

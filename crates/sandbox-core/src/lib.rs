@@ -20,6 +20,7 @@
 mod adapter;
 mod config;
 mod error;
+pub mod guarantee;
 mod layout;
 mod path;
 pub mod platform;
@@ -31,11 +32,13 @@ pub use adapter::{
 };
 pub use config::{CliConfig, Config, ConfigError, LayoutConfig, PolicyConfig};
 pub use error::PolicyError;
+pub use guarantee::{Enforcement, Guarantee, Promise};
 pub use layout::{ChatId, Layout, LayoutInputs, Os};
 pub use path::{Resolver, canonicalize_lenient, check_absolute_clean};
 pub use platform::{Backend, Decision};
 pub use policy::{
-    Access, BLOCKED_PROGRAMS_LINUX, BLOCKED_PROGRAMS_MACOS, DEFAULT_REFUSED, Grant, GrantRequest,
-    Hardened, Mode, Op, PERSISTENCE_COMMON, PERSISTENCE_LINUX, PERSISTENCE_MACOS, Policy,
-    PolicyRequest, RefusedPattern, Rule, Shape, Verdict,
+    Access, BLOCKED_PROGRAMS_LINUX, BLOCKED_PROGRAMS_MACOS, DEFAULT_REFUSED, EntryKind, Grant,
+    GrantRequest, Hardened, KERNEL_SECRETS_LINUX, KERNEL_TUNABLES_LINUX, Mode, Op,
+    PERSISTENCE_COMMON, PERSISTENCE_LINUX, PERSISTENCE_MACOS, Policy, PolicyRequest,
+    RefusedEntries, RefusedPattern, Rule, Shape, Verdict, WRITABLE_AS_ROOT,
 };

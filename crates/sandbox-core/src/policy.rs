@@ -88,8 +88,13 @@ pub struct Grant {
 }
 
 /// A pattern refused inside every grant (not inside the chat's own runtime), matched against the
-/// entries directly at the grant's top: `planning/` is the folder `planning` and everything in
-/// it; `*.sqlite` is any file whose name matches (`*` and `?` are the only wildcards).
+/// names of the entries directly at the grant's top (`*` and `?` are the only wildcards). An
+/// entry whose name matches is refused with everything beneath it, whatever its kind: a folder
+/// `planning`, a file `planning`, a symlink or a fifo named `raw.db`, a folder named `x.db`.
+///
+/// A trailing `/` (`planning/`) says the name is a folder the provider keeps there: in a
+/// read-write grant a missing one is created empty before launch, so that the name is closed
+/// from the start and cannot be made later (see [`Policy::refused_entries`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct RefusedPattern {
@@ -126,7 +131,7 @@ impl RefusedPattern {
         &self.text
     }
 
-    /// A folder pattern (`planning/`) covers the folder and everything in it.
+    /// A folder pattern (`planning/`): a missing one is created empty in read-write grants.
     pub fn is_dir(&self) -> bool {
         self.text.ends_with('/')
     }
@@ -147,6 +152,15 @@ impl RefusedPattern {
         glob_match(self.name().as_bytes(), name.as_ref().as_bytes(), false)
     }
 
+    /// [`RefusedPattern::matches_name`] for a policy built for `os` (macOS folds ASCII case).
+    pub fn matches_name_on(&self, os: Os, name: impl AsRef<OsStr>) -> bool {
+        glob_match(
+            self.name().as_bytes(),
+            name.as_ref().as_bytes(),
+            os == Os::MacOs,
+        )
+    }
+
     /// Whether `path`, relative to a grant's top, is refused by this pattern.
     pub fn refuses(&self, relative: &Path) -> bool {
         self.refuses_with(relative, false)
@@ -160,20 +174,17 @@ impl RefusedPattern {
     }
 
     fn refuses_with(&self, relative: &Path, fold_case: bool) -> bool {
-        let mut parts = relative.components();
-        let Some(first) = parts.next() else {
+        let Some(first) = relative.components().next() else {
             return false;
         };
-        // Bytes, not text: a name that is not UTF-8 must not slip past `*.db`.
-        if !glob_match(
+        // Bytes, not text: a name that is not UTF-8 must not slip past `*.db`. The entry is
+        // refused with everything beneath it, whatever its kind: a folder named `raw.db` holds
+        // the database as surely as a file does.
+        glob_match(
             self.name().as_bytes(),
             first.as_os_str().as_bytes(),
             fold_case,
-        ) {
-            return false;
-        }
-        // A folder pattern covers what is inside; a file pattern only the entry itself.
-        self.is_dir() || parts.next().is_none()
+        )
     }
 }
 
@@ -208,6 +219,36 @@ fn glob_match(pattern: &[u8], name: &[u8], fold_case: bool) -> bool {
         }
         _ => false,
     }
+}
+
+/// What an entry of a folder is, as far as the rules care. (The backends read it from the disk;
+/// this crate only names it.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryKind {
+    /// Anything that is neither a folder nor a symlink: a file, a fifo, a socket, a device.
+    File,
+    Dir,
+    Symlink,
+}
+
+/// What a backend must close at the top of one grant: the one place where "refused inside a
+/// grant" is worked out for the entries that are there ([`Policy::refused_entries`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RefusedEntries {
+    /// Entries present at the grant's top whose names a pattern refuses, with their kind: each is
+    /// closed with everything beneath it. A symlink is closed as the name it is (what it points
+    /// to is judged at its own path).
+    pub present: Vec<(PathBuf, EntryKind)>,
+    /// Folder patterns (`planning/`) missing from a read-write grant: created empty before
+    /// launch and closed, so that the name cannot be made during the chat.
+    pub create: Vec<PathBuf>,
+    /// Whether the chat can make, during the chat, an entry that a pattern refuses and that is
+    /// not in `present` or `create` (a name matching a wildcard or a file pattern, in a
+    /// read-write grant). A backend that closes entries one by one cannot close it; one that
+    /// matches names (Seatbelt's regex, the frozen fallback's frozen grant folder) can. Such an
+    /// entry holds only what the chat itself wrote.
+    pub made_later: bool,
 }
 
 /// The refused patterns every policy starts with: the folder guard's list.
@@ -274,6 +315,43 @@ pub const PERSISTENCE_LINUX: &[&str] = &[
     ".xsession",
 ];
 
+/// The kernel's tunables on Linux: readable, never written, whatever the uid. Written by a root
+/// chat they reach outside every namespace: `/proc/sys/kernel/core_pattern` names a program the
+/// kernel runs as full root when any process crashes, `modprobe` one it runs to load a module,
+/// `/proc/sysrq-trigger` reboots the machine, `/sys` holds module parameters, power states and
+/// cgroup limits. (Docker keeps the same list read-only.)
+pub const KERNEL_TUNABLES_LINUX: &[&str] = &[
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+    "/proc/irq",
+    "/proc/bus",
+    "/proc/fs",
+    "/sys",
+];
+
+/// Files of the kernel's that tell about every process of the machine, those outside the chat
+/// included (the names and pids of every task: `sched_debug`, `timer_list`), or about its memory
+/// and keys: not read, not written. (Docker masks the same.)
+pub const KERNEL_SECRETS_LINUX: &[&str] = &[
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/timer_list",
+    "/proc/sched_debug",
+    "/proc/latency_stats",
+    "/proc/timer_stats",
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/scsi",
+    "/sys/firmware",
+];
+
+/// The places a chat may write when the launcher runs as root, besides its grants and its
+/// runtime: the home, the temporary folders, the sandbox's own `/dev` (its devices and
+/// `/dev/shm`) and its own `/proc` (a process's own files, such as `oom_score_adj`; the kernel's
+/// tunables and secrets in it are closed by their own rule, which comes first). The
+/// configuration adds to it (`[policy] writable`).
+pub const WRITABLE_AS_ROOT: &[&str] = &["/tmp", "/var/tmp", "/dev", "/proc"];
+
 /// A persistence path closed to writing by `harden` (absolute; canonical, or the path of a
 /// symlink, whose target is listed beside it).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -291,6 +369,9 @@ pub struct PolicyRequest<'a> {
     pub chat: &'a ChatId,
     pub grants: &'a [GrantRequest],
     pub config: &'a Config,
+    /// The launcher runs as root (uid 0), so the chat would be the machine's root: the system's
+    /// folders are closed to writing ([`Policy::system_read_only`]).
+    pub privileged: bool,
 }
 
 /// One chat's policy: every path absolute and canonical. Built only by [`Policy::build`], so a
@@ -316,6 +397,21 @@ pub struct Policy {
     /// sorted. None lies inside or around a protected root: those are closed already.
     #[serde(default)]
     pub hardened: Vec<Hardened>,
+    /// Kernel tunables: read, never written ([`KERNEL_TUNABLES_LINUX`]; none on macOS).
+    #[serde(default)]
+    pub kernel_tunables: Vec<PathBuf>,
+    /// Kernel files that tell about every process or the kernel's memory: not read
+    /// ([`KERNEL_SECRETS_LINUX`]; none on macOS).
+    #[serde(default)]
+    pub kernel_secrets: Vec<PathBuf>,
+    /// The launcher runs as root: nothing outside [`Policy::writable`], the grants and the
+    /// runtime may be written.
+    #[serde(default)]
+    pub system_read_only: bool,
+    /// With `system_read_only`, the places that stay writable: the home, the temporary folders,
+    /// `/dev`, and the configured ones; canonical, sorted, none inside another.
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
 }
 
 /// An operation `decide` answers for.
@@ -375,6 +471,11 @@ pub enum Rule {
     /// A persistence path of the home with `harden` on (read, not written or moved), or one of
     /// its ancestors (not moved, so that nothing can be put in its place).
     Hardened { path: PathBuf },
+    /// A kernel tunable (read, never written) or a kernel secret (neither).
+    Kernel { path: PathBuf },
+    /// The launcher runs as root, and the path is outside every writable place: read, not
+    /// written.
+    System,
     /// Everything else: the person's own machine, their home included.
     Open,
 }
@@ -389,6 +490,8 @@ impl Rule {
             Rule::Granted { .. } => "granted",
             Rule::Closed { .. } => "closed",
             Rule::Hardened { .. } => "hardened",
+            Rule::Kernel { .. } => "kernel",
+            Rule::System => "system",
             Rule::Open => "open",
         }
     }
@@ -469,7 +572,20 @@ impl Policy {
             Vec::new()
         };
 
-        Ok(Policy {
+        let (kernel_tunables, kernel_secrets) = match req.os {
+            Os::Linux => (
+                KERNEL_TUNABLES_LINUX.iter().map(PathBuf::from).collect(),
+                KERNEL_SECRETS_LINUX.iter().map(PathBuf::from).collect(),
+            ),
+            Os::MacOs => (Vec::new(), Vec::new()),
+        };
+        let writable = if req.privileged {
+            writable_places(&layout.home, &req.config.policy.writable, resolver)?
+        } else {
+            Vec::new()
+        };
+
+        let policy = Policy {
             os: req.os,
             chat: req.chat.clone(),
             home: layout.home.clone(),
@@ -481,12 +597,89 @@ impl Policy {
             blocked_programs,
             unix_socket_allow,
             hardened,
-        })
+            kernel_tunables,
+            kernel_secrets,
+            system_read_only: req.privileged,
+            writable,
+        };
+        policy.check_grants_outside_refused_entries()?;
+        Ok(policy)
+    }
+
+    /// A grant inside (or at) an entry that an enclosing grant refuses would be closed under its
+    /// own feet (the backends close the refused entry over it) and contradicts the other grant:
+    /// refused. Grants are sorted, so a grant's enclosing grants come before it.
+    fn check_grants_outside_refused_entries(&self) -> Result<(), PolicyError> {
+        for inner in &self.grants {
+            for ancestor in inner.path.ancestors().skip(1) {
+                let Ok(at) = self
+                    .grants
+                    .binary_search_by(|g| g.path.as_path().cmp(ancestor))
+                else {
+                    continue;
+                };
+                let outer = &self.grants[at];
+                let relative = inner.path.strip_prefix(&outer.path).expect("an ancestor");
+                if let Some(pattern) = self
+                    .refused
+                    .iter()
+                    .find(|p| p.refuses_on(self.os, relative))
+                {
+                    return Err(PolicyError::GrantInRefused {
+                        path: inner.path.clone(),
+                        grant: outer.path.clone(),
+                        pattern: pattern.as_str().to_owned(),
+                    });
+                }
+                // The innermost enclosing grant decides: refused patterns are relative to it.
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The entries at the top of `grant` that its refused patterns close, given what the grant
+    /// holds now (`entries`: each name with its kind). Every backend that closes entries one by
+    /// one (the Linux namespace plan, the Landlock-only fallback) asks this, so that "refused
+    /// inside a grant" means the same everywhere: a matching entry of any kind is closed with
+    /// everything beneath it, and [`Policy::decide`] says the same of each path.
+    pub fn refused_entries<'a>(
+        &self,
+        grant: &Grant,
+        entries: impl IntoIterator<Item = (&'a OsStr, EntryKind)>,
+    ) -> RefusedEntries {
+        let mut out = RefusedEntries::default();
+        let mut seen: Vec<&OsStr> = Vec::new();
+        for (name, kind) in entries {
+            if self
+                .refused
+                .iter()
+                .any(|p| p.matches_name_on(self.os, name))
+            {
+                out.present.push((grant.path.join(name), kind));
+            }
+            seen.push(name);
+        }
+        if grant.access == Access::ReadWrite {
+            for pattern in &self.refused {
+                let missing_folder = pattern.is_dir()
+                    && !pattern.is_glob()
+                    && !seen
+                        .iter()
+                        .any(|name| pattern.matches_name_on(self.os, name));
+                if missing_folder {
+                    out.create.push(grant.path.join(pattern.name()));
+                } else if pattern.is_glob() || !pattern.is_dir() {
+                    out.made_later = true;
+                }
+            }
+        }
+        out
     }
 
     /// The reference semantics: may a confined process do `op` on `path` (absolute, canonical)?
     /// Precedence, highest first: blocked > refused > pinned > runtime/granted > closed >
-    /// hardened > open.
+    /// hardened > kernel > system > open.
     pub fn decide(&self, op: Op, path: &Path) -> Verdict {
         let refuse = |rule| Verdict {
             allowed: false,
@@ -568,6 +761,27 @@ impl Policy {
             });
         }
 
+        let writes = matches!(op, Op::Write | Op::Move);
+        if let Some(secret) = self.kernel_secrets.iter().find(|k| is_within(path, k)) {
+            return refuse(Rule::Kernel {
+                path: secret.clone(),
+            });
+        }
+        if let Some(tunable) = self.kernel_tunables.iter().find(|k| is_within(path, k)) {
+            return Verdict {
+                allowed: !writes,
+                rule: Rule::Kernel {
+                    path: tunable.clone(),
+                },
+            };
+        }
+        if self.system_read_only && !self.writable.iter().any(|w| is_within(path, w)) {
+            return Verdict {
+                allowed: !writes,
+                rule: Rule::System,
+            };
+        }
+
         Verdict {
             allowed: true,
             rule: Rule::Open,
@@ -630,6 +844,81 @@ fn persistence_paths(
     Ok(out)
 }
 
+/// The places a root chat may write (see [`WRITABLE_AS_ROOT`]): canonical, sorted, and none
+/// inside another.
+fn writable_places(
+    home: &Path,
+    configured: &[PathBuf],
+    resolver: &dyn Resolver,
+) -> Result<Vec<PathBuf>, PolicyError> {
+    let mut places = vec![home.to_owned()];
+    for place in WRITABLE_AS_ROOT
+        .iter()
+        .map(Path::new)
+        .chain(configured.iter().map(PathBuf::as_path))
+    {
+        places.push(canonicalize_lenient("writable place", place, resolver)?);
+    }
+    places.sort();
+    places.dedup();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for place in places {
+        if !out.iter().any(|o| is_within(&place, o)) {
+            out.push(place);
+        }
+    }
+    Ok(out)
+}
+
+/// A grant is exactly the folder the provider named: its path may pass through symlinks above the
+/// protected root that holds it (macOS's `/var`, a home moved elsewhere), never through one at or
+/// below the root, where a chat with a read-write grant could have planted one
+/// (`wf-a/outputs -> ../../users`), nor through one that leads into the root from outside (a
+/// link in the home, which every chat can write and retarget). Checked without a walk: the
+/// canonical path lies `k` names below the outermost root that holds it; the asked path must end
+/// with the same `k` names, the name before them must be the root's own, and what comes before
+/// that must resolve to the root's parent folder. Then every name from the root down is a real
+/// folder of the canonical path, none a link.
+fn check_named_by_its_own_path(
+    asked: &Path,
+    canonical: &Path,
+    protected: &[PathBuf],
+    resolver: &dyn Resolver,
+) -> Result<(), PolicyError> {
+    let Some(root) = protected
+        .iter()
+        .filter(|r| is_within(canonical, r))
+        .min_by_key(|r| r.components().count())
+    else {
+        return Ok(());
+    };
+    let below: Vec<_> = canonical
+        .strip_prefix(root)
+        .expect("within the root")
+        .components()
+        .collect();
+    let asked_parts: Vec<_> = asked.components().collect();
+    let refused = || PolicyError::GrantThroughSymlink {
+        path: asked.to_owned(),
+        resolved: canonical.to_owned(),
+        root: root.clone(),
+    };
+    let k = below.len();
+    if asked_parts.len() < k + 2 || asked_parts[asked_parts.len() - k..] != below[..] {
+        return Err(refused());
+    }
+    let root_name = asked_parts[asked_parts.len() - k - 1];
+    if Some(root_name.as_os_str()) != root.file_name() {
+        return Err(refused());
+    }
+    let above: PathBuf = asked_parts[..asked_parts.len() - k - 1].iter().collect();
+    let above = resolver.canonicalize(&above).map_err(|_| refused())?;
+    if Some(above.as_path()) != root.parent() {
+        return Err(refused());
+    }
+    Ok(())
+}
+
 fn validate_grant(
     asked: &GrantRequest,
     layout: &Layout,
@@ -689,6 +978,7 @@ fn validate_grant(
             });
         }
     }
+    check_named_by_its_own_path(&asked.path, &path, protected, resolver)?;
     Ok(Grant {
         path,
         access: asked.access,

@@ -281,6 +281,7 @@ fn build(
             chat,
             grants,
             config,
+            privileged: false,
         },
         fs,
     )
@@ -373,7 +374,7 @@ proptest! {
         config.policy.harden = true;
         let grants = [
             GrantRequest::parse(&format!("{DOCS}/workflows/wf-1:rw")),
-            GrantRequest::parse(&format!("{HOME}/to-wf-2:ro")),
+            GrantRequest::parse(&format!("{DOCS}/workflows/wf-2:ro")),
         ];
         let policy = build(&fs, &chat, &grants, &config).unwrap();
         let verdict = policy.decide(op, &path);
@@ -438,12 +439,17 @@ fn symlink_grants_resolve_or_are_refused_with_the_reason() {
     let chat = ChatId::new("chat-1").unwrap();
     let config = Config::default();
     let one = |grant: &str| build(&fs, &chat, &[GrantRequest::parse(grant)], &config);
-    let p = one(&format!("{HOME}/to-wf-2")).unwrap();
-    assert_eq!(
-        p.grants[0].path,
-        Path::new(&format!("{DOCS}/workflows/wf-2"))
-    );
-    let p = one(&format!("{HOME}/relative-up")).unwrap();
+    // A link in the home into a protected root names the folder through something every chat
+    // can retarget: refused, with the folder to grant instead.
+    for grant in ["to-wf-2", "relative-up"] {
+        let err = one(&format!("{HOME}/{grant}")).unwrap_err().to_string();
+        assert!(err.contains("through a symlink"), "{grant}: {err}");
+        assert!(
+            err.contains(&format!("{DOCS}/workflows/wf-2")),
+            "{grant}: {err}"
+        );
+    }
+    let p = one(&format!("{DOCS}/workflows/wf-2")).unwrap();
     assert_eq!(
         p.grants[0].path,
         Path::new(&format!("{DOCS}/workflows/wf-2"))

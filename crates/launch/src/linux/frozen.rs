@@ -10,16 +10,28 @@
 //! `harden`, each persistence path that exists gets reading rights only and the folders that hold
 //! them are frozen, so a missing one cannot be created either. Without a PID namespace,
 //! processes outside stay visible and a process of the chat can outlive it.
+//!
+//! The kernel's tunables: `/proc` and `/sys` get reading rights only (a process's own
+//! `/proc/self` files cannot be written either: Landlock names paths, and the pids of processes
+//! made later are not known). Run as root, every entry outside the writable places gets reading
+//! rights only, and each writable place its own rule with the open rights.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use sandbox_core::{Access, Policy};
+use sandbox_core::{Access, Policy, Promise};
 
 use super::plan::{
     Common, Enforcement, EntryKind, FsRight, Guarantee, Kernel, LandlockRule, LaunchDisk,
     LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, outermost_existing_roots,
 };
+
+/// Where a path stands for the rights an entry beside a frozen folder gets.
+fn read_only_place(policy: &Policy, path: &Path) -> bool {
+    let kernel = ["/proc", "/sys"].iter().any(|k| path.starts_with(k));
+    let system = policy.system_read_only && !policy.writable.iter().any(|w| path.starts_with(w));
+    kernel || system
+}
 
 pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) -> LinuxPlan {
     let abi = kernel.landlock_abi.min(NEWEST_KNOWN_ABI);
@@ -93,10 +105,19 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
             if frozen.contains(&child) || closed.contains(&child) {
                 continue;
             }
-            if read_only.iter().any(|h| child.starts_with(h)) {
+            if read_only.iter().any(|h| child.starts_with(h)) || read_only_place(policy, &child) {
                 rule(child, &read);
             } else {
                 rule(child, &common.open_rights);
+            }
+        }
+    }
+    // Run as root, a writable place inside a read-only one (`/var/tmp` in `/var`) gets its own
+    // rule; one that is frozen (the home, above a protected root) has its entries granted above.
+    if policy.system_read_only {
+        for place in &policy.writable {
+            if !frozen.contains(place) && read_only_place(policy, place.parent().unwrap_or(place)) {
+                rule(place.clone(), &common.open_rights);
             }
         }
     }
@@ -110,9 +131,15 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
             Access::ReadWrite => &common.open_rights,
             Access::ReadOnly => &read,
         };
-        for (name, _) in disk.entries(&grant.path) {
-            if !policy.refused.iter().any(|p| p.matches_name(&name)) {
-                rule(grant.path.join(name), rights);
+        let entries = disk.entries(&grant.path);
+        let refused = policy.refused_entries(
+            grant,
+            entries.iter().map(|(name, kind)| (name.as_os_str(), *kind)),
+        );
+        for (name, _) in &entries {
+            let path = grant.path.join(name);
+            if !refused.present.iter().any(|(p, _)| *p == path) {
+                rule(path, rights);
             }
         }
     }
@@ -123,55 +150,92 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         String::new()
     };
 
-    guarantees.push(Guarantee {
-        what: "protected roots closed (read, write, listing) except this chat's folders".into(),
-        by: "Landlock alone: every entry beside the path to each root granted, its ancestors frozen".into(),
-        enforcement: Enforcement::Partly(format!(
-            "no user namespaces: nothing can be created, renamed or removed directly in {} (so `git config --global` and atomic writes of settings there fail), they cannot be listed, and entries created beside them during the chat stay closed{not_text_note}",
-            frozen
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+    let frozen_list = frozen
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    guarantees.push(Guarantee::new(
+        Promise::ProtectedRoot,
+        "Landlock alone: every entry beside the path to each root granted, its ancestors frozen",
+        Enforcement::Partly(format!(
+            "no user namespaces: nothing can be created, renamed or removed directly in {frozen_list} (so `git config --global` and atomic writes of settings there fail), they cannot be listed, and entries created beside them during the chat stay closed{not_text_note}"
         )),
-    });
+    ));
+    guarantees.push(Guarantee::new(
+        Promise::Pinned,
+        "Landlock: no right at all on the frozen folders, so none of them can be renamed",
+        Enforcement::Fully,
+    ));
     if !policy.hardened.is_empty() {
         let below_home: Vec<String> = frozen_for_harden
             .iter()
             .filter(|p| p.starts_with(&policy.home))
             .map(|p| p.display().to_string())
             .collect();
-        guarantees.push(Guarantee {
-            what: "persistence paths of the home (shell startup files, autostart entries, systemd user units, git's and ssh's configuration) not written, created, replaced or removed".into(),
-            by: "Landlock alone: each reading rights only, the folders that hold them frozen".into(),
-            enforcement: Enforcement::Partly(format!(
+        guarantees.push(Guarantee::new(
+            Promise::Persistence,
+            "Landlock alone: each reading rights only, the folders that hold them frozen",
+            Enforcement::Partly(format!(
                 "no user namespaces: nothing else can be created, renamed or removed directly in {} either",
                 below_home.join(", ")
             )),
-        });
+        ));
     }
-    guarantees.push(Guarantee {
-        what: "refused entries inside grants closed, also when created later".into(),
-        by: "Landlock: each grant's own folder frozen, its other entries granted".into(),
-        enforcement: Enforcement::Partly(
-            "nothing new can be created directly at a grant's top".into(),
+    guarantees.push(Guarantee::new(
+        Promise::Refused,
+        "Landlock: each grant's own folder frozen, its other entries granted",
+        Enforcement::Partly("nothing new can be created directly at a grant's top".into()),
+    ));
+    guarantees.push(Guarantee::new(
+        Promise::Blocked,
+        "Landlock: their folders frozen, every other program there granted",
+        Enforcement::Partly(
+            "a copy brought in under another name would run; the session bus it needs is closed (unix sockets)".into(),
         ),
-    });
-    guarantees.push(Guarantee {
-        what: "blocked programs cannot run".into(),
-        by: "Landlock: their folders frozen, every other program there granted".into(),
-        enforcement: Enforcement::Partly(
-            "a copy brought in under another name would run; the session bus it needs is closed"
-                .into(),
+    ));
+    guarantees.push(Guarantee::new(
+        Promise::KernelTunables,
+        "Landlock: /proc and /sys reading rights only",
+        Enforcement::Partly(
+            "no mount namespace: the kernel's secrets that every user may read (sched_debug, timer_list) stay readable, and a process's own /proc files cannot be written either".into(),
         ),
-    });
-    guarantees.push(Guarantee {
-        what: "signals to processes outside refused; their environ unreadable; no process outlives the chat".into(),
-        by: "Landlock signal scoping (ABI 6) and its ptrace restriction".into(),
-        enforcement: Enforcement::Partly(
-            "no PID namespace: processes outside stay visible in /proc (Landlock still refuses reading their memory and environ), and a process the chat leaves behind is not ended".into(),
+    ));
+    if policy.system_read_only {
+        guarantees.push(Guarantee::new(
+            Promise::SystemReadOnly,
+            "Landlock: everything outside the writable places and this chat's folders has reading rights only",
+            Enforcement::Partly(
+                "Landlock does not govern a file's metadata: a root chat can still change the modes and times of the system's files (seccomp refuses setting the setuid and setgid bits); without namespaces, nothing is remounted".into(),
+            ),
+        ));
+    }
+    guarantees.push(Guarantee::new(
+        Promise::OutsideProcesses,
+        "Landlock signal scoping (ABI 6) and its ptrace restriction",
+        Enforcement::Partly(
+            "no PID namespace: processes outside stay visible in /proc (Landlock still refuses reading their memory and environ)".into(),
         ),
-    });
+    ));
+    guarantees.push(Guarantee::new(
+        Promise::ChatEnds,
+        "nothing: the program takes the helper's place",
+        Enforcement::Not(
+            "no PID namespace: a process the chat leaves behind (a daemon) is not ended, and a program that ignores SIGHUP and SIGTERM keeps running after its terminal hangs up".into(),
+        ),
+    ));
+    guarantees.push(Guarantee::new(
+        Promise::Ipc,
+        "nothing",
+        Enforcement::Not(
+            "no IPC namespace without user namespaces: SysV IPC objects and POSIX message queues of processes outside are reachable as their permissions allow".into(),
+        ),
+    ));
+    guarantees.push(Guarantee::new(
+        Promise::Helper,
+        "no helper process stays: the program takes its place (exec); descriptors above stderr are closed at exec",
+        Enforcement::Fully,
+    ));
     guarantees.extend(common.guarantees.iter().cloned());
 
     LinuxPlan {

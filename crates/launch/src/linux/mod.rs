@@ -1,15 +1,27 @@
 //! The Linux backend: a chat's policy compiled into mounts in private namespaces, a Landlock
-//! ruleset and a seccomp filter ([`plan`]), applied by the `cli-sandbox exec` helper
-//! ([`apply`], Linux only).
+//! ruleset and a seccomp filter ([`plan`], with [`frozen`] where namespaces cannot be made),
+//! applied by the `cli-sandbox exec` helper ([`apply`], Linux only), one file per mechanism:
+//! `mounts` (the mount passes), `process` (the helper, init and the program; how a launch ends),
+//! `caps`, `landlock`, `seccomp`, and `sys` (the system-call wrappers they share).
 
 #[cfg(target_os = "linux")]
 pub mod apply;
+#[cfg(target_os = "linux")]
+mod caps;
 mod frozen;
+#[cfg(target_os = "linux")]
+mod landlock;
+#[cfg(target_os = "linux")]
+mod mounts;
 pub mod plan;
 #[cfg(target_os = "linux")]
+mod process;
+#[cfg(target_os = "linux")]
 mod seccomp;
+#[cfg(target_os = "linux")]
+mod sys;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sandbox_core::{Layout, Policy};
 
@@ -68,31 +80,75 @@ pub fn compile(policy: &Policy, kernel: Kernel) -> Result<LinuxPlan, Error> {
     Ok(plan)
 }
 
+/// How long a plan file is kept after it was last written: a launch reads its plan when it starts,
+/// so an older one is the leftover of a launch that never started (`plan` printed it, nobody ran
+/// it) and is removed by the next write.
+const PLAN_KEPT: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
 /// Writes the plan where no confined process can change it (inside the state root, which every
 /// chat's sandbox masks), atomically; returns its path for `cli-sandbox exec --policy`.
 ///
+/// One file per plan, named by its content (`<chat>.<hash>.json`): two launches of one chat with
+/// other grants never share a file, so a later launch cannot change what an earlier one's argv
+/// enforces, and the same plan twice is the same file (not written again). Leftovers older than a
+/// day are removed here, on the next start.
+///
 /// Compact JSON (`cli-sandbox profile --backend landlock` prints it for people), and no
-/// `fsync`: the plan is written again before every launch that reads it, so a plan lost to a
-/// crash is never used, and a cut one is refused by the helper (see BENCHMARKS.md).
+/// `fsync`: a plan lost to a crash is never used (the launch that wrote it is gone too), and a cut
+/// one is refused by the helper (see BENCHMARKS.md).
 pub fn write_plan(plan: &LinuxPlan, layout: &Layout) -> Result<PathBuf, Error> {
+    use std::hash::{Hash, Hasher};
     use std::io::Write;
     let dir = layout.plans_dir();
     crate::context::ensure_dir(&dir)?;
-    let path = dir.join(format!("{}.json", plan.chat));
-    let io = |e| Error::Io {
-        what: format!("plan `{}`", path.display()),
-        source: e,
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
     let text = serde_json::to_vec(plan).map_err(|e| {
         Error::BadInput(format!(
             "the plan of chat `{}` cannot be written as JSON ({e}): a path in it is not UTF-8",
             plan.chat
         ))
     })?;
+    // Not a defence against anyone: the plans folder is closed to every chat. The name only has to
+    // differ for different plans of one chat.
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    let path = dir.join(format!("{}.{:016x}.json", plan.chat, hasher.finish()));
+    let io = |e| Error::Io {
+        what: format!("plan `{}`", path.display()),
+        source: e,
+    };
+    remove_old_plans(&dir);
+    if std::fs::read(&path).is_ok_and(|old| old == text) {
+        // The same plan: keep it, and keep it from being swept.
+        let file = std::fs::File::options()
+            .append(true)
+            .open(&path)
+            .map_err(io)?;
+        file.set_modified(std::time::SystemTime::now())
+            .map_err(io)?;
+        return Ok(path);
+    }
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
     tmp.write_all(&text).map_err(io)?;
     tmp.persist(&path).map_err(|e| io(e.error))?;
     Ok(path)
+}
+
+/// Removes plan files not written for [`PLAN_KEPT`] (best effort: a plan another launcher removes
+/// at the same time is gone either way).
+fn remove_old_plans(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > PLAN_KEPT));
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Reads a plan written by [`write_plan`].

@@ -3,16 +3,19 @@
 //!
 //! The plan is data (serializable, printable by `cli-sandbox profile --backend landlock`); it is
 //! compiled against what the file system holds at launch (which protected roots exist, which
-//! refused entries are present) and applied by [`super::apply`] on Linux only.
+//! refused entries are present) and applied by [`super::apply`] on Linux only. What is refused,
+//! blocked, read-only or closed is decided by the policy (`sandbox-core`); this file only says
+//! which mount, rule or filter carries each decision out, and how far ([`Guarantee`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use sandbox_core::{Access, Policy};
+use sandbox_core::{Access, Policy, Promise};
+pub use sandbox_core::{Enforcement, EntryKind, Guarantee};
 use serde::{Deserialize, Serialize};
 
 /// The version of the plan format; the helper refuses a plan of another version.
-pub const PLAN_VERSION: u32 = 1;
+pub const PLAN_VERSION: u32 = 2;
 
 /// The highest Landlock ABI this plan compiler knows how to use.
 pub const NEWEST_KNOWN_ABI: u32 = 9;
@@ -23,27 +26,6 @@ pub const ABI_RESOLVE_UNIX: u32 = 9;
 pub const ABI_SCOPING: u32 = 6;
 /// The Landlock ABI from which denials can be logged to the audit log for the exec'd program.
 pub const ABI_AUDIT_LOG: u32 = 7;
-
-/// What the kernel enforces for one guarantee: said in the type, never left to a comment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "enforced", content = "note", rename_all = "lowercase")]
-pub enum Enforcement {
-    /// Enforced by the kernel as the policy says.
-    Fully,
-    /// Enforced, with the stated gap.
-    Partly(String),
-    /// Not enforced on this machine, and why.
-    Not(String),
-}
-
-/// One line of the plan's report: a guarantee of the policy and how it is kept here.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Guarantee {
-    pub what: String,
-    pub by: String,
-    #[serde(flatten)]
-    pub enforcement: Enforcement,
-}
 
 /// One mount step inside the sandbox's private mount namespace, in the order applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,8 +43,9 @@ pub enum MountStep {
     /// Cover one entry (a refused entry inside a grant, a blocked program) with an empty,
     /// unreadable one of the same kind.
     Hide { path: PathBuf, dir: bool },
-    /// Bind an entry onto itself read-only (a persistence path with `harden`): it can be read,
-    /// not written, and as a mount point it cannot be removed or replaced (EBUSY).
+    /// Bind an entry onto itself read-only (a persistence path with `harden`, a kernel tunable):
+    /// it can be read, not written, and as a mount point it cannot be removed or replaced
+    /// (EBUSY).
     ReadOnly { path: PathBuf, dir: bool },
 }
 
@@ -240,6 +223,14 @@ pub struct NamespacePlan {
     /// A PID namespace with its own `/proc`: outside processes are invisible, and every process
     /// of the chat ends when the program exits.
     pub pid_namespace: bool,
+    /// An IPC namespace: SysV IPC and POSIX message queues of the chat's own.
+    pub ipc_namespace: bool,
+    /// The launcher runs as root: every mount is made read-only, then these places (and the
+    /// grants and the runtime, bound back later) get their writable mounts back.
+    pub system_read_only: Option<Vec<PathBuf>>,
+    /// Kernel tunables bound read-only onto themselves, and kernel secrets covered, once the
+    /// chat's own `/proc` is mounted (after the other mounts: some lie in the new `/proc`).
+    pub kernel: Vec<MountStep>,
 }
 
 /// What compiling needs to know about the file system at launch.
@@ -253,13 +244,6 @@ pub trait LaunchDisk {
     /// What a path is once symlinks are followed: `Some(Dir)` or `Some(File)`, `None` when it
     /// dangles or is neither a regular file, a folder nor a character device.
     fn target_kind(&self, path: &Path) -> Option<EntryKind>;
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
-    File,
-    Dir,
-    Symlink,
 }
 
 /// What the machine offers, as far as the plan is concerned.
@@ -323,69 +307,53 @@ pub fn compile(
             root: root.clone(),
             bind_back,
         });
-        guarantees.push(Guarantee {
-            what: format!(
-                "protected root {} closed (read, write, listing) except this chat's folders",
-                root.display()
-            ),
-            by: "mount namespace: empty read-only tmpfs, grants bound back".into(),
-            enforcement: Enforcement::Fully,
-        });
+        guarantees.push(Guarantee::about(
+            Promise::ProtectedRoot,
+            root,
+            "mount namespace: empty read-only tmpfs, this chat's folders bound back",
+            Enforcement::Fully,
+        ));
     }
     if !pins.is_empty() {
-        guarantees.push(Guarantee {
-            what: "protected roots and their ancestors cannot be renamed or removed".into(),
-            by: "each is a mount point in the sandbox (EBUSY)".into(),
-            enforcement: Enforcement::Fully,
-        });
+        guarantees.push(Guarantee::new(
+            Promise::Pinned,
+            "each is a mount point in the sandbox (EBUSY)",
+            Enforcement::Fully,
+        ));
     }
 
-    // Refused entries inside grants (not the runtime).
-    let mut glob_gap = false;
+    // Refused entries inside grants (not the runtime), as the policy works them out.
+    let mut made_later = false;
     for grant in &policy.grants {
         let entries = disk.entries(&grant.path);
-        for pattern in &policy.refused {
-            if pattern.is_dir() && !pattern.is_glob() {
-                let path = grant.path.join(pattern.name());
-                let kind = entries
-                    .iter()
-                    .find(|(name, _)| name.as_os_str() == pattern.name())
-                    .map(|(_, kind)| *kind);
-                match kind {
-                    Some(EntryKind::Dir) => mounts.push(MountStep::Hide { path, dir: true }),
-                    None if grant.access == Access::ReadWrite => {
-                        create_dirs.push(path.clone());
-                        mounts.push(MountStep::Hide { path, dir: true });
-                    }
-                    _ => {}
-                }
-                continue;
-            }
-            glob_gap |= grant.access == Access::ReadWrite;
-            for (name, kind) in entries.iter().filter(|(n, _)| pattern.matches_name(n)) {
-                let path = grant.path.join(name);
-                match kind {
-                    EntryKind::Dir => mounts.push(MountStep::Hide { path, dir: true }),
-                    EntryKind::File if !pattern.is_dir() => {
-                        mounts.push(MountStep::Hide { path, dir: false })
-                    }
-                    _ => {}
-                }
-            }
+        let refused = policy.refused_entries(
+            grant,
+            entries.iter().map(|(name, kind)| (name.as_os_str(), *kind)),
+        );
+        for (path, kind) in refused.present {
+            mounts.push(MountStep::Hide {
+                path,
+                dir: kind == EntryKind::Dir,
+            });
         }
+        for path in refused.create {
+            create_dirs.push(path.clone());
+            mounts.push(MountStep::Hide { path, dir: true });
+        }
+        made_later |= refused.made_later;
     }
     if !policy.grants.is_empty() {
-        guarantees.push(Guarantee {
-            what: "refused entries inside grants (planning/, the raw database) closed".into(),
-            by: "mount namespace: each covered by an empty unreadable entry; folder patterns created empty first".into(),
-            enforcement: if glob_gap {
+        guarantees.push(Guarantee::new(
+            Promise::Refused,
+            "mount namespace: each covered by an empty unreadable entry of its kind (a symlink by a file); folder patterns created empty first",
+            if made_later {
                 Enforcement::Partly(
-                    "a file matching a wildcard pattern (*.db) that the chat creates itself during the chat is not covered: it holds only what the chat wrote".into(),
+                    "an entry matching a wildcard or file pattern (*.db) that the chat creates itself in a read-write grant during the chat is not covered: it holds only what the chat wrote".into(),
                 )
             } else {
                 Enforcement::Fully
             },
-        });
+        ));
     }
 
     if !policy.hardened.is_empty() {
@@ -403,13 +371,50 @@ pub fn compile(
             hidden_programs += 1;
         }
     }
-    guarantees.push(Guarantee {
-        what: "blocked programs (xdg-open, gio, systemd-run, dbus-send, gdbus, busctl, configured) cannot run".into(),
-        by: format!("each present one ({hidden_programs}) covered by an empty unreadable file"),
-        enforcement: Enforcement::Partly(
-            "a copy brought in under another name would run; the session bus it needs is closed below".into(),
+    guarantees.push(Guarantee::new(
+        Promise::Blocked,
+        format!("each present one ({hidden_programs}) covered by an empty unreadable file"),
+        Enforcement::Partly(
+            "a copy brought in under another name would run; the session bus it needs is closed (unix sockets)".into(),
         ),
+    ));
+
+    let kernel_steps = kernel_mounts(policy, disk);
+    guarantees.push(Guarantee::new(
+        Promise::KernelTunables,
+        "mount namespace: each bound read-only onto itself in the chat's own /proc and /sys; the kernel's secrets (sched_debug, timer_list, kcore, ...) covered",
+        Enforcement::Fully,
+    ));
+    // `/dev` and `/proc` are the sandbox's own (passes 5 and 6 of the mounts): nothing of the
+    // host's to give back there.
+    let system_read_only = policy.system_read_only.then(|| {
+        policy
+            .writable
+            .iter()
+            .filter(|p| !matches!(p.to_str(), Some("/dev" | "/proc")))
+            .cloned()
+            .collect()
     });
+    if policy.system_read_only {
+        guarantees.push(Guarantee::new(
+            Promise::SystemReadOnly,
+            format!(
+                "mount namespace: every mount read-only, then writable again only at {} and this chat's folders",
+                policy
+                    .writable
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Enforcement::Fully,
+        ));
+    }
+    guarantees.push(Guarantee::new(
+        Promise::Ipc,
+        "an IPC namespace of the chat's own",
+        Enforcement::Fully,
+    ));
 
     let common = Common::new(policy, abi);
     let mut rules = vec![LandlockRule {
@@ -417,15 +422,25 @@ pub fn compile(
         rights: common.open_rights.clone(),
     }];
     rules.extend(common.unix_rules.iter().cloned());
-    guarantees.push(Guarantee {
-        what: "signals and ptrace to processes outside refused; their environ unreadable; no process outlives the chat".into(),
-        by: if abi >= ABI_SCOPING {
-            "PID namespace with its own /proc, Landlock signal scoping".into()
+    guarantees.push(Guarantee::new(
+        Promise::OutsideProcesses,
+        if abi >= ABI_SCOPING {
+            "PID namespace with its own /proc, Landlock signal scoping"
         } else {
-            "PID namespace with its own /proc".into()
+            "PID namespace with its own /proc"
         },
-        enforcement: Enforcement::Fully,
-    });
+        Enforcement::Fully,
+    ));
+    guarantees.push(Guarantee::new(
+        Promise::ChatEnds,
+        "init of the PID namespace: the chat ends when the program exits; on a hang-up of its terminal or SIGTERM, SIGINT or SIGHUP to the launcher, SIGTERM and then SIGKILL of init within seconds",
+        Enforcement::Fully,
+    ));
+    guarantees.push(Guarantee::new(
+        Promise::Helper,
+        "init is not dumpable (no /proc/1/fd, no ptrace) and closes every other descriptor; the exit status comes from waitpid, through a pipe only init holds",
+        Enforcement::Fully,
+    ));
     guarantees.extend(common.guarantees.iter().cloned());
     Ok(LinuxPlan {
         version: PLAN_VERSION,
@@ -437,11 +452,38 @@ pub fn compile(
             mounts,
             minimal_dev: true,
             pid_namespace: true,
+            ipc_namespace: true,
+            system_read_only,
+            kernel: kernel_steps,
         }),
         landlock: common.landlock(rules),
         seccomp: common.seccomp,
         guarantees,
     })
+}
+
+/// The kernel's tunables bound read-only, its secrets covered, as the policy lists them. Those
+/// under `/proc` are the chat's own `/proc`'s (the host's has the same entries: one kernel). For a
+/// root chat every mount is read-only already; `/sys` is named anyway, for the other users.
+fn kernel_mounts(policy: &Policy, disk: &dyn LaunchDisk) -> Vec<MountStep> {
+    let mut steps = Vec::new();
+    for path in &policy.kernel_tunables {
+        if let Some(kind @ (EntryKind::Dir | EntryKind::File)) = disk.kind(path) {
+            steps.push(MountStep::ReadOnly {
+                path: path.clone(),
+                dir: kind == EntryKind::Dir,
+            });
+        }
+    }
+    for path in &policy.kernel_secrets {
+        if let Some(kind @ (EntryKind::Dir | EntryKind::File)) = disk.kind(path) {
+            steps.push(MountStep::Hide {
+                path: path.clone(),
+                dir: kind == EntryKind::Dir,
+            });
+        }
+    }
+    steps
 }
 
 /// What `harden` adds to the namespace plan.
@@ -462,11 +504,11 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
         mounts: Vec::new(),
         pinned_below: Vec::new(),
         create: Vec::new(),
-        guarantee: Guarantee {
-            what: "persistence paths of the home (shell startup files, autostart entries, systemd user units, git's and ssh's configuration) not written, replaced or removed".into(),
-            by: "mount namespace: each bound read-only onto itself, missing folders created empty first, their ancestors pinned".into(),
-            enforcement: Enforcement::Fully,
-        },
+        guarantee: Guarantee::new(
+            Promise::Persistence,
+            "mount namespace: each bound read-only onto itself, missing folders created empty first, their ancestors pinned",
+            Enforcement::Fully,
+        ),
     };
     let mut missing_files: Vec<String> = Vec::new();
     let mut links: Vec<String> = Vec::new();
@@ -537,13 +579,14 @@ pub(super) fn outermost_existing_roots(
             continue;
         }
         if !disk.exists(root) {
-            guarantees.push(Guarantee {
-                what: format!("protected root {} closed", root.display()),
-                by: "nothing to close".into(),
-                enforcement: Enforcement::Partly(
+            guarantees.push(Guarantee::about(
+                Promise::ProtectedRoot,
+                root,
+                "nothing to close",
+                Enforcement::Partly(
                     "it does not exist at launch; a folder created there during the chat is the chat's own".into(),
                 ),
-            });
+            ));
             continue;
         }
         outermost.push(root.clone());
@@ -598,31 +641,39 @@ impl Common {
             Vec::new()
         };
         let guarantees = vec![
-            Guarantee {
-                what: "no mount can be made or undone from inside; no device nodes can be made".into(),
-                by: "Landlock (no mount, umount, pivot_root for a confined process; no make_char/make_block), seccomp, no capabilities".into(),
-                enforcement: Enforcement::Fully,
-            },
-            Guarantee {
-                what: "unix-socket servers started outside (tmux, the session bus, a CLI's daemon, docker.sock) unreachable".into(),
-                by: if resolve_unix {
-                    "Landlock ResolveUnix (ABI 9), allowlisted sockets only".into()
+            Guarantee::new(
+                Promise::Mounts,
+                "Landlock (no mount, umount, pivot_root for a confined process; no make_char/make_block), seccomp, no capabilities",
+                Enforcement::Fully,
+            ),
+            Guarantee::new(
+                Promise::UnixSockets,
+                if resolve_unix {
+                    "Landlock ResolveUnix (ABI 9), allowlisted sockets only"
                 } else {
-                    "seccomp refuses socket(AF_UNIX); abstract sockets also scoped by Landlock".into()
+                    "seccomp refuses socket(AF_UNIX); abstract sockets also scoped by Landlock"
                 },
-                enforcement: if resolve_unix || !unix_allowlist {
+                if resolve_unix || !unix_allowlist {
                     Enforcement::Fully
                 } else {
                     Enforcement::Not(format!(
                         "an allowlist is configured and this kernel (Landlock ABI {abi}) cannot allow single sockets: every unix socket is reachable"
                     ))
                 },
-            },
-            Guarantee {
-                what: "keystrokes cannot be pushed into the terminal (TIOCSTI)".into(),
-                by: "seccomp".into(),
-                enforcement: Enforcement::Fully,
-            },
+            ),
+            Guarantee::new(Promise::Terminal, "seccomp", Enforcement::Fully),
+            Guarantee::new(
+                Promise::Keyring,
+                "seccomp refuses keyctl, add_key, request_key",
+                Enforcement::Fully,
+            ),
+            Guarantee::new(
+                Promise::LoopbackTcp,
+                "nothing: the network is shared with the machine",
+                Enforcement::Not(
+                    "open by the owner's decision (everything the person can use): a TCP server on 127.0.0.1 outside acts for a chat as for anyone; a provider that runs such servers can run chats in a network namespace of their own".into(),
+                ),
+            ),
         ];
         Common {
             abi,

@@ -468,8 +468,8 @@ fn pinned(policy: &Policy) -> Vec<PathBuf> {
 /// The characters SBPL's `regex-quote` escapes with a backslash.
 const REGEX_SPECIAL: &[char] = &['^', '.', '[', '$', '(', ')', '|', '*', '+', '?', '{', '\\'];
 
-/// `^GRANT/(P1|P2...)`: the entries at the grant's top that its refused patterns name, whatever
-/// their case (see the module's documentation).
+/// `^GRANT/(P1|P2...)(/|$)`: the entries at the grant's top that its refused patterns name,
+/// whatever their case, with everything beneath them (see the module's documentation).
 fn refused_regex(grant: &Path, patterns: &[RefusedPattern]) -> Result<String, SeatbeltError> {
     let text = grant.to_str().ok_or_else(|| SeatbeltError::PathNotUtf8 {
         what: "grant",
@@ -492,9 +492,9 @@ fn refused_regex(grant: &Path, patterns: &[RefusedPattern]) -> Result<String, Se
                 c => push_folded(&mut out, c, false),
             }
         }
-        out.push_str(if pattern.is_dir() { "(/|$)" } else { "$" });
     }
-    out.push(')');
+    // The entry and everything beneath it, whatever the pattern (`RefusedPattern`'s rule).
+    out.push_str(")(/|$)");
     Ok(out)
 }
 
@@ -591,6 +591,10 @@ mod tests {
             blocked_programs: Vec::new(),
             unix_socket_allow: Vec::new(),
             hardened: Vec::new(),
+            kernel_tunables: Vec::new(),
+            kernel_secrets: Vec::new(),
+            system_read_only: false,
+            writable: Vec::new(),
         };
         let expected: Vec<PathBuf> = [
             "",
@@ -621,7 +625,7 @@ mod tests {
         let regex = refused_regex(Path::new("/U/é (x).1"), &patterns).unwrap();
         assert_eq!(
             regex,
-            r"^/[uU]/(é|É) \([xX]\)\.1/([pP][lL][aA][nN][nN][iI][nN][gG](/|$)|[^/]*\.[dD][bB]$|[aA][^/][cC]$)"
+            r"^/[uU]/(é|É) \([xX]\)\.1/([pP][lL][aA][nN][nN][iI][nN][gG]|[^/]*\.[dD][bB]|[aA][^/][cC])(/|$)"
         );
     }
 }

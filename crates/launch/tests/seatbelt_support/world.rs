@@ -293,6 +293,7 @@ impl World {
                 chat: &chat,
                 grants: &grants,
                 config: &config,
+                privileged: false,
             },
             fs,
         )
@@ -318,6 +319,10 @@ fn placeholder_policy() -> Policy {
         blocked_programs: Vec::new(),
         unix_socket_allow: Vec::new(),
         hardened: Vec::new(),
+        kernel_tunables: Vec::new(),
+        kernel_secrets: Vec::new(),
+        system_read_only: false,
+        writable: Vec::new(),
     }
 }
 

@@ -57,6 +57,7 @@ fn build_with(grants: &[&str], config: &Config) -> Result<Policy, PolicyError> {
             chat: &chat,
             grants: &grants,
             config,
+            privileged: false,
         },
         &fs,
     )
@@ -268,8 +269,99 @@ fn nul_and_newline_in_a_grant_are_refused() {
 }
 
 #[test]
-fn a_symlinked_grant_is_resolved_to_its_target() {
-    let p = build(&["/home/ann/link-to-wf2:ro"]).unwrap();
+fn a_grant_named_through_a_symlink_into_or_below_a_protected_root_is_refused() {
+    // A link in the home (which every chat can write and retarget) leading into the root.
+    let err = build(&["/home/ann/link-to-wf2:ro"]).unwrap_err();
+    assert!(
+        matches!(err, PolicyError::GrantThroughSymlink { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("/home/ann/link-to-wf2"), "{err}");
+    assert!(
+        err.to_string().contains(&format!("{DOCS}/workflows/wf-2")),
+        "{err}"
+    );
+
+    // A link planted inside a read-write grant by another chat: `wf-1/outputs -> ../../users`.
+    let planted = |fs: FakeFs| {
+        fs.dir(&format!("{DOCS}/users/bob")).link(
+            &format!("{DOCS}/workflows/wf-1/outputs"),
+            &format!("{DOCS}/users"),
+        )
+    };
+    let planted_fs = planted(fs());
+    let planted_layout = layout(&planted_fs);
+    let chat = ChatId::new("chat-1").unwrap();
+    for asked in [
+        format!("{DOCS}/workflows/wf-1/outputs:ro"),
+        format!("{DOCS}/workflows/wf-1/outputs/bob:ro"),
+    ] {
+        let grants = vec![GrantRequest::parse(&asked)];
+        let err = Policy::build(
+            &PolicyRequest {
+                os: Os::Linux,
+                layout: &planted_layout,
+                chat: &chat,
+                grants: &grants,
+                config: &Config::default(),
+                privileged: false,
+            },
+            &planted_fs,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, PolicyError::GrantThroughSymlink { .. }),
+            "{asked}: {err}"
+        );
+    }
+    // A link that leads to itself (`wf-1/self -> wf-1`) is a link below the root too.
+    let looped_fs = fs().link(
+        &format!("{DOCS}/workflows/wf-1/self"),
+        &format!("{DOCS}/workflows/wf-1"),
+    );
+    let looped_layout = layout(&looped_fs);
+    let grants = vec![GrantRequest::parse(&format!(
+        "{DOCS}/workflows/wf-1/self/sub"
+    ))];
+    let err = Policy::build(
+        &PolicyRequest {
+            os: Os::Linux,
+            layout: &looped_layout,
+            chat: &chat,
+            grants: &grants,
+            config: &Config::default(),
+            privileged: false,
+        },
+        &looped_fs,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, PolicyError::GrantThroughSymlink { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_grant_named_through_a_symlink_above_the_protected_root_is_resolved() {
+    // The whole home moved and linked back (macOS's /var -> /private/var is the same shape).
+    let moved_fs = fs().dir("/data/ann").link("/home/moved", "/home/ann");
+    let moved_layout = layout(&moved_fs);
+    let chat = ChatId::new("chat-1").unwrap();
+    let grants = vec![GrantRequest::parse(
+        "/home/moved/.local/share/AgentWorks/workspace-docs/workflows/wf-2:ro",
+    )];
+    let p = Policy::build(
+        &PolicyRequest {
+            os: Os::Linux,
+            layout: &moved_layout,
+            chat: &chat,
+            grants: &grants,
+            config: &Config::default(),
+            privileged: false,
+        },
+        &moved_fs,
+    )
+    .unwrap();
     assert_eq!(
         p.grants[0].path,
         Path::new(&format!("{DOCS}/workflows/wf-2"))
@@ -403,6 +495,7 @@ fn hardened_policy(fs: &FakeFs, os: Os) -> Policy {
             chat: &chat,
             grants: &[],
             config: &config,
+            privileged: false,
         },
         fs,
     )
@@ -528,6 +621,7 @@ fn harden_leaves_out_paths_in_a_protected_root() {
             chat: &chat,
             grants: &[],
             config: &config,
+            privileged: false,
         },
         &fs,
     )
@@ -549,4 +643,174 @@ fn refused_patterns_match_names_that_are_not_utf8() {
     let grant = policy();
     let path = Path::new(&format!("{DOCS}/workflows/wf-1")).join(name);
     assert_eq!(grant.decide(Op::Read, &path).rule.name(), "refused");
+}
+
+#[test]
+fn a_refused_name_is_refused_whatever_its_kind_with_everything_beneath_it() {
+    let p = policy();
+    let wf = format!("{DOCS}/workflows/wf-1");
+    // A file named like the folder pattern, a folder named like a file pattern and what it holds.
+    for path in [
+        format!("{wf}/planning"),
+        format!("{wf}/planning/plan.json"),
+        format!("{wf}/raw.sqlite"),
+        format!("{wf}/raw.sqlite/pages/1"),
+        format!("{wf}/x.db/inner"),
+    ] {
+        for op in [Op::Read, Op::Write, Op::List] {
+            assert_eq!(
+                p.decide(op, Path::new(&path)).rule.name(),
+                "refused",
+                "{op:?} {path}"
+            );
+        }
+    }
+    assert!(
+        p.decide(Op::Read, Path::new(&format!("{wf}/doc.md")))
+            .allowed
+    );
+}
+
+#[test]
+fn refused_entries_are_worked_out_once_for_every_kind() {
+    use std::ffi::OsStr;
+    let p = policy();
+    let rw = &p.grants[0];
+    assert_eq!(rw.access, Access::ReadWrite);
+    let entries = [
+        (OsStr::new("planning"), EntryKind::File),
+        (OsStr::new("raw.db"), EntryKind::Symlink),
+        (OsStr::new("x.sqlite"), EntryKind::Dir),
+        (OsStr::new("doc.md"), EntryKind::File),
+    ];
+    let out = p.refused_entries(rw, entries);
+    assert_eq!(
+        out.present,
+        vec![
+            (rw.path.join("planning"), EntryKind::File),
+            (rw.path.join("raw.db"), EntryKind::Symlink),
+            (rw.path.join("x.sqlite"), EntryKind::Dir),
+        ]
+    );
+    // `planning` is taken (by a file): nothing to create. Wildcards can be made later.
+    assert!(out.create.is_empty());
+    assert!(out.made_later);
+    let empty = p.refused_entries(rw, std::iter::empty());
+    assert_eq!(empty.create, vec![rw.path.join("planning")]);
+    // A read-only grant: nothing is created and nothing can be made during the chat.
+    let ro = &p.grants[1];
+    assert_eq!(ro.access, Access::ReadOnly);
+    let out = p.refused_entries(ro, std::iter::empty());
+    assert!(out.create.is_empty() && !out.made_later);
+    // Every name `refused_entries` closes, `decide` refuses, and the other way round.
+    for (name, _) in entries {
+        let path = rw.path.join(name);
+        let closed = p
+            .refused_entries(rw, [(name, EntryKind::File)])
+            .present
+            .len()
+            == 1;
+        assert_eq!(
+            closed,
+            !p.decide(Op::Read, &path).allowed,
+            "{}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_grant_inside_an_entry_another_grant_refuses_is_refused() {
+    let wf = format!("{DOCS}/workflows/wf-1");
+    let err = build(&[&format!("{wf}:rw"), &format!("{wf}/planning:ro")]).unwrap_err();
+    assert!(matches!(err, PolicyError::GrantInRefused { .. }), "{err}");
+    assert!(err.to_string().contains("planning/"), "{err}");
+    // A grant inside a grant, outside its refused entries, is fine.
+    assert!(build(&[&format!("{wf}:ro"), &format!("{wf}/sub:rw")]).is_ok());
+}
+
+fn build_privileged(grants: &[&str], config: &Config) -> Policy {
+    let fs = fs()
+        .dir("/etc/cron.d")
+        .dir("/srv/data")
+        .dir("/tmp")
+        .dir("/var/tmp");
+    let layout = layout(&fs);
+    let chat = ChatId::new("chat-1").unwrap();
+    let grants: Vec<_> = grants.iter().map(|g| GrantRequest::parse(g)).collect();
+    Policy::build(
+        &PolicyRequest {
+            os: Os::Linux,
+            layout: &layout,
+            chat: &chat,
+            grants: &grants,
+            config,
+            privileged: true,
+        },
+        &fs,
+    )
+    .unwrap()
+}
+
+#[test]
+fn as_root_the_system_is_read_only_outside_the_home_the_temporary_folders_and_the_grants() {
+    let mut config = Config::default();
+    config.policy.writable = vec!["/srv/data".into()];
+    let wf = format!("{DOCS}/workflows/wf-1");
+    let p = build_privileged(&[&format!("{wf}:rw")], &config);
+    for path in [
+        "/etc/cron.d/job",
+        "/usr/local/bin/x",
+        "/etc/profile.d/x.sh",
+        "/var/spool/cron/root",
+    ] {
+        let v = p.decide(Op::Write, Path::new(path));
+        assert_eq!((v.allowed, v.rule.name()), (false, "system"), "{path}");
+        assert!(p.decide(Op::Read, Path::new(path)).allowed, "{path}");
+    }
+    for path in [
+        "/home/ann/.bashrc",
+        "/tmp/x",
+        "/var/tmp/x",
+        "/dev/shm/x",
+        "/srv/data/x",
+        &format!("{wf}/doc.md"),
+        &format!("{RUNTIMES}/chat-1/out"),
+    ] {
+        assert!(p.decide(Op::Write, Path::new(path)).allowed, "{path}");
+    }
+    // Closed stays closed, and refused stays refused, also for root.
+    assert_eq!(
+        p.decide(Op::Write, Path::new(&format!("{STATE}/config.json")))
+            .rule
+            .name(),
+        "closed"
+    );
+    // Not root: the system is the person's own permissions' business.
+    let q = build_with(&[], &config).unwrap();
+    assert!(!q.system_read_only);
+    assert!(q.decide(Op::Write, Path::new("/etc/cron.d/job")).allowed);
+}
+
+#[test]
+fn kernel_tunables_are_read_only_and_kernel_secrets_closed_whatever_the_uid() {
+    for p in [
+        build_with(&[], &Config::default()).unwrap(),
+        build_privileged(&[], &Config::default()),
+    ] {
+        for path in [
+            "/proc/sys/kernel/core_pattern",
+            "/sys/power/state",
+            "/proc/sysrq-trigger",
+        ] {
+            let w = p.decide(Op::Write, Path::new(path));
+            assert_eq!((w.allowed, w.rule.name()), (false, "kernel"), "{path}");
+            assert!(p.decide(Op::Read, Path::new(path)).allowed, "{path}");
+        }
+        for path in ["/proc/sched_debug", "/proc/kcore"] {
+            assert!(!p.decide(Op::Read, Path::new(path)).allowed, "{path}");
+        }
+        // A process's own files in /proc stay writable (its own oom_score_adj, comm, ...).
+        assert!(p.decide(Op::Write, Path::new("/proc/self/comm")).allowed);
+    }
 }

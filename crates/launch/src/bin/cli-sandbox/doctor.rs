@@ -2,10 +2,11 @@
 
 use std::process::ExitCode;
 
-use launch::linux::plan::{Enforcement, Guarantee, Kernel};
+use launch::linux::plan::Kernel;
 use launch::{Context, Error, Settings};
 use sandbox_core::platform::{self, Facts};
 use sandbox_core::{Backend, Mode};
+use sandbox_core::{Enforcement, Guarantee, Promise};
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -52,24 +53,28 @@ fn ways_out(settings: &Settings, facts: &Facts, backend: Backend) -> Vec<Guarant
             });
             match compiled {
                 Ok(plan) => plan.guarantees,
-                Err(e) => vec![Guarantee {
-                    what: "every way out".into(),
-                    by: "nothing".into(),
-                    enforcement: Enforcement::Not(e.to_string()),
-                }],
+                Err(e) => every_promise("nothing", Enforcement::Not(e.to_string())),
             }
         }
         (Facts::MacOs(_), Backend::Seatbelt) => vec![Guarantee {
+            id: "seatbelt".into(),
             what: "open, osascript, osacompile, automator, shortcuts; Apple Events; LaunchServices; file-mount; unix sockets outside the allowlist".into(),
             by: "the Seatbelt profile (cli-sandbox profile --backend seatbelt)".into(),
             enforcement: Enforcement::Fully,
         }],
-        _ => vec![Guarantee {
-            what: "every way out".into(),
-            by: "bridge-only: the CLI's own tools are off".into(),
-            enforcement: Enforcement::Not("no confinement on this machine".into()),
-        }],
+        _ => every_promise(
+            "bridge-only: the CLI's own tools are off",
+            Enforcement::Not("no confinement on this machine".into()),
+        ),
     }
+}
+
+/// Every promise with the same answer (nothing confines, or the plan could not be made).
+fn every_promise(by: &str, enforcement: Enforcement) -> Vec<Guarantee> {
+    Promise::ALL
+        .iter()
+        .map(|p| Guarantee::new(*p, by, enforcement.clone()))
+        .collect()
 }
 
 fn print_text(r: &Report) {

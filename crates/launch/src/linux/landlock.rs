@@ -1,0 +1,111 @@
+//! Landlock's part of the plan, applied to the calling process with the `landlock` crate.
+//!
+//! The ruleset is built for the plan's ABI as a hard requirement: a kernel that would enforce
+//! less than planned refuses, and the program is not started.
+
+use std::io;
+
+use landlock::{
+    AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope,
+};
+
+use super::plan::{FsRight, LinuxPlan};
+use super::sys::{ApplyError, fail};
+
+/// The kernel's Landlock ABI (0 when Landlock is missing or disabled).
+pub fn kernel_abi() -> u32 {
+    // SAFETY: the version query takes no attribute pointer and has no side effect.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32, // LANDLOCK_CREATE_RULESET_VERSION
+        )
+    };
+    if v < 0 { 0 } else { v as u32 }
+}
+
+fn access_fs(right: FsRight) -> AccessFs {
+    match right {
+        FsRight::Execute => AccessFs::Execute,
+        FsRight::WriteFile => AccessFs::WriteFile,
+        FsRight::ReadFile => AccessFs::ReadFile,
+        FsRight::ReadDir => AccessFs::ReadDir,
+        FsRight::RemoveDir => AccessFs::RemoveDir,
+        FsRight::RemoveFile => AccessFs::RemoveFile,
+        FsRight::MakeChar => AccessFs::MakeChar,
+        FsRight::MakeDir => AccessFs::MakeDir,
+        FsRight::MakeReg => AccessFs::MakeReg,
+        FsRight::MakeSock => AccessFs::MakeSock,
+        FsRight::MakeFifo => AccessFs::MakeFifo,
+        FsRight::MakeBlock => AccessFs::MakeBlock,
+        FsRight::MakeSym => AccessFs::MakeSym,
+        FsRight::Refer => AccessFs::Refer,
+        FsRight::Truncate => AccessFs::Truncate,
+        FsRight::IoctlDev => AccessFs::IoctlDev,
+        FsRight::ResolveUnix => AccessFs::ResolveUnix,
+    }
+}
+
+fn rights(list: &[FsRight]) -> BitFlags<AccessFs> {
+    list.iter()
+        .fold(BitFlags::empty(), |acc, r| acc | access_fs(*r))
+}
+
+pub(super) fn restrict_self(plan: &LinuxPlan) -> Result<(), ApplyError> {
+    let ll = &plan.landlock;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(rights(&ll.handled))
+        .map_err(|e| fail("landlock ruleset", e))?;
+    let mut scopes: BitFlags<Scope> = BitFlags::empty();
+    for scope in &ll.scopes {
+        scopes |= match scope.as_str() {
+            "signal" => Scope::Signal,
+            "abstract-unix-socket" => Scope::AbstractUnixSocket,
+            other => return Err(fail("landlock scope", format!("unknown scope `{other}`"))),
+        };
+    }
+    if !scopes.is_empty() {
+        ruleset = ruleset
+            .scope(scopes)
+            .map_err(|e| fail("landlock scopes", e))?;
+    }
+    let mut created = ruleset.create().map_err(|e| fail("landlock create", e))?;
+    for rule in &ll.rules {
+        let fd = match PathFd::new(&rule.path) {
+            Ok(fd) => fd,
+            // Gone since the plan was made (a temporary file beside a frozen folder): a rule
+            // only grants, so leaving it out closes more, never less.
+            Err(landlock::PathFdError::OpenCall { source, .. })
+                if source.kind() == io::ErrorKind::NotFound =>
+            {
+                continue;
+            }
+            Err(e) => return Err(fail(format!("landlock rule {}", rule.path.display()), e)),
+        };
+        created = created
+            .add_rule(PathBeneath::new(fd, rights(&rule.rights)))
+            .map_err(|e| fail(format!("landlock rule {}", rule.path.display()), e))?;
+    }
+    if ll.log_denials {
+        created = created
+            .log_new_exec(true)
+            .map_err(|e| fail("landlock audit log", e))?;
+    }
+    let status = created
+        .restrict_self()
+        .map_err(|e| fail("landlock restrict", e))?;
+    if status.ruleset != RulesetStatus::FullyEnforced {
+        return Err(fail(
+            "landlock",
+            format!(
+                "the kernel enforced the ruleset {:?}, not fully",
+                status.ruleset
+            ),
+        ));
+    }
+    Ok(())
+}

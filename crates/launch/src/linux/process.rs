@@ -1,0 +1,421 @@
+//! The processes of a launch with namespaces, and how a launch ends.
+//!
+//! Three processes take part (the first process of a new PID namespace must be a child):
+//!
+//! - **the helper**, outside every namespace, the launcher's own process. It clones init into new
+//!   user, mount, PID and IPC namespaces, writes init's id maps, then only waits. It learns that
+//!   init ended from a pidfd (no `SIGCHLD` to lose, whenever init ends), and what became of the
+//!   program from a pipe whose only writer is init ([`Report`]). It passes on signals sent to it
+//!   with `kill`, and it ends the chat when told to stop: `SIGTERM`, `SIGHUP` (also a hang-up of
+//!   its terminal, seen by `poll` even when the signal went elsewhere) or a `SIGINT` sent with
+//!   `kill` forward the signal, then `SIGTERM`, then `SIGKILL` of init, which ends every process
+//!   of the namespace, whatever they ignore.
+//! - **init**, pid 1 of the chat's PID namespace. Before anything else it closes every descriptor
+//!   but stdio and its report pipe, and makes itself not dumpable (no `/proc/1/fd`, no
+//!   `ptrace`, no `pidfd_getfd` by the chat, which runs as the same uid). It builds the mounts,
+//!   confines itself, starts the program, reaps orphans, and passes on signals sent to it with
+//!   `kill` (the helper's). When the program exits it reports the wait status and exits; the
+//!   kernel then ends every other process of the namespace.
+//! - **the program**, pid 2 inside.
+//!
+//! What the helper reports comes from `waitpid` of the program (through init's pipe, which the
+//! program cannot reach) or of init itself, never from bytes the program can write; a program that
+//! fills, closes or writes every descriptor it can reach changes nothing.
+
+use std::ffi::CString;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use super::sys::{
+    self, ApplyError, close_all_from, fail, is_tty, kill, mask, prctl, read_signal, reap,
+    signal_set,
+};
+
+/// After a stop request, how long the program has before it gets `SIGTERM` (when the request was
+/// another signal) and before init gets `SIGKILL`.
+const TERM_AFTER: Duration = Duration::from_secs(1);
+const KILL_AFTER: Duration = Duration::from_secs(3);
+
+/// Signals that ask the chat to stop.
+const STOP: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT];
+/// Signals passed on to the program when sent with `kill` (a terminal's own signals, Ctrl-C
+/// among them, reach the program directly: it shares the terminal's process group).
+const PASSED_ON: [libc::c_int; 4] = [libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2, libc::SIGWINCH];
+
+/// Every signal the helper and init take through a descriptor or `sigwaitinfo`.
+pub(super) fn watched() -> libc::sigset_t {
+    let all: Vec<libc::c_int> = STOP
+        .iter()
+        .chain(&PASSED_ON)
+        .copied()
+        .chain([libc::SIGCHLD])
+        .collect();
+    signal_set(&all)
+}
+
+fn sent_with_kill(code: libc::c_int) -> bool {
+    code == libc::SI_USER || code == libc::SI_QUEUE
+}
+
+/// What init tells the helper, through a pipe only init holds.
+enum Report {
+    /// Confinement failed before the program started.
+    Failed(String),
+    /// The program ended with this wait status.
+    Ended(libc::c_int),
+}
+
+impl Report {
+    const FAILED: u8 = b'E';
+    const ENDED: u8 = b'S';
+
+    fn encode(&self) -> Vec<u8> {
+        match self {
+            Report::Failed(why) => [&[Report::FAILED][..], why.as_bytes()].concat(),
+            Report::Ended(status) => [&[Report::ENDED][..], &status.to_ne_bytes()].concat(),
+        }
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Report> {
+        match bytes.split_first()? {
+            (&Report::FAILED, why) => Some(Report::Failed(String::from_utf8_lossy(why).into())),
+            (&Report::ENDED, status) => Some(Report::Ended(libc::c_int::from_ne_bytes(
+                status.try_into().ok()?,
+            ))),
+            _ => None,
+        }
+    }
+}
+
+/// Init as the helper sees it.
+pub(super) struct Init {
+    pub pid: libc::pid_t,
+    pub pidfd: OwnedFd,
+    /// The read end of init's report pipe (non-blocking).
+    pub report: OwnedFd,
+}
+
+/// A stop in progress: which signal asked for it, and since when.
+struct Stop {
+    signal: libc::c_int,
+    since: Instant,
+    termed: bool,
+    killed: bool,
+}
+
+/// The helper's side: waits for init, passing on signals and ending the chat when asked, then
+/// ends this process the way the program ended. `signals` reads [`watched`], blocked since before
+/// init was cloned.
+pub(super) fn wait_for_init(
+    init: Init,
+    signals: OwnedFd,
+) -> Result<super::apply::Never, ApplyError> {
+    // Everything the helper inherited and does not need (the caller's leaked descriptors) is
+    // closed: it lives as long as the chat.
+    close_all_from(
+        3,
+        &[
+            init.pidfd.as_raw_fd(),
+            init.report.as_raw_fd(),
+            signals.as_raw_fd(),
+        ],
+    )?;
+    let tty: Option<RawFd> = [0, 1, 2].into_iter().find(|fd| is_tty(*fd));
+    let mut hung_up = false;
+    let mut stop: Option<Stop> = None;
+    let begin = |stop: &mut Option<Stop>, signal| {
+        if stop.is_none() {
+            *stop = Some(Stop {
+                signal,
+                since: Instant::now(),
+                termed: signal == libc::SIGTERM,
+                killed: false,
+            });
+        }
+    };
+    loop {
+        let mut fds = vec![
+            libc::pollfd {
+                fd: init.pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: signals.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        if let Some(fd) = tty.filter(|_| !hung_up) {
+            // Events 0: only a hang-up (or an error) is reported, and nothing is read.
+            fds.push(libc::pollfd {
+                fd,
+                events: 0,
+                revents: 0,
+            });
+        }
+        let timeout = stop.as_ref().map(|s| {
+            let next = if s.termed { KILL_AFTER } else { TERM_AFTER };
+            let left = next.saturating_sub(s.since.elapsed());
+            libc::timespec {
+                tv_sec: left.as_secs() as libc::time_t,
+                tv_nsec: left.subsec_nanos() as libc::c_long,
+            }
+        });
+        // SAFETY: `fds` is a valid array of its length; the timeout is valid or null; no
+        // signal mask is changed.
+        let rc = unsafe {
+            libc::ppoll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                timeout
+                    .as_ref()
+                    .map_or(std::ptr::null(), |t| t as *const libc::timespec),
+                std::ptr::null(),
+            )
+        };
+        if rc < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            // Nothing to wait with: end the chat rather than leave it unwatched.
+            kill(init.pid, libc::SIGKILL);
+            return Err(sys::os_fail("wait for the chat"));
+        }
+        if fds[0].revents & libc::POLLIN != 0 {
+            break;
+        }
+        while let Some((sig, code)) = read_signal(&signals) {
+            let stops = match sig {
+                libc::SIGTERM | libc::SIGHUP => true,
+                libc::SIGINT => sent_with_kill(code),
+                _ => false,
+            };
+            if stops {
+                begin(&mut stop, sig);
+                kill(init.pid, sig);
+            } else if sig != libc::SIGCHLD && sent_with_kill(code) {
+                kill(init.pid, sig);
+            }
+        }
+        if fds.len() > 2 && fds[2].revents != 0 {
+            hung_up = true;
+            begin(&mut stop, libc::SIGHUP);
+            kill(init.pid, libc::SIGHUP);
+        }
+        if let Some(s) = stop.as_mut() {
+            if !s.termed && s.since.elapsed() >= TERM_AFTER {
+                s.termed = true;
+                kill(init.pid, libc::SIGTERM);
+            } else if s.termed && !s.killed && s.since.elapsed() >= KILL_AFTER {
+                s.killed = true;
+                kill(init.pid, libc::SIGKILL);
+            }
+        }
+    }
+
+    let init_status = loop {
+        if let Some(status) = reap(init.pid) {
+            break status;
+        }
+        // The pidfd said init ended; its zombie is there to reap.
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let mut bytes = [0u8; 4096];
+    // SAFETY: reading at most the buffer's size into it, from a non-blocking pipe.
+    let n = unsafe {
+        libc::read(
+            init.report.as_raw_fd(),
+            bytes.as_mut_ptr().cast(),
+            bytes.len(),
+        )
+    };
+    let report = usize::try_from(n)
+        .ok()
+        .and_then(|n| Report::decode(&bytes[..n]));
+    match (report, stop) {
+        (Some(Report::Failed(why)), _) => Err(fail("confine", why)),
+        (Some(Report::Ended(status)), _) => end_like(status),
+        (None, Some(s)) if s.killed => {
+            let _ = writeln!(
+                io::stderr(),
+                "cli-sandbox: the chat did not end within {} s of signal {}: every process of it was killed",
+                KILL_AFTER.as_secs(),
+                s.signal
+            );
+            end_like(s.signal)
+        }
+        (None, _) => Err(fail(
+            "the sandbox's init",
+            format!("ended without a report (wait status {init_status:#x})"),
+        )),
+    }
+}
+
+/// Ends this process the way the program ended: the same exit code, or the same signal.
+pub(super) fn end_like(status: libc::c_int) -> ! {
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        // SAFETY: restoring the default action of a valid signal.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+        let _ = mask(libc::SIG_UNBLOCK, &signal_set(&[sig]));
+        // SAFETY: raising a signal at this process, whose default action ends it.
+        unsafe { libc::raise(sig) };
+        std::process::exit(128 + sig);
+    }
+    std::process::exit(if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        1
+    });
+}
+
+/// Init's side, up to the program's start: `setup` builds the mounts and confines init. Never
+/// returns.
+pub(super) fn run_init(
+    report: OwnedFd,
+    go: OwnedFd,
+    setup: impl FnOnce() -> Result<(), ApplyError>,
+    program: &[CString],
+    workdir: &CString,
+) -> ! {
+    let report_fd = report.as_raw_fd();
+    let mut report = std::fs::File::from(report);
+    let mut say = |r: Report| {
+        // One short write into an empty pipe: it neither blocks nor splits.
+        let _ = report.write_all(&r.encode());
+    };
+    // The chat must not outlive the helper waiting for it. Before this call the helper could
+    // already have died: then the "go" below never comes and init leaves.
+    if let Err(e) = prctl(
+        libc::PR_SET_PDEATHSIG,
+        libc::SIGKILL as libc::c_ulong,
+        "PR_SET_PDEATHSIG",
+    ) {
+        say(Report::Failed(e.to_string()));
+        leave(2);
+    }
+    let mut go_byte = [0u8; 1];
+    let mut go = std::fs::File::from(go);
+    if io::Read::read_exact(&mut go, &mut go_byte).is_err() {
+        // The helper gave up (it says why); leave quietly.
+        leave(2);
+    }
+    drop(go);
+    // The id maps are written (the helper needed init dumpable to write them): from here on
+    // nothing of init's can be read or traced by the chat, which runs as the same uid.
+    let confined = prctl(libc::PR_SET_DUMPABLE, 0, "PR_SET_DUMPABLE")
+        .and_then(|()| close_all_from(3, &[report_fd]))
+        .and_then(|()| mask(libc::SIG_BLOCK, &watched()))
+        .and_then(|()| setup());
+    if let Err(e) = confined {
+        say(Report::Failed(e.to_string()));
+        leave(2);
+    }
+    let status = match start_program(program, workdir) {
+        Ok(pid) => reap_until(pid),
+        // Ends as if the program had exited with this code, like a shell that cannot run it.
+        Err(code) => sys::exited(code),
+    };
+    say(Report::Ended(status));
+    // Leaving pid 1 ends every other process of the namespace.
+    leave(0);
+}
+
+fn leave(code: libc::c_int) -> ! {
+    // SAFETY: leaving without running destructors of state shared with the helper's image.
+    unsafe { libc::_exit(code) }
+}
+
+/// Reaps every child until `program` ends, passing on signals sent to init with `kill` (the
+/// helper's); returns the program's wait status.
+fn reap_until(program: libc::pid_t) -> libc::c_int {
+    let set = watched();
+    loop {
+        // SAFETY: a zeroed siginfo is a valid out-parameter.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid set and out-parameter.
+        let sig = unsafe { libc::sigwaitinfo(&set, &mut info) };
+        if sig < 0 {
+            continue;
+        }
+        if sig == libc::SIGCHLD {
+            loop {
+                let mut status = 0;
+                // SAFETY: waiting for any child of ours, with a valid out-parameter.
+                let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+                if pid == program {
+                    return status;
+                }
+                if pid <= 0 {
+                    break;
+                }
+            }
+        } else if sent_with_kill(info.si_code) {
+            kill(program, sig);
+        }
+    }
+}
+
+/// Starts the program in the working folder with no signal blocked. `posix_spawn` (a vfork
+/// under the hood) rather than fork: nothing of this process's memory is copied. The folder is
+/// entered here first, so that not entering it is told apart from not running the program. On
+/// failure, says why on stderr and gives the exit code a shell gives: 127 for a program that is
+/// missing, 126 otherwise.
+fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, libc::c_int> {
+    // SAFETY: chdir with a valid C string.
+    if unsafe { libc::chdir(workdir.as_ptr()) } != 0 {
+        eprintln!(
+            "cli-sandbox exec: cannot enter the working folder {}: {}",
+            workdir.to_string_lossy(),
+            io::Error::last_os_error()
+        );
+        return Err(126);
+    }
+    let mut argv: Vec<*mut libc::c_char> = program.iter().map(|a| a.as_ptr().cast_mut()).collect();
+    argv.push(std::ptr::null_mut());
+    let empty = signal_set(&[]);
+    // SAFETY: a zeroed attribute is what posix_spawnattr_init initializes.
+    let mut attr: libc::posix_spawnattr_t = unsafe { std::mem::zeroed() };
+    // SAFETY: initializing the attribute we own.
+    if unsafe { libc::posix_spawnattr_init(&mut attr) } != 0 {
+        eprintln!("cli-sandbox exec: posix_spawnattr_init failed");
+        return Err(126);
+    }
+    // SAFETY: an initialized attribute and a valid set.
+    let masked = unsafe { libc::posix_spawnattr_setsigmask(&mut attr, &empty) };
+    // SAFETY: an initialized attribute.
+    let flagged = unsafe {
+        libc::posix_spawnattr_setflags(&mut attr, libc::POSIX_SPAWN_SETSIGMASK as libc::c_short)
+    };
+    if masked != 0 || flagged != 0 {
+        eprintln!("cli-sandbox exec: posix_spawnattr set-up failed");
+        return Err(126);
+    }
+    let mut pid: libc::pid_t = 0;
+    // SAFETY: argv is a NULL-terminated array of C strings alive for the call; environ is this
+    // process's own; the attribute is initialized.
+    let rc = unsafe {
+        libc::posix_spawnp(
+            &mut pid,
+            argv[0],
+            std::ptr::null(),
+            &attr,
+            argv.as_ptr(),
+            libc::environ,
+        )
+    };
+    // SAFETY: destroying the attribute initialized above.
+    unsafe { libc::posix_spawnattr_destroy(&mut attr) };
+    if rc == 0 {
+        return Ok(pid);
+    }
+    let err = io::Error::from_raw_os_error(rc);
+    eprintln!(
+        "cli-sandbox exec: cannot run {}: {err}",
+        program[0].to_string_lossy()
+    );
+    Err(if err.kind() == io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    })
+}

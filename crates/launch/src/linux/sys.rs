@@ -1,0 +1,389 @@
+//! Thin wrappers of the system calls the helper makes: each checks its return value and says
+//! which step failed. One `unsafe` call per block; the C structures the kernel reads are built
+//! here. Nothing in this file decides anything.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Why the plan could not be applied. The program was not started.
+#[derive(Debug, thiserror::Error)]
+#[error("{step}: {detail}")]
+pub struct ApplyError {
+    pub step: String,
+    pub detail: String,
+}
+
+pub(super) fn fail(step: impl Into<String>, detail: impl ToString) -> ApplyError {
+    ApplyError {
+        step: step.into(),
+        detail: detail.to_string(),
+    }
+}
+
+pub(super) fn os_fail(step: impl Into<String>) -> ApplyError {
+    fail(step, io::Error::last_os_error())
+}
+
+pub(super) fn cstr(path: &Path) -> Result<CString, ApplyError> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| fail(format!("path {}", path.display()), "contains a NUL byte"))
+}
+
+/// `/proc/self/fd/N`: a path that names what an open descriptor names.
+pub(super) fn fd_path(fd: RawFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{fd}"))
+}
+
+/// Takes ownership of a descriptor a system call just returned, or says which step failed.
+fn owned(fd: libc::c_long, step: impl FnOnce() -> String) -> Result<OwnedFd, ApplyError> {
+    if fd < 0 {
+        return Err(os_fail(step()));
+    }
+    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+pub(super) fn mount(
+    source: Option<&Path>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> Result<(), ApplyError> {
+    let source_c = source.map(cstr).transpose()?;
+    let target_c = cstr(target)?;
+    let fstype_c = fstype.map(|s| CString::new(s).expect("static fs type"));
+    let data_c = data.map(|s| CString::new(s).expect("static mount data"));
+    // SAFETY: every pointer is a valid C string or null, alive for the call.
+    let rc = unsafe {
+        libc::mount(
+            source_c.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+            target_c.as_ptr(),
+            fstype_c.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+            flags,
+            data_c
+                .as_ref()
+                .map_or(std::ptr::null(), |s| s.as_ptr().cast()),
+        )
+    };
+    if rc != 0 {
+        return Err(os_fail(format!("mount on {}", target.display())));
+    }
+    Ok(())
+}
+
+/// `struct mount_attr` of `<linux/mount.h>`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+
+/// Makes the mount at `at` (a path, or with `fd` the detached tree it holds) read-only with every
+/// mount beneath it. `mount_setattr` changes that one attribute only, so the flags the kernel
+/// locks in a user namespace (nosuid, nodev, noexec) stay as they are; setting read-only is
+/// allowed even on a locked mount, clearing it is not.
+pub(super) fn make_read_only(fd: Option<BorrowedFd<'_>>, at: &Path) -> Result<(), ApplyError> {
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let (dirfd, path, flags) = match fd {
+        Some(fd) => (
+            fd.as_raw_fd(),
+            CString::default(),
+            libc::AT_EMPTY_PATH as u32,
+        ),
+        None => (libc::AT_FDCWD, cstr(at)?, 0),
+    };
+    // SAFETY: a valid C string and a struct of the size passed, alive for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            dirfd,
+            path.as_ptr(),
+            flags | AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(os_fail(format!("make {} read-only", at.display())));
+    }
+    Ok(())
+}
+
+/// An `O_PATH` handle on a folder or a file, opened only if the path is still the planned one:
+/// the kernel refuses to follow any symlink on the way (`RESOLVE_NO_SYMLINKS`), so a symlink
+/// swapped in since the plan was made cannot lead elsewhere.
+pub(super) fn open_no_symlinks(path: &Path, dir: bool) -> Result<OwnedFd, ApplyError> {
+    let mut flags = libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    if dir {
+        flags |= libc::O_DIRECTORY;
+    }
+    let c = cstr(path)?;
+    // SAFETY: `open_how` is plain integers; zero is a valid value of each.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = flags as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS;
+    // SAFETY: valid C string and `open_how` of the size passed.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            &how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ELOOP) {
+        return Err(fail(
+            format!("open {}", path.display()),
+            "a symlink is now on its way: the layout changed since the plan was made, plan again",
+        ));
+    }
+    owned(fd, || format!("open {}", path.display()))
+}
+
+/// A detached copy of the mount tree at `path` (and every mount beneath it), reached without
+/// following a symlink: what a bind mount would put in place, kept aside so that it can be
+/// attached later, after its original has been made read-only or covered.
+pub(super) fn clone_tree(path: &Path, dir: bool) -> Result<OwnedFd, ApplyError> {
+    let handle = open_no_symlinks(path, dir)?;
+    let empty = CString::default();
+    // SAFETY: a valid descriptor and an empty C string, alive for the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            handle.as_raw_fd(),
+            empty.as_ptr(),
+            OPEN_TREE_CLONE
+                | libc::O_CLOEXEC as libc::c_uint
+                | AT_RECURSIVE
+                | libc::AT_EMPTY_PATH as libc::c_uint,
+        )
+    };
+    owned(fd, || {
+        format!("take a copy of the mounts at {}", path.display())
+    })
+}
+
+/// Attaches a detached tree (from [`clone_tree`]) at `target`.
+pub(super) fn attach_tree(tree: &OwnedFd, target: &Path) -> Result<(), ApplyError> {
+    let empty = CString::default();
+    let target_c = cstr(target)?;
+    // SAFETY: a valid descriptor and two valid C strings, alive for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_FDCWD,
+            target_c.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if rc != 0 {
+        return Err(os_fail(format!(
+            "attach the mounts at {}",
+            target.display()
+        )));
+    }
+    Ok(())
+}
+
+pub(super) fn detach(target: &Path) -> Result<(), ApplyError> {
+    let c = cstr(target)?;
+    // SAFETY: a valid C string.
+    if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+        return Err(os_fail(format!("detach {}", target.display())));
+    }
+    Ok(())
+}
+
+pub(super) fn mkdir(path: &Path, mode: u32) -> Result<(), ApplyError> {
+    match std::fs::DirBuilder::new().mode(mode).create(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(fail(format!("mkdir {}", path.display()), e)),
+    }
+}
+
+pub(super) fn touch(path: &Path, mode: u32) -> Result<(), ApplyError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(mode)
+        .open(path)
+        .map(drop)
+        .map_err(|e| fail(format!("create {}", path.display()), e))
+}
+
+/// A pipe, both ends close-on-exec.
+pub(super) fn pipe() -> Result<(OwnedFd, OwnedFd), ApplyError> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(os_fail("pipe"));
+    }
+    // SAFETY: the first descriptor was just created and is owned here.
+    let read = unsafe { OwnedFd::from_raw_fd(fds[0]) };
+    // SAFETY: as above, the second.
+    let write = unsafe { OwnedFd::from_raw_fd(fds[1]) };
+    Ok((read, write))
+}
+
+pub(super) fn set_nonblocking(fd: &OwnedFd) -> Result<(), ApplyError> {
+    // SAFETY: reading the flags of a descriptor we own.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        return Err(os_fail("fcntl F_GETFL"));
+    }
+    // SAFETY: setting the flags of a descriptor we own.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(os_fail("fcntl F_SETFL"));
+    }
+    Ok(())
+}
+
+/// Closes every descriptor from `first` up, but `keep`.
+pub(super) fn close_all_from(first: RawFd, keep: &[RawFd]) -> Result<(), ApplyError> {
+    let mut keep: Vec<RawFd> = keep.iter().copied().filter(|k| *k >= first).collect();
+    keep.sort_unstable();
+    let mut from = first;
+    for k in keep.iter().copied().chain([RawFd::MAX]) {
+        if from < k {
+            let last = if k == RawFd::MAX {
+                u32::MAX
+            } else {
+                (k - 1) as u32
+            };
+            // SAFETY: closes descriptors of this process that nothing here uses any more.
+            let rc = unsafe { libc::syscall(libc::SYS_close_range, from as u32, last, 0u32) };
+            if rc != 0 {
+                return Err(os_fail("close_range"));
+            }
+        }
+        from = k.saturating_add(1);
+    }
+    Ok(())
+}
+
+/// Marks every descriptor above stderr close-on-exec (the fallback, which execs in place).
+pub(super) fn cloexec_from_3() -> Result<(), ApplyError> {
+    // SAFETY: marks descriptors close-on-exec; no memory involved.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if rc != 0 {
+        return Err(os_fail("close_range"));
+    }
+    Ok(())
+}
+
+/// `prctl` with integer arguments, checked.
+pub(super) fn prctl(option: libc::c_int, arg: libc::c_ulong, step: &str) -> Result<(), ApplyError> {
+    // SAFETY: prctl with plain integer arguments reads and writes no memory of ours.
+    if unsafe { libc::prctl(option, arg, 0, 0, 0) } != 0 {
+        return Err(os_fail(step));
+    }
+    Ok(())
+}
+
+/// A set of signals.
+pub(super) fn signal_set(signals: &[libc::c_int]) -> libc::sigset_t {
+    // SAFETY: a zeroed sigset_t is a valid value to initialize.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid, owned sigset_t.
+    unsafe { libc::sigemptyset(&mut set) };
+    for &s in signals {
+        // SAFETY: as above; `s` is a valid signal number.
+        unsafe { libc::sigaddset(&mut set, s) };
+    }
+    set
+}
+
+/// Blocks (or unblocks) `set` for this thread.
+pub(super) fn mask(how: libc::c_int, set: &libc::sigset_t) -> Result<(), ApplyError> {
+    // SAFETY: a valid set; the old mask is not asked for.
+    let rc = unsafe { libc::pthread_sigmask(how, set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(fail("sigprocmask", io::Error::from_raw_os_error(rc)));
+    }
+    Ok(())
+}
+
+/// A descriptor that reads the signals of `set` (which must be blocked).
+pub(super) fn signalfd(set: &libc::sigset_t) -> Result<OwnedFd, ApplyError> {
+    // SAFETY: a valid set; -1 asks for a new descriptor.
+    let fd = unsafe { libc::signalfd(-1, set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
+    owned(fd as libc::c_long, || "signalfd".to_owned())
+}
+
+/// The next signal a [`signalfd`] holds: its number and `si_code`, or `None` when none is pending.
+pub(super) fn read_signal(fd: &OwnedFd) -> Option<(libc::c_int, libc::c_int)> {
+    // SAFETY: a zeroed signalfd_siginfo is a valid out-parameter.
+    let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::signalfd_siginfo>();
+    // SAFETY: reading at most `size` bytes into `info`, which has that size.
+    let n = unsafe {
+        libc::read(
+            fd.as_raw_fd(),
+            (&mut info as *mut libc::signalfd_siginfo).cast(),
+            size,
+        )
+    };
+    (n == size as isize).then_some((info.ssi_signo as libc::c_int, info.ssi_code))
+}
+
+/// Sends `sig` to `pid`; a process already gone is not an error.
+pub(super) fn kill(pid: libc::pid_t, sig: libc::c_int) {
+    // SAFETY: signalling a process of ours; ESRCH (already gone) is fine.
+    unsafe { libc::kill(pid, sig) };
+}
+
+/// Reaps `pid` if it has ended: its wait status.
+pub(super) fn reap(pid: libc::pid_t) -> Option<libc::c_int> {
+    let mut status = 0;
+    // SAFETY: waiting for our own child, with a valid out-parameter.
+    let got = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    (got == pid).then_some(status)
+}
+
+/// Whether `fd` is a terminal.
+pub(super) fn is_tty(fd: RawFd) -> bool {
+    // SAFETY: isatty only inspects the descriptor.
+    unsafe { libc::isatty(fd) == 1 }
+}
+
+/// The wait status of a process that exited with `code`.
+pub(super) fn exited(code: libc::c_int) -> libc::c_int {
+    (code & 0xff) << 8
+}
+
+/// Creates a folder and every missing one above it (mode 0755), as `mkdir -p`.
+pub(super) fn create_dirs(dir: &Path) -> Result<(), ApplyError> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
+        .map_err(|e| fail(format!("create {}", dir.display()), e))
+}

@@ -1,0 +1,206 @@
+//! What a backend promises for one chat, in words that are the same for every backend.
+//!
+//! Each backend (the Linux namespace plan, the Landlock-only fallback, the Seatbelt profile)
+//! reports, for every [`Promise`] it can speak to, *how* it keeps it and how far: a
+//! [`Guarantee`] with an [`Enforcement`]. The promise's text is decided here, once, so that
+//! `doctor`, `profile` and SECURITY.md name the same thing the same way whatever the backend.
+//!
+//! What it is not: it enforces nothing and knows no mechanism. `Enforcement::Fully` is a claim
+//! that a test has attacked; the backends make it, the tests back it.
+
+use serde::{Deserialize, Serialize};
+
+/// What the kernel enforces for one guarantee: said in the type, never left to a comment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "enforced", content = "note", rename_all = "lowercase")]
+pub enum Enforcement {
+    /// Enforced by the kernel as the policy says, and attacked by a test.
+    Fully,
+    /// Enforced, with the stated gap.
+    Partly(String),
+    /// Not enforced on this machine, and why.
+    Not(String),
+}
+
+/// One promise of the policy. [`Promise::id`] names it in JSON and in tests; [`Promise::what`]
+/// says it in words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Promise {
+    /// A protected root is closed (read, write, listing) except this chat's folders.
+    ProtectedRoot,
+    /// Protected roots and their ancestors cannot be renamed or removed.
+    Pinned,
+    /// Refused entries inside grants stay closed, whatever their kind, also when made later.
+    Refused,
+    /// Blocked programs cannot run.
+    Blocked,
+    /// Persistence paths of the home are not written (`harden`).
+    Persistence,
+    /// Processes outside cannot be signalled or traced; their environment cannot be read.
+    OutsideProcesses,
+    /// Every process of the chat ends with it: when the program exits, when its terminal hangs
+    /// up, when the launcher is told to stop.
+    ChatEnds,
+    /// No mount can be made or undone from inside; no device node can be made.
+    Mounts,
+    /// No unix socket reaches a server started outside, by any system call.
+    UnixSockets,
+    /// Keystrokes cannot be pushed into the terminal.
+    Terminal,
+    /// The kernel keyring (shared with processes outside) is out of reach.
+    Keyring,
+    /// Kernel tunables are read-only, whatever the uid.
+    KernelTunables,
+    /// Run as root, nothing outside the home, the temporary folders, the grants, the runtime and
+    /// the configured writable places can be written.
+    SystemReadOnly,
+    /// SysV IPC and POSIX message queues of processes outside are out of reach.
+    Ipc,
+    /// The sandbox's own processes hold nothing the chat may take, cannot be read or traced,
+    /// and take no word from it.
+    Helper,
+    /// TCP servers on the loopback interface outside the sandbox.
+    LoopbackTcp,
+}
+
+impl Promise {
+    /// Every promise, in the order reports list them.
+    pub const ALL: [Promise; 16] = [
+        Promise::ProtectedRoot,
+        Promise::Pinned,
+        Promise::Refused,
+        Promise::Blocked,
+        Promise::Persistence,
+        Promise::OutsideProcesses,
+        Promise::ChatEnds,
+        Promise::Mounts,
+        Promise::UnixSockets,
+        Promise::Terminal,
+        Promise::Keyring,
+        Promise::KernelTunables,
+        Promise::SystemReadOnly,
+        Promise::Ipc,
+        Promise::Helper,
+        Promise::LoopbackTcp,
+    ];
+
+    /// A stable name, kebab-case.
+    pub fn id(self) -> &'static str {
+        match self {
+            Promise::ProtectedRoot => "protected-root",
+            Promise::Pinned => "pinned",
+            Promise::Refused => "refused",
+            Promise::Blocked => "blocked",
+            Promise::Persistence => "persistence",
+            Promise::OutsideProcesses => "outside-processes",
+            Promise::ChatEnds => "chat-ends",
+            Promise::Mounts => "mounts",
+            Promise::UnixSockets => "unix-sockets",
+            Promise::Terminal => "terminal",
+            Promise::Keyring => "keyring",
+            Promise::KernelTunables => "kernel-tunables",
+            Promise::SystemReadOnly => "system-read-only",
+            Promise::Ipc => "ipc",
+            Promise::Helper => "helper",
+            Promise::LoopbackTcp => "loopback-tcp",
+        }
+    }
+
+    /// The promise in words.
+    pub fn what(self) -> &'static str {
+        match self {
+            Promise::ProtectedRoot => {
+                "protected roots closed (read, write, listing) except this chat's folders"
+            }
+            Promise::Pinned => "protected roots and their ancestors cannot be renamed or removed",
+            Promise::Refused => {
+                "refused entries inside grants (planning/, the raw database) closed, whatever their kind, with everything beneath them"
+            }
+            Promise::Blocked => "blocked programs (openers, the session bus's tools) cannot run",
+            Promise::Persistence => {
+                "persistence paths of the home (shell startup files, autostart entries, systemd user units, git's and ssh's configuration) not written, replaced or removed"
+            }
+            Promise::OutsideProcesses => {
+                "processes outside cannot be signalled or traced, and their environment cannot be read"
+            }
+            Promise::ChatEnds => {
+                "no process outlives the chat: it ends when the program exits, when its terminal hangs up, or when the launcher is told to stop"
+            }
+            Promise::Mounts => {
+                "no mount can be made or undone from inside; no device node can be made"
+            }
+            Promise::UnixSockets => {
+                "no unix socket reaches a server started outside (tmux, the session bus, a CLI's daemon, docker.sock), by any system call"
+            }
+            Promise::Terminal => "keystrokes cannot be pushed into the terminal (TIOCSTI)",
+            Promise::Keyring => "the kernel keyring shared with processes outside is out of reach",
+            Promise::KernelTunables => {
+                "kernel tunables (/proc/sys, /sys, /proc/sysrq-trigger) read-only, whatever the uid"
+            }
+            Promise::SystemReadOnly => {
+                "run as root, nothing outside the home, the temporary folders, the grants, the runtime and the configured writable places can be written"
+            }
+            Promise::Ipc => "SysV IPC and POSIX message queues of processes outside out of reach",
+            Promise::Helper => {
+                "the sandbox's own processes hold no descriptor the chat can take, cannot be read or traced, and take no word from it"
+            }
+            Promise::LoopbackTcp => "TCP servers on the loopback interface outside out of reach",
+        }
+    }
+}
+
+/// One line of a backend's report: a promise, how it is kept here, and how far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Guarantee {
+    /// [`Promise::id`].
+    pub id: String,
+    /// [`Promise::what`], sometimes with the path it is about.
+    pub what: String,
+    /// The mechanism, in words.
+    pub by: String,
+    #[serde(flatten)]
+    pub enforcement: Enforcement,
+}
+
+impl Guarantee {
+    /// A guarantee of `promise`, kept `by` a mechanism, as far as `enforcement` says.
+    pub fn new(promise: Promise, by: impl Into<String>, enforcement: Enforcement) -> Guarantee {
+        Guarantee {
+            id: promise.id().to_owned(),
+            what: promise.what().to_owned(),
+            by: by.into(),
+            enforcement,
+        }
+    }
+
+    /// The same, about one path (a protected root): the path is added to the promise's words.
+    pub fn about(
+        promise: Promise,
+        subject: &std::path::Path,
+        by: impl Into<String>,
+        enforcement: Enforcement,
+    ) -> Guarantee {
+        let mut g = Guarantee::new(promise, by, enforcement);
+        g.what = format!("{}: {}", g.what, subject.display());
+        g
+    }
+
+    /// Whether this guarantee speaks to `promise`.
+    pub fn is(&self, promise: Promise) -> bool {
+        self.id == promise.id()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_every_promise_has_words() {
+        let mut ids: Vec<&str> = Promise::ALL.iter().map(|p| p.id()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), Promise::ALL.len());
+        assert!(Promise::ALL.iter().all(|p| !p.what().is_empty()));
+    }
+}
