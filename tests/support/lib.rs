@@ -2,9 +2,17 @@
 //! kernel can confine (a missing Landlock is a loud skip, or a failure where CI requires it), and
 //! the real CLIs ([`real_clis`]).
 
+use std::io::Write;
 use std::path::PathBuf;
 
 pub mod real_clis;
+pub mod users;
+
+/// Prints `text` on the test's real stderr, where a person running `cargo test` sees it:
+/// libtest captures `eprintln!`, so a skip said that way would go unseen.
+pub fn say(text: &str) {
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
 
 /// The `cli-sandbox` binary of this workspace. `cargo test --workspace` builds it first;
 /// `cargo test -p cli-sandbox-tests` alone does not rebuild it, so after a change run

@@ -185,7 +185,9 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
     guarantees.push(Guarantee::new(
         Promise::Refused,
         "Landlock: each grant's own folder frozen, its other entries granted",
-        Enforcement::Partly("nothing new can be created directly at a grant's top".into()),
+        Enforcement::Partly(
+            "nothing new can be created directly at a grant's top; a symlink named like a refused entry leads where it points (Landlock judges the target, which is granted or closed at its own path), its name is not closed".into(),
+        ),
     ));
     guarantees.push(Guarantee::new(
         Promise::Blocked,

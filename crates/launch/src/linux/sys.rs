@@ -129,7 +129,9 @@ pub(super) fn make_read_only(fd: Option<BorrowedFd<'_>>, at: &Path) -> Result<()
 /// the kernel refuses to follow any symlink on the way (`RESOLVE_NO_SYMLINKS`), so a symlink
 /// swapped in since the plan was made cannot lead elsewhere.
 pub(super) fn open_no_symlinks(path: &Path, dir: bool) -> Result<OwnedFd, ApplyError> {
-    let mut flags = libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    // No O_NOFOLLOW: RESOLVE_NO_SYMLINKS refuses a symlink as the last component too, and says
+    // so (ELOOP) where O_NOFOLLOW with O_DIRECTORY would say "not a directory".
+    let mut flags = libc::O_PATH | libc::O_CLOEXEC;
     if dir {
         flags |= libc::O_DIRECTORY;
     }

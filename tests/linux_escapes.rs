@@ -1,0 +1,1333 @@
+//! Ways out of the Linux sandbox that go through the sandbox's own machinery or the machine
+//! itself, attacked for real under the kernel: the sandbox's init and helper (descriptors,
+//! `/proc/1/fd`, `pidfd_getfd`, ptrace, a forged or flooded report), how a launch ends (a hundred
+//! at once, a program that ignores every signal, a terminal that goes away), a root chat writing
+//! the machine's settings, SysV IPC and message queues of processes outside, grants redirected by
+//! a planted symlink, refused names of every kind, and two plans of one chat.
+//!
+//! Each attempt runs through `cli-sandbox step` (or a plan's argv), as root and, where it
+//! differs, as an ordinary user the test creates. Verdicts come from the disk and the kernel
+//! (evidence files, `TracerPid`, the process table, exit statuses), and each attempt is first shown
+//! to succeed without the sandbox, so that a refusal means something.
+//!
+//! The attempts are small Python programs run with `/usr/bin/python3` (raw system calls through
+//! `ctypes` where the standard library has none).
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use cli_sandbox_tests::users::{TestUser, command_as};
+use cli_sandbox_tests::{cli_sandbox, confinement_available, say};
+use launch::demo::Demo;
+use sandbox_core::Op;
+
+const PYTHON: &str = "/usr/bin/python3";
+
+/// A demo layout in a folder every user can enter, owned by `user` when given (as a layout that
+/// user had made).
+struct Fixture {
+    _dir: tempfile::TempDir,
+    demo: Demo,
+    user: Option<TestUser>,
+}
+
+fn fixture(user: Option<&TestUser>) -> Fixture {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let demo = Demo::create(&dir.path().join("layout")).expect("demo layout");
+    if let Some(user) = user {
+        user.own(&demo.root);
+    }
+    Fixture {
+        _dir: dir,
+        demo,
+        user: user.cloned(),
+    }
+}
+
+/// Root, and the ordinary user when this process can make one.
+fn every_user(test: &str) -> Vec<Option<TestUser>> {
+    let mut users = vec![None];
+    if let Some(user) = TestUser::get(test) {
+        users.push(Some(user));
+    }
+    users
+}
+
+fn who(user: &Option<TestUser>) -> &str {
+    user.as_ref().map_or("root", |u| u.name.as_str())
+}
+
+impl Fixture {
+    /// `cli-sandbox step` of `argv` for this layout's chat, as the fixture's user.
+    fn step(&self, grants: &[String], argv: &[&str]) -> Command {
+        let demo = &self.demo;
+        let mut cmd = command_as(self.user.as_ref(), cli_sandbox());
+        cmd.arg("--config")
+            .arg(&demo.config)
+            .arg("step")
+            .args(["--chat", &demo.chat]);
+        for g in grants {
+            cmd.args(["--grant", g]);
+        }
+        cmd.arg("--")
+            .args(argv)
+            .env("HOME", &demo.home)
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("AGENTWORKS_STATE_ROOT")
+            .env_remove("AGENTWORKS_WORKSPACE_DOCS")
+            .env_remove("TMUX")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// A Python program confined by the chat's launch.
+    fn python(&self, program: &str, args: &[&str]) -> Command {
+        let mut argv = vec![PYTHON, "-c", program];
+        argv.extend_from_slice(args);
+        self.step(&[], &argv)
+    }
+
+    /// The same Python program as the fixture's user, unconfined: the control.
+    fn python_unconfined(&self, program: &str, args: &[&str]) -> Command {
+        let mut cmd = command_as(self.user.as_ref(), PYTHON);
+        cmd.args(["-c", program])
+            .args(args)
+            .env("HOME", &self.demo.home)
+            .current_dir(&self.demo.runtime)
+            .stdin(Stdio::null());
+        cmd
+    }
+}
+
+fn output(mut cmd: Command) -> Output {
+    cmd.output().expect("run the command")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done()
+}
+
+fn wait_child(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if start.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The pids of the processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let out = Command::new("pgrep")
+        .args(["-f", marker])
+        .output()
+        .expect("pgrep");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn kill_all_with(marker: &str) {
+    let _ = Command::new("pkill").args(["-9", "-f", marker]).status();
+}
+
+/// The children of process `pid`, from the kernel's own list.
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    out
+}
+
+fn status_field(pid: u32, field: &str) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .map(|v| v.trim().to_owned())
+}
+
+// ---------- the sandbox's init and helper ----------
+
+/// Reads every descriptor it has and every one of pid 1 it can open, and every descriptor of pid
+/// 1 it can take with `pidfd_getfd`; writes what it read to `argv[1]`; tries to trace pid 1, then
+/// waits for `argv[2]` to appear (the test reads init's `TracerPid` meanwhile).
+const TAKE_INIT_DESCRIPTORS: &str = r#"
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+evidence, go, init = sys.argv[1], sys.argv[2], sys.argv[3] == "init"
+seen = []
+def grab(path):
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            seen.append(os.pread(fd, 4096, 0))
+        finally:
+            os.close(fd)
+    except Exception as e:
+        seen.append(repr(e).encode())
+for name in os.listdir("/proc/self/fd"):
+    grab("/proc/self/fd/" + name)
+# Pid 1 is the sandbox's init inside; outside (the control) it is the machine's own, left alone.
+if init:
+  try:
+    for name in os.listdir("/proc/1/fd"):
+        grab("/proc/1/fd/" + name)
+  except Exception as e:
+    seen.append(repr(e).encode())
+pidfd = libc.syscall(434, 1, 0) if init else -1  # pidfd_open(1)
+if pidfd >= 0:
+    for n in range(0, 64):
+        fd = libc.syscall(438, pidfd, n, 0)  # pidfd_getfd
+        if fd >= 0:
+            try:
+                seen.append(os.pread(fd, 4096, 0))
+            except Exception as e:
+                seen.append(repr(e).encode())
+if init:
+    libc.ptrace(0x4206, 1, 0, 0)  # PTRACE_SEIZE
+open(evidence, "wb").write(b"\n".join(seen))
+deadline = time.time() + 10
+while not os.path.exists(go) and time.time() < deadline:
+    time.sleep(0.02)
+"#;
+
+#[test]
+fn init_holds_nothing_the_chat_can_take_and_cannot_be_traced() {
+    let test = "init_holds_nothing_the_chat_can_take_and_cannot_be_traced";
+    if !confinement_available(test) {
+        return;
+    }
+    for user in every_user(test) {
+        let f = fixture(user.as_ref());
+        let demo = &f.demo;
+        let config = demo.state_root.join("config.json");
+        let token = demo.secret(&config).to_owned();
+        let evidence = demo.runtime.join("evidence");
+        let go = demo.runtime.join("go");
+        // The launcher leaks config.json without close-on-exec: a caller's mistake the sandbox
+        // must survive. (Python's os.open gives an inheritable descriptor when asked.)
+        let leak = format!(
+            "import os, sys; fd = os.open({config:?}, os.O_RDONLY); os.set_inheritable(fd, True); os.execvp(sys.argv[1], sys.argv[1:])",
+            config = config.display().to_string()
+        );
+        let leaking = |confined: bool| {
+            let mut inner = if confined {
+                f.python(
+                    TAKE_INIT_DESCRIPTORS,
+                    &[evidence.to_str().unwrap(), go.to_str().unwrap(), "init"],
+                )
+            } else {
+                f.python_unconfined(
+                    TAKE_INIT_DESCRIPTORS,
+                    &[evidence.to_str().unwrap(), go.to_str().unwrap(), "self"],
+                )
+            };
+            // Root opens the file and hands it on to the launch (as the user, via setpriv).
+            let mut cmd = Command::new(PYTHON);
+            cmd.args(["-c", &leak]).arg(inner.get_program());
+            cmd.args(inner.get_args());
+            for (k, v) in inner.get_envs() {
+                match v {
+                    Some(v) => cmd.env(k, v),
+                    None => cmd.env_remove(k),
+                };
+            }
+            if let Some(dir) = inner.get_current_dir() {
+                cmd.current_dir(dir);
+            }
+            inner = cmd;
+            // No pipe among stdio: opening /proc/self/fd/2 for reading would open the pipe's
+            // other end and wait for ever.
+            inner
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            inner.spawn().expect("start the launch")
+        };
+
+        // The control: unconfined, the leaked descriptor gives the token away.
+        let _ = std::fs::remove_file(&evidence);
+        std::fs::write(&go, "").unwrap();
+        let mut control = leaking(false);
+        wait_child(&mut control, Duration::from_secs(20)).expect("control ends");
+        let seen = std::fs::read_to_string(&evidence).unwrap_or_default();
+        assert!(
+            seen.contains(&token),
+            "control ({}): the probe cannot see a leaked descriptor:\n{seen}",
+            who(&user)
+        );
+
+        let _ = std::fs::remove_file(&evidence);
+        let _ = std::fs::remove_file(&go);
+        let mut launch = leaking(true);
+        assert!(
+            wait_until(Duration::from_secs(20), || evidence.exists()),
+            "the probe never ran"
+        );
+        // The launch's processes: python (the leak) exec'd cli-sandbox, whose child is init.
+        let helper = launch.id();
+        let init = children_of(helper);
+        assert_eq!(
+            init.len(),
+            1,
+            "the helper should have one child, init: {init:?}"
+        );
+        let tracer = status_field(init[0], "TracerPid");
+        std::fs::write(&go, "").unwrap();
+        let status = wait_child(&mut launch, Duration::from_secs(20)).expect("the launch ends");
+        assert!(status.success(), "{status:?}");
+        assert_eq!(
+            tracer.as_deref(),
+            Some("0"),
+            "init was traced by the chat ({})",
+            who(&user)
+        );
+        let seen = std::fs::read_to_string(&evidence).unwrap();
+        assert!(
+            !seen.contains(&token),
+            "a descriptor held by the launcher or init gave the chat config.json ({}):\n{seen}",
+            who(&user)
+        );
+    }
+}
+
+/// Writes, fills and closes every descriptor it can reach (its own, pid 1's through
+/// `/proc/1/fd` and `pidfd_getfd`), with the words of the sandbox's report among the bytes; with
+/// `daemon`, leaves a process behind that ignores every signal; then exits with `argv[1]`.
+const FORGE_AND_EXIT: &str = r#"
+import ctypes, os, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+code, marker = int(sys.argv[1]), sys.argv[2]
+daemon = len(sys.argv) > 3
+words = [b"S\x00\x00\x00\x00", b"E forged: confinement failed", b"status 0", b"error forged"]
+def flood(fd):
+    try:
+        os.set_blocking(fd, False)
+    except Exception:
+        pass
+    for w in words:
+        try: os.write(fd, w)
+        except Exception: pass
+    try:
+        while os.write(fd, b"x" * 65536) > 0: pass
+    except Exception:
+        pass
+targets = []
+for name in os.listdir("/proc/self/fd"):
+    targets.append(int(name))
+try:
+    for name in os.listdir("/proc/1/fd"):
+        try: targets.append(os.open("/proc/1/fd/" + name, os.O_WRONLY | os.O_NONBLOCK))
+        except Exception: pass
+except Exception:
+    pass
+pidfd = libc.syscall(434, 1, 0)
+if pidfd >= 0:
+    for n in range(64):
+        fd = libc.syscall(438, pidfd, n, 0)
+        if fd >= 0: targets.append(fd)
+for fd in range(3, 256):
+    targets.append(fd)
+if daemon and os.fork() == 0:
+    os.setsid()
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, signal.SIG_IGN)
+    os.execv("/bin/sleep", ["/bin/sleep", "300", marker])
+for fd in set(targets):
+    if fd > 2:
+        flood(fd)
+        try: os.close(fd)
+        except Exception: pass
+os._exit(code)
+"#;
+
+#[test]
+fn the_launch_ends_as_the_program_did_whatever_it_writes_fills_or_closes() {
+    let test = "the_launch_ends_as_the_program_did_whatever_it_writes_fills_or_closes";
+    if !confinement_available(test) {
+        return;
+    }
+    for user in every_user(test) {
+        let f = fixture(user.as_ref());
+        for (code, daemon) in [(7, false), (0, false), (7, true)] {
+            let marker = format!("cli-sandbox-forge-{}-{code}-{daemon}", std::process::id());
+            let mut args = vec![code.to_string(), marker.clone()];
+            if daemon {
+                args.push("daemon".into());
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let mut child = f
+                .python(FORGE_AND_EXIT, &args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let status = wait_child(&mut child, Duration::from_secs(20));
+            let left = processes_with(&marker);
+            kill_all_with(&marker);
+            let status = status.unwrap_or_else(|| {
+                let _ = child.kill();
+                panic!(
+                    "{}: the launch never ended (code {code}, daemon {daemon})",
+                    who(&user)
+                )
+            });
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+            assert_eq!(status.code(), Some(code), "{}: {stderr}", who(&user));
+            assert!(
+                !stderr.contains("confinement failed"),
+                "{}: {stderr}",
+                who(&user)
+            );
+            assert!(
+                left.is_empty(),
+                "{}: the daemon outlived the chat: {left:?}",
+                who(&user)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_hundred_concurrent_launches_all_end_with_their_own_status() {
+    let test = "a_hundred_concurrent_launches_all_end_with_their_own_status";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture(None);
+    let mut children: Vec<(i32, Child)> = (0..100)
+        .map(|n| {
+            let code = n % 7;
+            let child = f
+                .step(&[], &["/bin/sh", "-c", &format!("exit {code}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            (code, child)
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for (code, child) in &mut children {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let status = wait_child(child, left);
+        let Some(status) = status else {
+            let _ = child.kill();
+            panic!("a launch never ended (of 100 at once)");
+        };
+        assert_eq!(status.code(), Some(*code));
+    }
+}
+
+/// Ignores every signal that asks it to stop, leaves a child that does the same, says it is
+/// ready, and sleeps.
+const IGNORE_EVERYTHING: &str = r#"
+import os, signal, sys, time
+ready, marker = sys.argv[1], sys.argv[2]
+for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+    signal.signal(s, signal.SIG_IGN)
+if os.fork() == 0:
+    os.setsid()
+    os.execv("/bin/sleep", ["/bin/sleep", "600", marker])
+open(ready, "w").close()
+while True:
+    time.sleep(1)
+"#;
+
+#[test]
+fn stopping_the_launcher_ends_a_chat_that_ignores_every_signal() {
+    let test = "stopping_the_launcher_ends_a_chat_that_ignores_every_signal";
+    if !confinement_available(test) {
+        return;
+    }
+    for user in every_user(test) {
+        let f = fixture(user.as_ref());
+        for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+            let marker = format!("cli-sandbox-ignorer-{}-{sig}", std::process::id());
+            let ready = f.demo.runtime.join(format!("ready-{sig}"));
+            let mut child = f
+                .python(IGNORE_EVERYTHING, &[ready.to_str().unwrap(), &marker])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            assert!(
+                wait_until(Duration::from_secs(20), || ready.exists()),
+                "not ready"
+            );
+            let sent = Instant::now();
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+            let status = wait_child(&mut child, Duration::from_secs(10));
+            let took = sent.elapsed();
+            let gone = wait_until(Duration::from_secs(2), || {
+                processes_with(&marker).is_empty()
+            });
+            kill_all_with(&marker);
+            let status = status.unwrap_or_else(|| {
+                let _ = child.kill();
+                panic!(
+                    "{}: signal {sig} to the launcher did not end the chat",
+                    who(&user)
+                )
+            });
+            assert!(
+                gone,
+                "{}: a process of the chat outlived signal {sig}",
+                who(&user)
+            );
+            assert_eq!(
+                status.signal(),
+                Some(sig),
+                "{}: the status says what happened",
+                who(&user)
+            );
+            assert!(took < Duration::from_secs(6), "{took:?}");
+        }
+    }
+}
+
+/// A tmux server of the test's own, on its own socket.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(command: &[String]) -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            say("!!! SKIPPED a tmux part: tmux is not installed (apt-get install tmux)");
+            assert!(
+                std::env::var("CLI_SANDBOX_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
+                "tmux is required where CI requires confinement"
+            );
+            return None;
+        }
+        let socket = format!(
+            "cli-sandbox-escapes-{}-{}",
+            std::process::id(),
+            rand_suffix()
+        );
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "120",
+                "-y",
+                "30",
+                "--",
+            ])
+            .args(command)
+            .env_remove("TMUX")
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Some(Tmux { socket })
+    }
+
+    fn send_keys(&self, keys: &str) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", keys])
+            .status();
+    }
+
+    fn kill_server(&self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.kill_server();
+    }
+}
+
+fn rand_suffix() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(Instant::now().elapsed().as_nanos());
+    h.finish()
+}
+
+/// Like [`IGNORE_EVERYTHING`], but Ctrl-C is noted (in `argv[3]`) rather than ignored, as an
+/// interactive CLI does.
+const IGNORE_BUT_NOTE_CTRL_C: &str = r#"
+import os, signal, sys, time
+ready, marker, noted = sys.argv[1], sys.argv[2], sys.argv[3]
+for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+    signal.signal(s, signal.SIG_IGN)
+signal.signal(signal.SIGINT, lambda *_: open(noted, "a").write("ctrl-c\n"))
+if os.fork() == 0:
+    os.setsid()
+    os.execv("/bin/sleep", ["/bin/sleep", "600", marker])
+open(ready, "w").close()
+while True:
+    time.sleep(0.1)
+"#;
+
+#[test]
+fn a_chat_in_a_tmux_pane_ends_when_its_terminal_goes_away_and_not_on_ctrl_c() {
+    let test = "a_chat_in_a_tmux_pane_ends_when_its_terminal_goes_away_and_not_on_ctrl_c";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture(None);
+    let demo = &f.demo;
+    let launch = |marker: &str, ready: &Path, noted: &Path, confined: bool| -> Vec<String> {
+        let mut argv: Vec<String> = Vec::new();
+        if confined {
+            argv.extend([
+                "env".into(),
+                format!("HOME={}", demo.home.display()),
+                cli_sandbox().display().to_string(),
+                "--config".into(),
+                demo.config.display().to_string(),
+                "step".into(),
+                "--chat".into(),
+                demo.chat.clone(),
+                "--".into(),
+            ]);
+        }
+        argv.extend([
+            PYTHON.into(),
+            "-c".into(),
+            IGNORE_BUT_NOTE_CTRL_C.into(),
+            ready.display().to_string(),
+            marker.into(),
+            noted.display().to_string(),
+        ]);
+        argv
+    };
+
+    // The control: a program that ignores the hang-up outlives its terminal when nothing ends it.
+    let marker = format!("cli-sandbox-pane-control-{}", std::process::id());
+    let ready = demo.runtime.join("ready-control");
+    let noted = demo.runtime.join("noted-control");
+    let Some(tmux) = Tmux::start(&launch(&marker, &ready, &noted, false)) else {
+        return;
+    };
+    assert!(wait_until(Duration::from_secs(20), || ready.exists()));
+    tmux.kill_server();
+    std::thread::sleep(Duration::from_secs(2));
+    let survived = !processes_with(&marker).is_empty();
+    kill_all_with(&marker);
+    assert!(
+        survived,
+        "control: the program did not outlive its terminal, so the test sees nothing"
+    );
+
+    let marker = format!("cli-sandbox-pane-{}", std::process::id());
+    let ready = demo.runtime.join("ready");
+    let noted = demo.runtime.join("noted");
+    let tmux = Tmux::start(&launch(&marker, &ready, &noted, true)).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(20), || ready.exists()),
+        "the chat never started"
+    );
+    // Ctrl-C in the pane reaches the program, which notes it; the chat goes on.
+    tmux.send_keys("C-c");
+    assert!(
+        wait_until(Duration::from_secs(10), || noted.exists()),
+        "Ctrl-C did not reach the program"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !processes_with(&marker).is_empty(),
+        "Ctrl-C ended the chat: only the program decides what Ctrl-C means"
+    );
+    // The terminal goes away: every process of the chat is gone within seconds.
+    tmux.kill_server();
+    let gone = wait_until(Duration::from_secs(10), || {
+        processes_with(&marker).is_empty()
+    });
+    kill_all_with(&marker);
+    assert!(gone, "the chat outlived its terminal");
+}
+
+// ---------- the machine ----------
+
+/// Tries to change the machine: each `argv` after the first is `KIND:PATH[:VALUE]`; what it
+/// managed is only seen from outside.
+const CHANGE_THE_MACHINE: &str = r#"
+import os, sys
+for item in sys.argv[1:]:
+    kind, _, rest = item.partition(":")
+    try:
+        if kind == "write":
+            path, _, value = rest.partition("=")
+            with open(path, "w") as f:
+                f.write(value)
+        elif kind == "chmod-setuid":
+            os.chmod(rest, 0o4755)
+        elif kind == "link-and-write":
+            source, _, link = rest.partition("=")
+            os.link(source, link)
+            with open(link, "a") as f:
+                f.write("changed through a link\n")
+    except Exception as e:
+        print(kind, rest, e, file=sys.stderr)
+"#;
+
+struct MachineProbe {
+    /// What the probe is given.
+    arg: String,
+    /// Whether it happened, read from outside.
+    happened: Box<dyn Fn() -> bool>,
+    /// Puts things back after the control.
+    undo: Box<dyn Fn()>,
+    what: &'static str,
+}
+
+fn machine_probes(tag: &str) -> Vec<MachineProbe> {
+    let mut probes = Vec::new();
+    // A kernel tunable of the UTS namespace, which the sandbox shares with the machine: harmless
+    // to set and to set back. (core_pattern is the one an attacker wants; it is read-only the same
+    // way, by the same mount.)
+    let domainname = "/proc/sys/kernel/domainname";
+    if let Ok(old) = std::fs::read_to_string(domainname) {
+        let token = format!("clisbx{tag}");
+        let seen = token.clone();
+        probes.push(MachineProbe {
+            arg: format!("write:{domainname}={token}"),
+            happened: Box::new(move || {
+                std::fs::read_to_string(domainname).is_ok_and(|v| v.trim() == seen)
+            }),
+            undo: Box::new(move || {
+                let _ = std::fs::write(domainname, old.trim());
+            }),
+            what: "/proc/sys (a kernel tunable)",
+        });
+    }
+    let ksm = "/sys/kernel/mm/ksm/sleep_millisecs";
+    if let Ok(old) = std::fs::read_to_string(ksm) {
+        let new = if old.trim() == "21" { "22" } else { "21" };
+        probes.push(MachineProbe {
+            arg: format!("write:{ksm}={new}"),
+            happened: Box::new(move || std::fs::read_to_string(ksm).is_ok_and(|v| v.trim() == new)),
+            undo: Box::new(move || {
+                let _ = std::fs::write(ksm, old.trim());
+            }),
+            what: "/sys (a kernel parameter)",
+        });
+    }
+    for dir in ["/etc", "/etc/cron.d", "/etc/profile.d", "/usr/local/bin"] {
+        if !Path::new(dir).is_dir() {
+            continue;
+        }
+        let path = PathBuf::from(format!("{dir}/cli-sandbox-test-{tag}"));
+        let (seen, gone) = (path.clone(), path.clone());
+        probes.push(MachineProbe {
+            arg: format!("write:{}=# cli-sandbox test, harmless\n", path.display()),
+            happened: Box::new(move || seen.exists()),
+            undo: Box::new(move || {
+                let _ = std::fs::remove_file(&gone);
+            }),
+            what: "a system folder",
+        });
+    }
+    // A root-owned program outside every writable place, made setuid.
+    let program = PathBuf::from(format!("/usr/local/lib/cli-sandbox-test-program-{tag}"));
+    std::fs::create_dir_all("/usr/local/lib").unwrap();
+    std::fs::write(&program, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (seen, gone) = (program.clone(), program.clone());
+    probes.push(MachineProbe {
+        arg: format!("chmod-setuid:{}", program.display()),
+        happened: Box::new(move || {
+            std::fs::metadata(&seen).is_ok_and(|m| m.permissions().mode() & 0o4000 != 0)
+        }),
+        undo: Box::new(move || {
+            let _ = std::fs::set_permissions(&gone, std::fs::Permissions::from_mode(0o755));
+        }),
+        what: "chmod u+s of a system program",
+    });
+    // A system file changed through a hard link made in a writable place.
+    let file = PathBuf::from(format!("/usr/local/lib/cli-sandbox-test-file-{tag}"));
+    std::fs::write(&file, "original\n").unwrap();
+    let link = PathBuf::from(format!("/tmp/cli-sandbox-test-link-{tag}"));
+    let (seen, restore, link_gone) = (file.clone(), file.clone(), link.clone());
+    probes.push(MachineProbe {
+        arg: format!("link-and-write:{}={}", file.display(), link.display()),
+        happened: Box::new(move || {
+            std::fs::read_to_string(&seen).is_ok_and(|t| t.contains("changed"))
+        }),
+        undo: Box::new(move || {
+            let _ = std::fs::write(&restore, "original\n");
+            let _ = std::fs::remove_file(&link_gone);
+        }),
+        what: "a system file through a hard link in /tmp",
+    });
+    probes
+}
+
+#[test]
+fn a_root_chat_cannot_change_the_machine() {
+    let test = "a_root_chat_cannot_change_the_machine";
+    if !confinement_available(test) {
+        return;
+    }
+    // SAFETY: geteuid has no failure and touches no memory.
+    if unsafe { libc::geteuid() } != 0 {
+        say(&format!(
+            "!!! SKIPPED {test}: not root (a root chat is what it attacks)"
+        ));
+        return;
+    }
+    let f = fixture(None);
+    let tag = format!("{}", std::process::id());
+    let probes = machine_probes(&tag);
+    let args: Vec<&str> = probes.iter().map(|p| p.arg.as_str()).collect();
+
+    // The control: root without a single capability (what the chat is) changes all of it when
+    // nothing but its missing capabilities stands in the way.
+    let control = Command::new("setpriv")
+        .args([
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+            PYTHON,
+            "-c",
+            CHANGE_THE_MACHINE,
+        ])
+        .args(&args)
+        .output()
+        .unwrap();
+    for p in &probes {
+        assert!(
+            (p.happened)(),
+            "control: a capability-less root could not change {}: {}",
+            p.what,
+            text(&control)
+        );
+        (p.undo)();
+        assert!(!(p.happened)(), "the undo of {} did not undo it", p.what);
+    }
+
+    let out = output(f.python(CHANGE_THE_MACHINE, &args));
+    let mut changed = Vec::new();
+    for p in &probes {
+        if (p.happened)() {
+            changed.push(p.what);
+        }
+        (p.undo)();
+    }
+    assert!(
+        changed.is_empty(),
+        "a root chat changed {changed:?}:\n{}",
+        text(&out)
+    );
+    // And the places a root chat may write stay writable: the home and /tmp.
+    let home_file = f.demo.home.join("written-by-root-chat");
+    let tmp_file = PathBuf::from(format!("/tmp/cli-sandbox-root-chat-{tag}"));
+    let out = output(f.python(
+        CHANGE_THE_MACHINE,
+        &[
+            &format!("write:{}=ok", home_file.display()),
+            &format!("write:{}=ok", tmp_file.display()),
+        ],
+    ));
+    assert!(home_file.exists() && tmp_file.exists(), "{}", text(&out));
+    let _ = std::fs::remove_file(&tmp_file);
+}
+
+#[test]
+fn kernel_tunables_stay_read_only_for_an_ordinary_user_too() {
+    let test = "kernel_tunables_stay_read_only_for_an_ordinary_user_too";
+    if !confinement_available(test) {
+        return;
+    }
+    let Some(user) = TestUser::get(test) else {
+        return;
+    };
+    let f = fixture(Some(&user));
+    // What an ordinary user could write outside stays writable by the person's own right; the
+    // kernel's tunables are read-only whatever the permissions say (the mount), and the
+    // sandbox's mounts themselves cannot be written.
+    let out = output(f.python(
+        r#"
+import os, sys
+bad = []
+for path in ["/proc/sys/kernel/domainname", "/sys/kernel/mm/ksm/run"]:
+    try:
+        os.open(path, os.O_WRONLY)
+        bad.append(path)
+    except OSError as e:
+        if e.errno not in (13, 30, 1, 2):
+            bad.append(path + " " + str(e))
+print("\n".join(bad))
+"#,
+        &[],
+    ));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).trim().is_empty(),
+        "{}",
+        text(&out)
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains("cli-sandbox-stand-ins"),
+        "the sandbox's mounts leaked out"
+    );
+}
+
+// ---------- SysV IPC and POSIX message queues ----------
+
+/// Outside: makes a shared memory segment, a SysV message queue and a POSIX queue holding a
+/// token, says it is ready, and keeps them until stdin closes; then prints what they hold.
+const IPC_OWNER: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+rt = ctypes.CDLL("librt.so.1", use_errno=True)
+key, name, token, ready = int(sys.argv[1]), sys.argv[2], sys.argv[3].encode(), sys.argv[4]
+shm = libc.shmget(key, 4096, 0o1600)  # IPC_CREAT | 0600
+libc.shmat.restype = ctypes.c_void_p
+addr = libc.shmat(shm, None, 0)
+ctypes.memmove(addr, token, len(token))
+msq = libc.msgget(key, 0o1600)
+class Msg(ctypes.Structure):
+    _fields_ = [("mtype", ctypes.c_long), ("mtext", ctypes.c_char * 64)]
+m = Msg(1, token)
+libc.msgsnd(msq, ctypes.byref(m), len(token), 0)
+rt.mq_open.restype = ctypes.c_int
+mq = rt.mq_open(name.encode(), os.O_CREAT | os.O_RDWR, 0o600, None)
+rt.mq_send(mq, token, len(token), 0)
+open(ready, "w").close()
+sys.stdin.read()
+print(ctypes.string_at(addr, 64).split(b"\0")[0].decode())
+class Info(ctypes.Structure):
+    _fields_ = [("a", ctypes.c_ulong * 64)]
+buf = Msg()
+got = libc.msgrcv(msq, ctypes.byref(buf), 64, 0, 0o4000)  # IPC_NOWAIT
+print("msg-left" if got > 0 else "msg-taken")
+libc.shmdt(ctypes.c_void_p(addr)); libc.shmctl(shm, 0, None); libc.msgctl(msq, 0, None)
+rt.mq_unlink(name.encode())
+"#;
+
+/// Inside: reaches for the three by key and name, writes over the segment, takes the message,
+/// and writes what it read to `argv[3]`.
+const IPC_THIEF: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+rt = ctypes.CDLL("librt.so.1", use_errno=True)
+key, name, evidence = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+seen = []
+shm = libc.shmget(key, 0, 0)
+if shm >= 0:
+    libc.shmat.restype = ctypes.c_void_p
+    addr = libc.shmat(shm, None, 0)
+    if addr not in (None, ctypes.c_void_p(-1).value):
+        seen.append(ctypes.string_at(addr, 64).split(b"\0")[0])
+        ctypes.memmove(addr, b"owned-by-the-chat\0", 18)
+class Msg(ctypes.Structure):
+    _fields_ = [("mtype", ctypes.c_long), ("mtext", ctypes.c_char * 64)]
+msq = libc.msgget(key, 0)
+if msq >= 0:
+    m = Msg()
+    if libc.msgrcv(msq, ctypes.byref(m), 64, 0, 0o4000) > 0:
+        seen.append(m.mtext)
+rt.mq_open.restype = ctypes.c_int
+mq = rt.mq_open(name.encode(), os.O_RDWR | os.O_NONBLOCK)
+if mq >= 0:
+    buf = ctypes.create_string_buffer(8192)
+    if rt.mq_receive(mq, buf, 8192, None) > 0:
+        seen.append(buf.value)
+open(evidence, "wb").write(b"\n".join(seen))
+"#;
+
+#[test]
+fn sysv_ipc_and_message_queues_of_processes_outside_are_out_of_reach() {
+    let test = "sysv_ipc_and_message_queues_of_processes_outside_are_out_of_reach";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture(None);
+    let demo = &f.demo;
+    let run = |confined: bool| -> (String, String) {
+        let key = (std::process::id() % 100_000 + if confined { 1 } else { 0 }) as i32 + 7_000_000;
+        let name = format!("/cli-sandbox-{key}");
+        let token = format!("ipc-secret-{key}");
+        let ready = demo.outside.join(format!("ipc-ready-{key}"));
+        let mut owner = Command::new(PYTHON)
+            .args(["-c", IPC_OWNER, &key.to_string(), &name, &token])
+            .arg(&ready)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(
+            wait_until(Duration::from_secs(10), || ready.exists()),
+            "the owner never got ready"
+        );
+        let evidence = demo.runtime.join(format!("ipc-{key}"));
+        let args = [
+            key.to_string(),
+            name.clone(),
+            evidence.display().to_string(),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = if confined {
+            output(f.python(IPC_THIEF, &args))
+        } else {
+            output(f.python_unconfined(IPC_THIEF, &args))
+        };
+        drop(owner.stdin.take());
+        let left = owner.wait_with_output().unwrap();
+        let seen = std::fs::read_to_string(&evidence).unwrap_or_default();
+        assert!(out.status.success(), "{}", text(&out));
+        (seen, String::from_utf8_lossy(&left.stdout).into_owned())
+    };
+    let (seen, left) = run(false);
+    assert_eq!(
+        seen.matches("ipc-secret").count(),
+        3,
+        "control: the thief cannot reach them: {seen:?}"
+    );
+    assert!(left.contains("owned-by-the-chat"), "control: {left}");
+    let (seen, left) = run(true);
+    assert!(
+        !seen.contains("ipc-secret"),
+        "the chat read IPC of a process outside: {seen:?}"
+    );
+    assert!(
+        !left.contains("owned-by-the-chat"),
+        "the chat wrote a segment outside: {left}"
+    );
+    assert!(
+        left.contains("msg-left"),
+        "the chat took a message outside: {left}"
+    );
+}
+
+// ---------- grants ----------
+
+#[test]
+fn a_symlink_planted_in_a_read_write_grant_does_not_redirect_another_chats_grant() {
+    let test = "a_symlink_planted_in_a_read_write_grant_does_not_redirect_another_chats_grant";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture(None);
+    let demo = &f.demo;
+    let users = demo.workspace_docs.join("users");
+    let token = demo.secret(&users.join("ann.json")).to_owned();
+    // Chat A, with its workflow read-write, plants `outputs -> ../../users` from inside.
+    let planted = demo.granted.join("outputs");
+    let out = output(f.step(
+        &[demo.grant_arg()],
+        &["/bin/ln", "-s", "../../users", planted.to_str().unwrap()],
+    ));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(planted.symlink_metadata().unwrap().file_type().is_symlink());
+    // The control: a plain `cat` through the link, unconfined, reaches users/.
+    let through = planted.join("ann.json");
+    assert!(std::fs::read_to_string(&through).unwrap().contains(&token));
+
+    // Chat B is granted `wf/outputs` read-only: refused, nothing runs.
+    let copy = demo.runtime.join("copy-of-users");
+    let out = output(f.step(
+        &[format!("{}:ro", planted.display())],
+        &[
+            "/bin/sh",
+            "-c",
+            &format!("cat '{}' > '{}'", through.display(), copy.display()),
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("through a symlink"),
+        "{}",
+        text(&out)
+    );
+    assert!(!copy.exists(), "the program ran");
+
+    // Swapped in after the plan was made: the helper refuses to bind through the new link.
+    let real = demo.granted.join("real-outputs");
+    std::fs::create_dir_all(&real).unwrap();
+    let plan = output({
+        let mut cmd = command_as(None, cli_sandbox());
+        cmd.args(["--config"])
+            .arg(&demo.config)
+            .args([
+                "plan",
+                "--cli",
+                "codex",
+                "--chat",
+                &demo.other_chat,
+                "--grant",
+            ])
+            .arg(format!("{}:ro", real.display()))
+            .args(["--json"])
+            .env("HOME", &demo.home);
+        cmd
+    });
+    assert!(plan.status.success(), "{}", text(&plan));
+    let launch: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let argv: Vec<String> = launch["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    let start = launch["command_start"].as_u64().unwrap() as usize;
+    std::fs::remove_dir(&real).unwrap();
+    std::os::unix::fs::symlink("../../users", &real).unwrap();
+    let mut helper_argv = argv[..start].to_vec();
+    helper_argv.extend([
+        "/bin/sh".into(),
+        "-c".into(),
+        format!("cat '{}/ann.json' > '{}'", real.display(), copy.display()),
+    ]);
+    let out = output({
+        let mut cmd = Command::new(&helper_argv[0]);
+        cmd.args(&helper_argv[1..])
+            .env("HOME", &demo.home)
+            .stdin(Stdio::null());
+        cmd
+    });
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("symlink"),
+        "{}",
+        text(&out)
+    );
+    assert!(!copy.exists(), "the program ran");
+}
+
+#[test]
+fn two_plans_of_one_chat_with_other_grants_do_not_change_each_other() {
+    let test = "two_plans_of_one_chat_with_other_grants_do_not_change_each_other";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture(None);
+    let demo = &f.demo;
+    let doc = demo.other_workflow.join("doc.md");
+    let plan = |access: &str| -> Vec<String> {
+        let out = output({
+            let mut cmd = Command::new(cli_sandbox());
+            cmd.arg("--config")
+                .arg(&demo.config)
+                .args(["plan", "--cli", "codex", "--chat", &demo.chat, "--grant"])
+                .arg(format!("{}:{access}", demo.other_workflow.display()))
+                .arg("--json")
+                .env("HOME", &demo.home);
+            cmd
+        });
+        assert!(out.status.success(), "{}", text(&out));
+        let launch: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let start = launch["command_start"].as_u64().unwrap() as usize;
+        launch["argv"].as_array().unwrap()[..start]
+            .iter()
+            .map(|a| a.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let write = |helper: &[String], token: &str| {
+        let mut cmd = Command::new(&helper[0]);
+        cmd.args(&helper[1..])
+            .args([
+                "/bin/sh",
+                "-c",
+                &format!("printf {token} >> '{}'", doc.display()),
+            ])
+            .env("HOME", &demo.home)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null());
+        let _ = cmd.status();
+        std::fs::read_to_string(&doc).unwrap().contains(token)
+    };
+    for order in [["ro", "rw"], ["rw", "ro"]] {
+        let first = plan(order[0]);
+        let second = plan(order[1]);
+        assert_ne!(first, second, "two plans of one chat share a file");
+        for (helper, access) in [(&first, order[0]), (&second, order[1])] {
+            let token = format!("tok-{}-{access}-{}", order[0], rand_suffix());
+            assert_eq!(
+                write(helper, &token),
+                access == "rw",
+                "{order:?}: the {access} launch"
+            );
+        }
+    }
+}
+
+/// Entries of every kind named like a refused pattern, at a grant's top.
+fn plant_refused_entries(granted: &Path) -> Vec<(PathBuf, &'static str)> {
+    std::fs::remove_dir_all(granted.join("planning")).unwrap();
+    std::fs::write(granted.join("planning"), "plan as a file\n").unwrap();
+    std::os::unix::fs::symlink("doc.md", granted.join("raw.db")).unwrap();
+    let status = Command::new("mkfifo")
+        .arg(granted.join("x.sqlite"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::create_dir_all(granted.join("y.db")).unwrap();
+    std::fs::write(
+        granted.join("y.db/inner"),
+        "inside a folder named like a database\n",
+    )
+    .unwrap();
+    vec![
+        (
+            granted.join("planning"),
+            "a file named like the folder pattern",
+        ),
+        (granted.join("raw.db"), "a symlink named like a database"),
+        (granted.join("x.sqlite"), "a fifo named like a database"),
+        (
+            granted.join("y.db/inner"),
+            "a file in a folder named like a database",
+        ),
+    ]
+}
+
+/// Opens each path for reading without blocking (a fifo too) and writes `opened PATH` for each
+/// one it could open to `argv[1]`.
+const OPEN_EACH: &str = r#"
+import os, sys
+evidence = sys.argv[1]
+opened = []
+for path in sys.argv[2:]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        os.read(fd, 64)
+        opened.append("opened " + path)
+    except OSError:
+        pass
+open(evidence, "w").write("\n".join(opened))
+"#;
+
+#[test]
+fn refused_names_of_every_kind_are_closed_in_the_namespace_plan_and_the_fallback() {
+    let test = "refused_names_of_every_kind_are_closed_in_the_namespace_plan_and_the_fallback";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture(None);
+    let demo = &f.demo;
+    let entries = plant_refused_entries(&demo.granted);
+    let evidence = demo.runtime.join("opened");
+    let mut args = vec![evidence.display().to_string()];
+    args.extend(entries.iter().map(|(p, _)| p.display().to_string()));
+    args.push(demo.granted.join("doc.md").display().to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    // The policy says so, for each.
+    let ctx = launch::Context::load(&demo.settings()).unwrap();
+    let policy = ctx
+        .policy(
+            &demo.chat,
+            &[sandbox_core::GrantRequest::parse(&demo.grant_arg())],
+        )
+        .unwrap();
+    for (path, what) in &entries {
+        assert!(
+            !policy.decide(Op::Read, path).allowed,
+            "decide() allows {what}"
+        );
+    }
+
+    // The control: every one opens unconfined.
+    let out = output(f.python_unconfined(OPEN_EACH, &args));
+    let seen = std::fs::read_to_string(&evidence).unwrap_or_default();
+    assert_eq!(
+        seen.lines().count(),
+        entries.len() + 1,
+        "control: {seen}\n{}",
+        text(&out)
+    );
+
+    // The namespace plan.
+    let _ = std::fs::remove_file(&evidence);
+    let mut argv = vec![PYTHON, "-c", OPEN_EACH];
+    argv.extend(&args);
+    let out = output(f.step(&[demo.grant_arg()], &argv));
+    let seen = std::fs::read_to_string(&evidence).unwrap_or_default();
+    assert_eq!(
+        seen.lines().collect::<Vec<_>>(),
+        [format!("opened {}", demo.granted.join("doc.md").display())],
+        "namespace plan:\n{}",
+        text(&out)
+    );
+
+    // The Landlock-only fallback, with its stated gap: Landlock judges what a symlink leads to,
+    // not its name, so `raw.db -> doc.md` opens doc.md, which is granted anyway. Everything else
+    // is closed.
+    let _ = std::fs::remove_file(&evidence);
+    let mut kernel = launch::linux::this_kernel();
+    kernel.namespaces = false;
+    let plan = launch::linux::compile(&policy, kernel).unwrap();
+    let plan_file = demo.root.join("frozen-plan.json");
+    std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();
+    let out = output({
+        let mut cmd = Command::new(cli_sandbox());
+        cmd.arg("exec")
+            .arg("--policy")
+            .arg(&plan_file)
+            .arg("--")
+            .args(&argv)
+            .env("HOME", &demo.home)
+            .current_dir(&demo.runtime)
+            .stdin(Stdio::null());
+        cmd
+    });
+    let seen = std::fs::read_to_string(&evidence).unwrap_or_default();
+    assert_eq!(
+        seen.lines().collect::<Vec<_>>(),
+        [
+            format!("opened {}", demo.granted.join("raw.db").display()),
+            format!("opened {}", demo.granted.join("doc.md").display())
+        ],
+        "fallback:\n{}",
+        text(&out)
+    );
+    let gap = plan
+        .guarantees
+        .iter()
+        .find(|g| g.is(sandbox_core::Promise::Refused))
+        .unwrap();
+    assert!(
+        matches!(&gap.enforcement, sandbox_core::Enforcement::Partly(note) if note.contains("symlink")),
+        "the fallback does not state its gap: {gap:?}"
+    );
+}
