@@ -24,6 +24,10 @@ pub struct Settings {
 #[derive(Debug, Clone)]
 pub struct Context {
     pub os: Os,
+    /// The launcher runs as root, so a chat would be the machine's root (see
+    /// `PolicyRequest::privileged`). Set by [`Context::load`] from this process's uid; a caller
+    /// that builds a policy for another uid's launch sets it to match.
+    pub privileged: bool,
     pub helper: Option<PathBuf>,
     pub config: Config,
     pub layout: Layout,
@@ -79,6 +83,7 @@ impl Context {
         let layout = Layout::resolve(&inputs, &RealDisk)?;
         Ok(Context {
             os,
+            privileged: launcher_is_root(),
             helper: settings.helper.clone(),
             config,
             layout,
@@ -95,7 +100,7 @@ impl Context {
                 chat: &chat,
                 grants,
                 config: &self.config,
-                privileged: launcher_is_root(),
+                privileged: self.privileged,
             },
             &RealDisk,
         )?)

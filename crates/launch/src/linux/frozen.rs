@@ -26,11 +26,17 @@ use super::plan::{
     LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, outermost_existing_roots,
 };
 
+/// `/proc` and `/sys`: reading rights only in this plan, whatever the uid. (Landlock names paths,
+/// so the kernel's tunables cannot be told apart from a process's own files there, nor can the
+/// pids of processes made later be named.)
+fn kernel_place(path: &Path) -> bool {
+    ["/proc", "/sys"].iter().any(|k| path.starts_with(k))
+}
+
 /// Where a path stands for the rights an entry beside a frozen folder gets.
 fn read_only_place(policy: &Policy, path: &Path) -> bool {
-    let kernel = ["/proc", "/sys"].iter().any(|k| path.starts_with(k));
     let system = policy.system_read_only && !policy.writable.iter().any(|w| path.starts_with(w));
-    kernel || system
+    kernel_place(path) || system
 }
 
 pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) -> LinuxPlan {
@@ -116,7 +122,8 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
     // rule; one that is frozen (the home, above a protected root) has its entries granted above.
     if policy.system_read_only {
         for place in &policy.writable {
-            if !frozen.contains(place) && read_only_place(policy, place.parent().unwrap_or(place)) {
+            let inside_read_only = read_only_place(policy, place.parent().unwrap_or(place));
+            if !frozen.contains(place) && !kernel_place(place) && inside_read_only {
                 rule(place.clone(), &common.open_rights);
             }
         }
