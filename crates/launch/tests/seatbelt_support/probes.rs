@@ -1,14 +1,15 @@
 //! The probes both suites share: which `(op, path)` questions to ask of a world, how each of our
-//! operations maps to Seatbelt's, the check that the evaluator agrees with `decide()`, and the
-//! shell commands that ask the same questions of the real `sandbox-exec`, with their verdicts
-//! read from the disk.
+//! operations maps to Seatbelt's, what `decide()` says of a hard link and a clone (two paths,
+//! which `decide()` does not take as one operation), the check that the evaluator agrees with
+//! `decide()` on all of it, and the shell commands that ask the same questions of the real
+//! `sandbox-exec`, with their verdicts read from the disk.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sandbox_core::Op;
+use sandbox_core::{Op, Policy};
 
 use super::sbpl::{Profile, Request, Subject};
 use super::world::World;
@@ -18,8 +19,9 @@ use super::world::World;
 ///
 /// - read: the data, its extended attributes, whether it exists, mapping it executable;
 /// - list: reading a folder's data;
-/// - write: the data, creating it, and the writes of its attributes;
-/// - exec: running it;
+/// - write: the data, creating it, and the writes of its attributes (setting the set-id bits is
+///   an operation of its own, terminal in libsandbox's table);
+/// - exec: running it (`process-exec*`, which Apple's prelude also calls `process-exec`);
 /// - move: unlinking it, which `rename(2)` checks on its source (its destination is a create).
 pub fn seatbelt_ops(op: Op) -> &'static [&'static str] {
     match op {
@@ -38,8 +40,9 @@ pub fn seatbelt_ops(op: Op) -> &'static [&'static str] {
             "file-write-flags",
             "file-write-times",
             "file-write-xattr",
+            "file-write-setugid",
         ],
-        Op::Exec => &["process-exec"],
+        Op::Exec => &["process-exec*"],
         Op::Move => &["file-write-unlink"],
     }
 }
@@ -97,7 +100,7 @@ pub fn agrees(profile: &Profile, world: &World, op: Op, path: &Path) -> Result<(
     let expected = world.policy.decide(op, path);
     let bytes = path.as_os_str().as_encoded_bytes();
     for seatbelt_op in seatbelt_ops(op) {
-        let verdict = profile.decide_both(Request {
+        let verdict = profile.decide_all(Request {
             op: seatbelt_op,
             subject: Subject::Path(bytes),
         })?;
@@ -125,6 +128,163 @@ pub fn agrees(profile: &Profile, world: &World, op: Op, path: &Path) -> Result<(
         }
     }
     Ok(())
+}
+
+/// What `decide()` implies for a request that names two paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    pub allowed: bool,
+    /// For a refusal, the name of the rule that refuses.
+    pub rule: Option<&'static str>,
+}
+
+impl Expected {
+    const ALLOWED: Expected = Expected {
+        allowed: true,
+        rule: None,
+    };
+
+    fn refused(rule: &'static str) -> Expected {
+        Expected {
+            allowed: false,
+            rule: Some(rule),
+        }
+    }
+}
+
+/// Whether `path` may be either end of a hard link. A link is another writable name for the
+/// same file, so the path must be writable; and it must lie outside every protected root: a
+/// name made in the open home for a file of a grant or of the runtime would outlive the chat,
+/// and a later chat with other grants would read and write this one's files through it.
+/// Seatbelt asks each end on its own, so "both ends in one grant" cannot be said. A refusal is
+/// the rule that decides writing there.
+pub fn link_end(policy: &Policy, path: &Path) -> Expected {
+    let write = policy.decide(Op::Write, path);
+    if !write.allowed || policy.is_protected(path) {
+        Expected::refused(write.rule.name())
+    } else {
+        Expected::ALLOWED
+    }
+}
+
+/// Whether `path` may be either end of a clone. A clone of a folder copies everything beneath
+/// it, so nothing beneath may be unreadable (of the paths the world knows: every probe path);
+/// a refusal then names the strongest rule found beneath, in `decide()`'s precedence (blocked,
+/// then refused, then closed). Otherwise the path must be writable, as for a link, but a
+/// clone is a new file, not another name, so it may be made inside a grant or the runtime.
+pub fn clone_end(world: &World, below: &[PathBuf], path: &Path) -> Expected {
+    let policy = &world.policy;
+    let rank = |rule: &str| match rule {
+        "blocked" => 3,
+        "refused" => 2,
+        _ => 1,
+    };
+    let strongest = below
+        .iter()
+        .filter(|q| q.starts_with(path))
+        .map(|q| policy.decide(Op::Read, q))
+        .filter(|v| !v.allowed)
+        .map(|v| v.rule.name())
+        .max_by_key(|name| rank(name));
+    if let Some(rule) = strongest {
+        return Expected::refused(rule);
+    }
+    let write = policy.decide(Op::Write, path);
+    if write.allowed {
+        Expected::ALLOWED
+    } else {
+        Expected::refused(write.rule.name())
+    }
+}
+
+/// Both ends, the source first: the first refusal decides.
+fn both(source: Expected, destination: Expected) -> Expected {
+    if source.allowed { destination } else { source }
+}
+
+/// An open file to link or clone from, and an open path to link or clone to.
+pub fn open_ends(world: &World) -> (PathBuf, PathBuf) {
+    (world.home.join("notes.txt"), world.home.join("linked-new"))
+}
+
+/// Asks the profile, under every reading of Seatbelt's precedence, for a hard link and a clone
+/// of `path` to an open destination and from an open source to `path`, and compares with what
+/// `decide()` implies ([`link_end`], [`clone_end`]).
+pub fn agrees_on_two_paths(
+    profile: &Profile,
+    world: &World,
+    below: &[PathBuf],
+    path: &Path,
+) -> Result<(), String> {
+    let (open_source, open_destination) = open_ends(world);
+    let policy = &world.policy;
+    let bytes = |p: &Path| p.as_os_str().as_encoded_bytes().to_vec();
+    for (source, destination) in [
+        (path, open_destination.as_path()),
+        (open_source.as_path(), path),
+    ] {
+        let cases = [
+            (
+                "file-link",
+                both(link_end(policy, source), link_end(policy, destination)),
+            ),
+            (
+                "file-clone",
+                both(
+                    clone_end(world, below, source),
+                    clone_end(world, below, destination),
+                ),
+            ),
+        ];
+        for (op, expected) in cases {
+            let (s, d) = (bytes(source), bytes(destination));
+            let verdict = profile.decide_all(Request {
+                op,
+                subject: Subject::TwoPaths {
+                    source: &s,
+                    destination: &d,
+                },
+            })?;
+            let message = expected.rule.map(|r| format!("cli-sandbox: {r}"));
+            if verdict.allowed != expected.allowed || verdict.message != message {
+                return Err(format!(
+                    "{op} {} -> {}: decide() implies {expected:?}, the profile says {} by rule {} {:?}",
+                    source.display(),
+                    destination.display(),
+                    if verdict.allowed {
+                        "allowed"
+                    } else {
+                        "refused"
+                    },
+                    verdict.rule,
+                    verdict.message,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every probe of the world through the profile: each `(op, path)` of [`probes`], and a link and
+/// a clone from and to each of their paths. The failures, one line each.
+pub fn disagreements(profile: &Profile, world: &World) -> Vec<String> {
+    let probes = probes(world);
+    let below: Vec<PathBuf> = probes
+        .iter()
+        .map(|(_, p)| p.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut out: Vec<String> = probes
+        .iter()
+        .filter_map(|(op, path)| agrees(profile, world, *op, path).err())
+        .collect();
+    out.extend(
+        below
+            .iter()
+            .filter_map(|path| agrees_on_two_paths(profile, world, &below, path).err()),
+    );
+    out
 }
 
 /// A probe as a shell command, for a world on disk, with its verdict read from the disk.
