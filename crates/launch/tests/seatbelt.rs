@@ -13,7 +13,7 @@ use launch::seatbelt::{SANDBOX_EXEC, SeatbeltError, SeatbeltProfile};
 use proptest::prelude::*;
 use sandbox_core::{Access, Op};
 
-use seatbelt_support::probes::{disagreements, probes, shell_probes};
+use seatbelt_support::probes::{disagreements, probes, shell_probes, two_path_shell_probes};
 use seatbelt_support::sbpl::{Model, Profile, Release, Request, Subject};
 use seatbelt_support::world::{Spec, World};
 
@@ -1116,11 +1116,18 @@ fn every_shell_probe_succeeds_unconfined_so_a_refusal_under_seatbelt_means_somet
         );
     }
     let unconfined = |argv: &[OsString]| argv.to_vec();
-    let failed: Vec<String> = probes
+    let mut failed: Vec<String> = probes
         .iter()
         .filter(|p| !p.run(&world, &unconfined).unwrap())
         .map(|p| format!("{} {}: {}", p.op.as_str(), p.path.display(), p.script))
         .collect();
+    let two = two_path_shell_probes(&world);
+    assert!(two.len() > 100, "only {} link and clone probes", two.len());
+    failed.extend(
+        two.iter()
+            .filter(|p| !p.run(&world, &unconfined).unwrap())
+            .map(|p| format!("{}: {}", p.op, p.script)),
+    );
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 

@@ -269,12 +269,7 @@ pub fn agrees_on_two_paths(
 /// a clone from and to each of their paths. The failures, one line each.
 pub fn disagreements(profile: &Profile, world: &World) -> Vec<String> {
     let probes = probes(world);
-    let below: Vec<PathBuf> = probes
-        .iter()
-        .map(|(_, p)| p.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let below = below(world);
     let mut out: Vec<String> = probes
         .iter()
         .filter_map(|(op, path)| agrees(profile, world, *op, path).err())
@@ -415,4 +410,114 @@ impl ShellProbe {
         }
         Ok(())
     }
+}
+
+/// A hard link or a clone as a shell command, for a world on disk, with its verdict read from
+/// the disk: the destination exists afterwards, as the same file (a link) or with the source's
+/// content (a clone).
+#[derive(Debug, Clone)]
+pub struct TwoPathProbe {
+    /// `file-link` or `file-clone`.
+    pub op: &'static str,
+    pub source: PathBuf,
+    pub destination: PathBuf,
+    pub script: String,
+}
+
+/// The links and clones a shell can ask without guessing: from each file of the world inside
+/// its base to a new name in the scratch folder, and from an open file to a new name in each
+/// folder of the world inside its base. A clone is `cp -c` (`clonefile(2)`) on macOS and
+/// `cp --reflink=auto` elsewhere, where it only runs unconfined, to show the probe works.
+pub fn two_path_shell_probes(world: &World) -> Vec<TwoPathProbe> {
+    let (open_source, _) = open_ends(world);
+    let inside = |p: &Path| p.starts_with(&world.base) && !p.starts_with(&world.scratch);
+    let mut pairs: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for (index, file) in world.files.keys().filter(|f| inside(f)).enumerate() {
+        pairs.push((file.clone(), world.scratch.join(format!("two-{index}"))));
+    }
+    for dir in world.dirs.iter().filter(|d| inside(d)) {
+        pairs.push((open_source.clone(), dir.join("two-new")));
+    }
+    let clone = if cfg!(target_os = "macos") {
+        "cp -c"
+    } else {
+        "cp --reflink=auto"
+    };
+    let mut out = Vec::new();
+    for (source, destination) in pairs {
+        for (op, command) in [("file-link", "ln"), ("file-clone", clone)] {
+            let script = format!("{command} -- {} {}", quote(&source), quote(&destination));
+            out.push(TwoPathProbe {
+                op,
+                source: source.clone(),
+                destination: destination.clone(),
+                script,
+            });
+        }
+    }
+    out
+}
+
+impl TwoPathProbe {
+    /// What `decide()` implies ([`link_end`], [`clone_end`]), the source first.
+    pub fn expected(&self, world: &World, below: &[PathBuf]) -> Expected {
+        match self.op {
+            "file-link" => both(
+                link_end(&world.policy, &self.source),
+                link_end(&world.policy, &self.destination),
+            ),
+            _ => both(
+                clone_end(world, below, &self.source),
+                clone_end(world, below, &self.destination),
+            ),
+        }
+    }
+
+    /// Runs the probe with `wrap` around `/bin/sh -c SCRIPT`, reads the verdict from the disk
+    /// and removes what it made.
+    pub fn run(
+        &self,
+        world: &World,
+        wrap: &dyn Fn(&[OsString]) -> Vec<OsString>,
+    ) -> Result<bool, String> {
+        use std::os::unix::fs::MetadataExt;
+        let argv = wrap(&["/bin/sh".into(), "-c".into(), self.script.clone().into()]);
+        let (program, args) = argv.split_first().ok_or("an empty command")?;
+        Command::new(program)
+            .args(args)
+            .current_dir(&world.scratch)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map_err(|e| format!("running {program:?}: {e}"))?;
+        let made = match (
+            std::fs::symlink_metadata(&self.source),
+            std::fs::symlink_metadata(&self.destination),
+        ) {
+            (Ok(source), Ok(destination)) => {
+                if self.op == "file-link" {
+                    source.ino() == destination.ino() && source.dev() == destination.dev()
+                } else {
+                    std::fs::read(&self.source).ok() == std::fs::read(&self.destination).ok()
+                }
+            }
+            _ => false,
+        };
+        if std::fs::symlink_metadata(&self.destination).is_ok() {
+            std::fs::remove_file(&self.destination)
+                .map_err(|e| format!("undoing {self:?}: {e}"))?;
+        }
+        Ok(made)
+    }
+}
+
+/// The paths a clone's "beneath" is read over (see [`clone_end`]): every probe path.
+pub fn below(world: &World) -> Vec<PathBuf> {
+    probes(world)
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
 }
