@@ -86,7 +86,7 @@
 //!
 //! See `docs/macos.md` for running the real-`sandbox-exec` tests and reading denials.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -391,8 +391,9 @@ fn nested_sandbox_refused(sandbox_exec: &Path) -> bool {
 struct Writer {
     text: String,
     params: BTreeMap<String, String>,
-    /// The parameter already naming each path, so that a later rule on the same path reuses it.
-    names: HashMap<PathBuf, String>,
+    /// The parameter already naming each path (by its text), so that a later rule on the same
+    /// path reuses it.
+    names: HashMap<String, String>,
     /// How many `CLONE_i` parameters there are (paths no other rule names).
     extra: usize,
 }
@@ -613,7 +614,9 @@ impl Writer {
         })?;
         self.check_length(what, text.len())?;
         self.params.insert(name.clone(), text.to_owned());
-        self.names.entry(value.to_owned()).or_insert(name.clone());
+        self.names
+            .entry(text.to_owned())
+            .or_insert_with(|| name.clone());
         Ok(name)
     }
 
@@ -634,7 +637,8 @@ impl Writer {
     fn names_for(&mut self, paths: &[PathBuf]) -> Result<Vec<String>, SeatbeltError> {
         let mut out = Vec::with_capacity(paths.len());
         for path in paths {
-            let name = match self.names.get(path) {
+            let found = path.to_str().and_then(|text| self.names.get(text));
+            let name = match found {
                 Some(name) => name.clone(),
                 None => {
                     let name = format!("CLONE_{}", self.extra);
@@ -708,31 +712,34 @@ fn pinned(policy: &Policy) -> Vec<PathBuf> {
 }
 
 /// Each grant and every folder above one, `/` included: a clone of any of them would copy the
-/// grant's refused entries.
+/// grant's refused entries. In the order found (the grants', then upwards), which depends on
+/// the policy's shape only.
 fn grants_and_their_ancestors(policy: &Policy) -> Vec<PathBuf> {
-    let mut out: BTreeSet<PathBuf> = BTreeSet::new();
-    for grant in &policy.grants {
-        for folder in grant.path.ancestors() {
-            if !out.insert(folder.to_path_buf()) {
-                // Its ancestors are in already (grants share `workflows/` and above).
-                break;
-            }
-        }
-    }
-    out.into_iter().collect()
+    let grants: Vec<&Path> = policy.grants.iter().map(|g| g.path.as_path()).collect();
+    upwards(&grants, 0)
 }
 
-/// Every folder strictly above one of `paths`, `/` included, sorted.
+/// Every folder strictly above one of `paths`, `/` included, in the order found.
 fn strict_ancestors(paths: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out: BTreeSet<PathBuf> = BTreeSet::new();
+    let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    upwards(&paths, 1)
+}
+
+/// Each of `paths` (after skipping `skip` of itself and its ancestors) and the folders above it,
+/// once each. A folder met again has had its ancestors taken already: lookups, not scans, so
+/// that a thousand grants sharing `workflows/` stay linear.
+fn upwards(paths: &[&Path], skip: usize) -> Vec<PathBuf> {
+    let mut seen: HashSet<&Path> = HashSet::new();
+    let mut out = Vec::new();
     for path in paths {
-        for folder in path.ancestors().skip(1) {
-            if !out.insert(folder.to_path_buf()) {
+        for folder in path.ancestors().skip(skip) {
+            if !seen.insert(folder) {
                 break;
             }
+            out.push(folder.to_path_buf());
         }
     }
-    out.into_iter().collect()
+    out
 }
 
 /// `^(/[^/]+){depth}/(P1|P2...)`, written out: the entries directly below any grant of `depth`
