@@ -14,7 +14,7 @@ use std::process::Command;
 use launch::seatbelt::{SeatbeltProfile, already_sandboxed};
 use sandbox_core::BLOCKED_PROGRAMS_MACOS;
 
-use seatbelt_support::probes::{below, quote, shell_probes, two_path_shell_probes};
+use seatbelt_support::probes::{quote, shell_probes, two_path_shell_probes, unreadable};
 use seatbelt_support::world::{Spec, World};
 
 /// The demo layout on disk and its profile; `None` (said loudly) where Seatbelt cannot run.
@@ -216,10 +216,10 @@ fn hard_links_and_clones_get_the_verdict_decide_implies_at_either_end() {
         return;
     };
     let wrap = |argv: &[OsString]| profile.wrap(argv);
-    let below = below(&world);
+    let unreadable = unreadable(&world);
     let mut wrong = Vec::new();
     for probe in two_path_shell_probes(&world) {
-        let expected = probe.expected(&world, &below);
+        let expected = probe.expected(&world, &unreadable);
         let happened = probe.run(&world, &wrap).expect("the probe runs");
         if happened != expected.allowed {
             wrong.push(format!(

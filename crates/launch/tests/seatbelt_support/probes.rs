@@ -168,23 +168,21 @@ pub fn link_end(policy: &Policy, path: &Path) -> Expected {
 }
 
 /// Whether `path` may be either end of a clone. A clone of a folder copies everything beneath
-/// it, so nothing beneath may be unreadable (of the paths the world knows: every probe path);
+/// it, so nothing beneath may be unreadable (of the paths the world knows: see [`unreadable`]);
 /// a refusal then names the strongest rule found beneath, in `decide()`'s precedence (blocked,
 /// then refused, then closed). Otherwise the path must be writable, as for a link, but a
 /// clone is a new file, not another name, so it may be made inside a grant or the runtime.
-pub fn clone_end(world: &World, below: &[PathBuf], path: &Path) -> Expected {
+pub fn clone_end(world: &World, unreadable: &[(PathBuf, &'static str)], path: &Path) -> Expected {
     let policy = &world.policy;
     let rank = |rule: &str| match rule {
         "blocked" => 3,
         "refused" => 2,
         _ => 1,
     };
-    let strongest = below
+    let strongest = unreadable
         .iter()
-        .filter(|q| q.starts_with(path))
-        .map(|q| policy.decide(Op::Read, q))
-        .filter(|v| !v.allowed)
-        .map(|v| v.rule.name())
+        .filter(|(q, _)| q.starts_with(path))
+        .map(|(_, rule)| *rule)
         .max_by_key(|name| rank(name));
     if let Some(rule) = strongest {
         return Expected::refused(rule);
@@ -213,7 +211,7 @@ pub fn open_ends(world: &World) -> (PathBuf, PathBuf) {
 pub fn agrees_on_two_paths(
     profile: &Profile,
     world: &World,
-    below: &[PathBuf],
+    unreadable: &[(PathBuf, &'static str)],
     path: &Path,
 ) -> Result<(), String> {
     let (open_source, open_destination) = open_ends(world);
@@ -231,8 +229,8 @@ pub fn agrees_on_two_paths(
             (
                 "file-clone",
                 both(
-                    clone_end(world, below, source),
-                    clone_end(world, below, destination),
+                    clone_end(world, unreadable, source),
+                    clone_end(world, unreadable, destination),
                 ),
             ),
         ];
@@ -269,15 +267,16 @@ pub fn agrees_on_two_paths(
 /// a clone from and to each of their paths. The failures, one line each.
 pub fn disagreements(profile: &Profile, world: &World) -> Vec<String> {
     let probes = probes(world);
-    let below = below(world);
+    let paths: BTreeSet<&PathBuf> = probes.iter().map(|(_, p)| p).collect();
+    let unreadable = unreadable(world);
     let mut out: Vec<String> = probes
         .iter()
         .filter_map(|(op, path)| agrees(profile, world, *op, path).err())
         .collect();
     out.extend(
-        below
+        paths
             .iter()
-            .filter_map(|path| agrees_on_two_paths(profile, world, &below, path).err()),
+            .filter_map(|path| agrees_on_two_paths(profile, world, &unreadable, path).err()),
     );
     out
 }
@@ -460,15 +459,15 @@ pub fn two_path_shell_probes(world: &World) -> Vec<TwoPathProbe> {
 
 impl TwoPathProbe {
     /// What `decide()` implies ([`link_end`], [`clone_end`]), the source first.
-    pub fn expected(&self, world: &World, below: &[PathBuf]) -> Expected {
+    pub fn expected(&self, world: &World, unreadable: &[(PathBuf, &'static str)]) -> Expected {
         match self.op {
             "file-link" => both(
                 link_end(&world.policy, &self.source),
                 link_end(&world.policy, &self.destination),
             ),
             _ => both(
-                clone_end(world, below, &self.source),
-                clone_end(world, below, &self.destination),
+                clone_end(world, unreadable, &self.source),
+                clone_end(world, unreadable, &self.destination),
             ),
         }
     }
@@ -512,12 +511,17 @@ impl TwoPathProbe {
     }
 }
 
-/// The paths a clone's "beneath" is read over (see [`clone_end`]): every probe path.
-pub fn below(world: &World) -> Vec<PathBuf> {
+/// What a clone's "beneath" is read over (see [`clone_end`]): every probe path `decide()` does
+/// not let the chat read, with the rule that refuses it.
+pub fn unreadable(world: &World) -> Vec<(PathBuf, &'static str)> {
     probes(world)
         .into_iter()
         .map(|(_, p)| p)
         .collect::<BTreeSet<_>>()
         .into_iter()
+        .filter_map(|p| {
+            let verdict = world.policy.decide(Op::Read, &p);
+            (!verdict.allowed).then(|| (p, verdict.rule.name()))
+        })
         .collect()
 }
