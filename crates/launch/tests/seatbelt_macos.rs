@@ -183,22 +183,19 @@ fn a_closed_file_is_not_reached_by_another_case_or_a_hard_link() {
     assert_ne!(&read(&config), content, "the canonical path");
     assert_ne!(&read(&lower), content, "{}", lower.display());
     // file-link and file-clone fall back to default, not to file*: the profile names them.
-    let link = world.home.join("linked");
-    let made = succeeds(
-        &world,
-        &profile,
-        "link",
-        &format!("ln {} {}", quote(&config), quote(&link)),
-    );
-    assert!(!made, "a hard link to config.json was made in the home");
-    let clone = world.home.join("cloned");
-    let made = succeeds(
-        &world,
-        &profile,
-        "clone",
-        &format!("cp -c {} {}", quote(&config), quote(&clone)),
-    );
-    assert!(!made || &read(&clone) != content, "config.json was cloned");
+    for (name, command) in [("linked", "ln"), ("cloned", "cp -c")] {
+        let copy = world.home.join(name);
+        let made = succeeds(
+            &world,
+            &profile,
+            name,
+            &format!("{command} {} {}", quote(&config), quote(&copy)),
+        );
+        assert!(
+            !made || &read(&copy) != content,
+            "config.json {name} into the home"
+        );
+    }
     let plan = world
         .policy
         .grants

@@ -346,6 +346,27 @@ pub fn quote(path: &Path) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
+/// Runs `/bin/sh -c SCRIPT` with `wrap` around it (the identity runs it unconfined), in the
+/// world's scratch folder, its output dropped. The exit status says nothing we trust: the
+/// verdict is what happened on the disk.
+fn run_script(
+    world: &World,
+    wrap: &dyn Fn(&[OsString]) -> Vec<OsString>,
+    script: &str,
+) -> Result<(), String> {
+    let argv = wrap(&["/bin/sh".into(), "-c".into(), script.into()]);
+    let (program, args) = argv.split_first().ok_or("an empty command")?;
+    Command::new(program)
+        .args(args)
+        .current_dir(&world.scratch)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("running {program:?}: {e}"))?;
+    Ok(())
+}
+
 impl ShellProbe {
     /// Runs the probe with `wrap` around `/bin/sh -c SCRIPT` (the identity runs it unconfined),
     /// reads the verdict from the disk and puts the world back as it was.
@@ -354,17 +375,7 @@ impl ShellProbe {
         world: &World,
         wrap: &dyn Fn(&[OsString]) -> Vec<OsString>,
     ) -> Result<bool, String> {
-        let argv = wrap(&["/bin/sh".into(), "-c".into(), self.script.clone().into()]);
-        let (program, args) = argv.split_first().ok_or("an empty command")?;
-        // The exit status says nothing we trust: the verdict is what happened on the disk.
-        Command::new(program)
-            .args(args)
-            .current_dir(&world.scratch)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .map_err(|e| format!("running {program:?}: {e}"))?;
+        run_script(world, wrap, &self.script)?;
         let done = self.verdict(world);
         self.undo(world)?;
         Ok(done)
@@ -480,16 +491,7 @@ impl TwoPathProbe {
         wrap: &dyn Fn(&[OsString]) -> Vec<OsString>,
     ) -> Result<bool, String> {
         use std::os::unix::fs::MetadataExt;
-        let argv = wrap(&["/bin/sh".into(), "-c".into(), self.script.clone().into()]);
-        let (program, args) = argv.split_first().ok_or("an empty command")?;
-        Command::new(program)
-            .args(args)
-            .current_dir(&world.scratch)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .map_err(|e| format!("running {program:?}: {e}"))?;
+        run_script(world, wrap, &self.script)?;
         let made = match (
             std::fs::symlink_metadata(&self.source),
             std::fs::symlink_metadata(&self.destination),
