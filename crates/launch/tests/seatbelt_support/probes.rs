@@ -111,23 +111,19 @@ pub fn agrees(profile: &Profile, world: &World, op: Op, path: &Path) -> Result<(
                 "{} {} ({seatbelt_op}): decide() says {} by {:?}, the profile says {} by rule {} {:?}",
                 op.as_str(),
                 path.display(),
-                if expected.allowed {
-                    "allowed"
-                } else {
-                    "refused"
-                },
+                said(expected.allowed),
                 expected.rule,
-                if verdict.allowed {
-                    "allowed"
-                } else {
-                    "refused"
-                },
+                said(verdict.allowed),
                 verdict.rule,
                 verdict.message,
             ));
         }
     }
     Ok(())
+}
+
+fn said(allowed: bool) -> &'static str {
+    if allowed { "allowed" } else { "refused" }
 }
 
 /// What `decide()` implies for a request that names two paths.
@@ -249,11 +245,7 @@ pub fn agrees_on_two_paths(
                     "{op} {} -> {}: decide() implies {expected:?}, the profile says {} by rule {} {:?}",
                     source.display(),
                     destination.display(),
-                    if verdict.allowed {
-                        "allowed"
-                    } else {
-                        "refused"
-                    },
+                    said(verdict.allowed),
                     verdict.rule,
                     verdict.message,
                 ));
