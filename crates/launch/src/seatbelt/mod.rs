@@ -69,8 +69,8 @@
 //!   bytes: `PLANNING/plan.json` opens `planning/plan.json`. The grant's own path is matched by
 //!   `subpath`, like the protected roots, whose case handling is one of the facts
 //!   `scripts/macos-facts.sh` settles. One expression per depth also holds for entries created
-//!   after launch, and keeps the command small: 1,000 grants with 190-character paths take about
-//!   0.8 MB of `sandbox-exec`'s arguments, under macOS's 1 MiB (`ARG_MAX`).
+//!   launch, and keeps the command small: 1,000 read-write grants with 190-character paths take
+//!   0.85 MB of `sandbox-exec`'s arguments, under macOS's 1 MiB (`ARG_MAX`).
 //! - Our operations map to Seatbelt's as: read is `file-read-data` (and `-xattr`,
 //!   `file-test-existence`, `file-map-executable`); list is `file-read-data` on a folder; write
 //!   is `file-write-data`, `-create` and the attribute writes; exec is `process-exec*`; move is
@@ -212,6 +212,7 @@ impl SeatbeltProfile {
             params: BTreeMap::new(),
             names: HashMap::new(),
             extra: 0,
+            noted: HashSet::new(),
         };
         out.chat_rules(policy)?;
         out.text.push_str(tail);
@@ -396,6 +397,8 @@ struct Writer {
     names: HashMap<String, String>,
     /// How many `CLONE_i` parameters there are (paths no other rule names).
     extra: usize,
+    /// The comments written so far (see [`Writer::note`]).
+    noted: HashSet<&'static str>,
 }
 
 /// One folder the chat may use, in the order its rules are written.
@@ -440,7 +443,7 @@ impl Writer {
         for one in uses {
             match one {
                 Use::Runtime(path) => {
-                    self.line(
+                    self.note(
                         ";; The runtime: read-write, but not moved itself, and no hard link.",
                     );
                     let name = self.param("RUNTIME".into(), "runtime", path)?;
@@ -454,7 +457,7 @@ impl Writer {
                         // The runtime's own access holds inside it (in `decide()` the runtime
                         // comes before the grants), said again over the refused patterns of a
                         // grant around this one; the grant only adds its own.
-                        self.line(";; A grant inside the runtime: the runtime's access.");
+                        self.note(";; A grant inside the runtime: the runtime's access.");
                         self.rule("allow", READ_WRITE, &[subpath(&name)], None);
                         if path == policy.runtime {
                             self.rule("deny", MOVE, &[literal(&name)], Some("runtime"));
@@ -463,7 +466,7 @@ impl Writer {
                     } else {
                         match access {
                             Access::ReadWrite => {
-                                self.line(
+                                self.note(
                                     ";; A read-write grant: everything but moving it, and no hard link.",
                                 );
                                 self.rule("allow", READ_WRITE, &[subpath(&name)], None);
@@ -471,7 +474,7 @@ impl Writer {
                                 self.rule("deny", LINK, &[subpath(&name)], Some("granted"));
                             }
                             Access::ReadOnly => {
-                                self.line(";; A read-only grant: reading and exec only.");
+                                self.note(";; A read-only grant: reading and exec only.");
                                 self.rule("deny", NOT_READ, &[subpath(&name)], Some("granted"));
                                 self.rule("allow", READ, &[subpath(&name)], None);
                             }
@@ -557,6 +560,14 @@ impl Writer {
     fn line(&mut self, line: &str) {
         self.text.push_str(line);
         self.text.push('\n');
+    }
+
+    /// A comment said once: before the first of a thousand grants, not before each, which
+    /// would cost 60 KB of `sandbox-exec`'s arguments.
+    fn note(&mut self, line: &'static str) {
+        if self.noted.insert(line) {
+            self.line(line);
+        }
     }
 
     /// `(ACTION OPS FILTER... (with message "cli-sandbox: TAG"))`, a filter a line; written as
