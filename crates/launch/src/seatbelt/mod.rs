@@ -69,8 +69,8 @@
 //!   bytes: `PLANNING/plan.json` opens `planning/plan.json`. The grant's own path is matched by
 //!   `subpath`, like the protected roots, whose case handling is one of the facts
 //!   `scripts/macos-facts.sh` settles. One expression per depth also holds for entries created
-//!   launch, and keeps the command small: 1,000 read-write grants with 190-character paths take
-//!   0.85 MB of `sandbox-exec`'s arguments, under macOS's 1 MiB (`ARG_MAX`).
+//!   after launch, and keeps the command small: 1,000 read-write grants with 190-character paths
+//!   take 0.85 MB of `sandbox-exec`'s arguments, under macOS's 1 MiB (`ARG_MAX`).
 //! - Our operations map to Seatbelt's as: read is `file-read-data` (and `-xattr`,
 //!   `file-test-existence`, `file-map-executable`); list is `file-read-data` on a folder; write
 //!   is `file-write-data`, `-create` and the attribute writes; exec is `process-exec*`; move is
