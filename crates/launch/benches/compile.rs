@@ -39,6 +39,31 @@ fn compile(c: &mut Criterion) {
     }
     group.finish();
 
+    // The size the issue measured: 1,000 grants with 190-character paths (the policy's grant
+    // paths lengthened after it is built; the profile only reads them). The profile, and the
+    // full command with its ARG_MAX check, which `wrap` adds before anything runs.
+    let mut group = c.benchmark_group("seatbelt_1000_grants_190_chars");
+    let mut long = layouts
+        .for_size(&SIZES[5])
+        .policy(Os::MacOs, SIZES[5].grants);
+    for grant in &mut long.grants {
+        let pad = 190usize.saturating_sub(grant.path.as_os_str().len() + 1);
+        let name = format!("{}-{}", grant.path.display(), "x".repeat(pad));
+        grant.path = name.into();
+    }
+    group.bench_function("profile", |b| {
+        b.iter(|| SeatbeltProfile::for_policy(black_box(&long)).unwrap())
+    });
+    let profile = SeatbeltProfile::for_policy(&long).unwrap();
+    group.bench_function("wrap and size check", |b| {
+        b.iter(|| {
+            let argv = black_box(&profile).wrap(&["/bin/true".into()]);
+            SeatbeltProfile::check_exec_size(&argv, [], long.grants.len()).unwrap();
+            argv
+        })
+    });
+    group.finish();
+
     let mut group = c.benchmark_group("linux_plan_compile");
     for size in &SIZES {
         let policy = layouts.for_size(size).policy(Os::Linux, size.grants);

@@ -151,6 +151,11 @@ impl LandlockArgs {
         if self.stdin == Stdin::Null {
             cmd.stdin(std::process::Stdio::null());
         }
+        if self.decision.backend == Backend::Seatbelt {
+            // No descriptor of the launcher's may reach the confined CLI (the Linux helper
+            // closes its own).
+            crate::seatbelt::close_inherited_descriptors(&mut cmd);
+        }
         cmd
     }
 }
@@ -207,9 +212,24 @@ pub fn wrap(
 ) -> Result<(Vec<OsString>, Option<PathBuf>), Error> {
     match backend {
         Backend::Seatbelt => {
-            let profile =
-                SeatbeltProfile::for_policy(policy).map_err(|e| Error::Other(e.to_string()))?;
-            Ok((profile.wrap(&command), None))
+            let as_error = |e: crate::seatbelt::SeatbeltError| {
+                if e.is_bad_input() {
+                    Error::BadInput(e.to_string())
+                } else {
+                    Error::Other(e.to_string())
+                }
+            };
+            let profile = SeatbeltProfile::for_policy(policy).map_err(as_error)?;
+            let argv = profile.wrap(&command);
+            // Refused here, before anything runs, rather than by execve with E2BIG.
+            let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+            SeatbeltProfile::check_exec_size(
+                &argv,
+                env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())),
+                policy.grants.len(),
+            )
+            .map_err(as_error)?;
+            Ok((argv, None))
         }
         Backend::Landlock { abi, namespaces } => {
             let plan = crate::linux::compile(

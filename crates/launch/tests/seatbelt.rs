@@ -13,8 +13,8 @@ use launch::seatbelt::{SANDBOX_EXEC, SeatbeltError, SeatbeltProfile};
 use proptest::prelude::*;
 use sandbox_core::{Access, Op};
 
-use seatbelt_support::probes::{agrees, probes, shell_probes};
-use seatbelt_support::sbpl::{Model, Profile, Request, Subject};
+use seatbelt_support::probes::{disagreements, probes, shell_probes, two_path_shell_probes};
+use seatbelt_support::sbpl::{Model, Profile, Release, Request, Subject};
 use seatbelt_support::world::{Spec, World};
 
 const BASE: &str = "/Users";
@@ -43,7 +43,7 @@ fn file(op: &str, path: &str) -> Request<'static> {
 }
 
 fn allowed(profile: &Profile, request: Request<'_>) -> bool {
-    profile.decide_both(request).unwrap().allowed
+    profile.decide_all(request).unwrap().allowed
 }
 
 // --- The evaluator itself: the published, measured precedence cases and its refusals. ---
@@ -110,23 +110,135 @@ fn evaluator_a_rule_without_a_filter_is_only_the_fallback_and_lint_says_so() {
     assert_eq!(lint.len(), 1, "{lint:?}");
 }
 
+/// The operations libsandbox's table makes terminal: they fall back to `default`.
+const TERMINAL: [&str; 5] = [
+    "file-link",
+    "file-clone",
+    "file-test-existence",
+    "file-map-executable",
+    "file-write-setugid",
+];
+
 #[test]
-fn evaluator_file_read_star_does_not_cover_test_existence_or_map_executable() {
-    let p = Profile::compile(
-        "(version 1)(allow default)(deny file-read* (subpath \"/a\"))",
-        &no_params(),
-    )
-    .unwrap();
-    assert!(!allowed(&p, file("file-read-metadata", "/a/x")));
-    assert!(allowed(&p, file("file-test-existence", "/a/x")));
-    assert!(allowed(&p, file("file-map-executable", "/a/x")));
+fn evaluator_terminal_operations_fall_back_to_default_not_to_file_star() {
+    for parent in ["file*", "file-read*", "file-write*"] {
+        let p = Profile::compile(
+            &format!("(version 1)(allow default)(deny {parent} (subpath \"/a\"))"),
+            &no_params(),
+        )
+        .unwrap();
+        for op in TERMINAL {
+            assert!(allowed(&p, file(op, "/a/x")), "{parent} covers {op}");
+        }
+    }
     let p = Profile::compile(
         "(version 1)(allow default)(deny file* (subpath \"/a\"))",
         &no_params(),
     )
     .unwrap();
-    assert!(!allowed(&p, file("file-test-existence", "/a/x")));
-    assert!(!allowed(&p, file("file-map-executable", "/a/x")));
+    for op in [
+        "file-read-data",
+        "file-read-metadata",
+        "file-write-unlink",
+        "file-ioctl",
+    ] {
+        assert!(!allowed(&p, file(op, "/a/x")), "file* does not cover {op}");
+    }
+    let p = Profile::compile(
+        "(version 1)(deny default)(allow file* (subpath \"/\"))",
+        &no_params(),
+    )
+    .unwrap();
+    for op in TERMINAL {
+        assert!(
+            !allowed(&p, file(op, "/a/x")),
+            "an allow of file* reaches {op}"
+        );
+    }
+}
+
+#[test]
+fn evaluator_asks_both_paths_of_a_link_or_a_clone() {
+    let p = Profile::compile(
+        "(version 1)(allow default)\
+         (deny file-link file-clone (subpath \"/closed\") (with message \"m\"))",
+        &no_params(),
+    )
+    .unwrap();
+    let two = |op, source: &'static str, destination: &'static str| {
+        p.decide_all(Request {
+            op,
+            subject: Subject::TwoPaths {
+                source: source.as_bytes(),
+                destination: destination.as_bytes(),
+            },
+        })
+        .unwrap()
+        .allowed
+    };
+    for op in ["file-link", "file-clone"] {
+        assert!(!two(op, "/closed/x", "/open/y"), "{op} from a closed file");
+        assert!(
+            !two(op, "/open/x", "/closed/y"),
+            "{op} into a closed folder"
+        );
+        assert!(two(op, "/open/x", "/open/y"), "{op} between open paths");
+    }
+    let err = p
+        .decide(
+            Model::Positional,
+            Request {
+                op: "file-read-data",
+                subject: Subject::TwoPaths {
+                    source: b"/a",
+                    destination: b"/b",
+                },
+            },
+        )
+        .unwrap_err();
+    assert!(err.contains("only file-link and file-clone"), "{err}");
+}
+
+#[test]
+fn evaluator_a_guard_keeps_a_rule_only_where_the_release_knows_its_operation() {
+    let text = "(version 1)(allow default)\
+                (if (defined? 'mach-task-read) (deny mach-task-read (with message \"m\")))\
+                (if (defined? 'mach-task-read) (allow mach-task-read (target same-sandbox)))";
+    let ask = |p: &Profile, same_sandbox| {
+        p.decide_all(Request {
+            op: "mach-task-read",
+            subject: Subject::Process { same_sandbox },
+        })
+    };
+    let later = Profile::compile_for(Release::MacOs11Plus, text, &no_params()).unwrap();
+    assert!(!ask(&later, false).unwrap().allowed);
+    assert!(ask(&later, true).unwrap().allowed);
+    let older = Profile::compile_for(Release::MacOs10_15, text, &no_params()).unwrap();
+    assert!(
+        ask(&older, false)
+            .unwrap_err()
+            .contains("unknown operation")
+    );
+    // Unguarded, the older release refuses the profile, as a Mac of that release does.
+    let bare = "(version 1)(allow default)(deny mach-task-read)";
+    let err = Profile::compile_for(Release::MacOs10_15, bare, &no_params()).unwrap_err();
+    assert!(err.contains("unknown operation"), "{err}");
+    assert!(Profile::compile_for(Release::MacOs11Plus, bare, &no_params()).is_ok());
+    // A misspelt guard would silently drop its rule on a Mac: here it is an error.
+    let typo = "(version 1)(allow default)(if (defined? 'mach-task-reed) (deny mach-task-read))";
+    let err = Profile::compile(typo, &no_params()).unwrap_err();
+    assert!(err.contains("no release knows"), "{err}");
+}
+
+#[test]
+fn evaluator_reads_process_exec_as_apples_prelude_does() {
+    let p = Profile::compile(
+        "(version 1)(allow default)(deny process-exec (literal \"/bin/x\"))",
+        &no_params(),
+    )
+    .unwrap();
+    assert!(!allowed(&p, file("process-exec*", "/bin/x")));
+    assert!(allowed(&p, file("process-exec*", "/bin/y")));
 }
 
 #[test]
@@ -148,17 +260,37 @@ fn evaluator_filters_of_one_rule_match_when_any_does_and_params_fill_expressions
 }
 
 #[test]
-fn evaluator_the_two_readings_of_precedence_differ_and_decide_both_refuses_to_choose() {
-    let p = Profile::compile(
-        "(version 1)(allow default)\
-         (deny file-write-unlink (literal \"/a\"))(allow file* (subpath \"/\"))",
-        &no_params(),
-    )
-    .unwrap();
-    let unlink = file("file-write-unlink", "/a");
-    assert!(p.decide(Model::Positional, unlink).unwrap().allowed);
-    assert!(!p.decide(Model::SpecificFirst, unlink).unwrap().allowed);
-    assert!(p.decide_both(unlink).is_err());
+fn evaluator_the_three_readings_of_precedence_differ_and_decide_all_refuses_to_choose() {
+    let verdicts = |text: &str, request: Request<'_>| -> Vec<bool> {
+        let p = Profile::compile(text, &no_params()).unwrap();
+        assert!(p.decide_all(request).is_err(), "{text}: decide_all chose");
+        Model::ALL
+            .iter()
+            .map(|m| p.decide(*m, request).unwrap().allowed)
+            .collect()
+    };
+    // A filtered rule on the specific operation, then a later one on its parent.
+    let text = "(version 1)(allow default)\
+                (deny file-write-unlink (literal \"/a\"))(allow file* (subpath \"/\"))";
+    assert_eq!(
+        verdicts(text, file("file-write-unlink", "/a")),
+        [true, false, false]
+    );
+    // greywall's case: a later deny on the parent does not undo an allow on the child.
+    let text = "(version 1)(deny default)\
+                (allow file-read-data (subpath \"/a\"))(deny file-read* (literal \"/a/.env\"))";
+    assert_eq!(
+        verdicts(text, file("file-read-data", "/a/.env")),
+        [false, true, true]
+    );
+    // nono's case: an unfiltered rule on the specific operation against a later filtered one
+    // on its parent: only the specific-first reading keeps the deny.
+    let text = "(version 1)(allow default)\
+                (deny file-write-unlink)(allow file-write* (subpath \"/a\"))";
+    assert_eq!(
+        verdicts(text, file("file-write-unlink", "/a/x")),
+        [true, false, true]
+    );
 }
 
 #[test]
@@ -261,14 +393,106 @@ fn no_path_of_the_chat_is_spliced_into_the_text() {
 #[test]
 fn the_demo_profile_agrees_with_decide_on_every_probe() {
     let world = demo();
-    let (_, read) = compile(&world);
+    let (profile, _) = compile(&world);
     let probes = probes(&world);
     assert!(probes.len() > 500, "only {} probes", probes.len());
-    let failures: Vec<String> = probes
+    // A Mac of either release compiles it (the task-port rules are guarded) and reads the same.
+    for release in Release::ALL {
+        let read = Profile::compile_for(release, &profile.text, &profile.params)
+            .unwrap_or_else(|e| panic!("{release:?}: {e}"));
+        let failures = disagreements(&read, &world);
+        assert!(failures.is_empty(), "{release:?}: {}", failures.join("\n"));
+    }
+}
+
+#[test]
+fn hard_links_and_clones_are_refused_at_either_end_where_decide_refuses_writing() {
+    let world = demo();
+    let (_, read) = compile(&world);
+    let p = &world.policy;
+    let home = &world.home;
+    let rw = p
+        .grants
         .iter()
-        .filter_map(|(op, path)| agrees(&read, &world, *op, path).err())
-        .collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+        .find(|g| g.access == Access::ReadWrite)
+        .unwrap();
+    let ro = p
+        .grants
+        .iter()
+        .find(|g| g.access == Access::ReadOnly)
+        .unwrap();
+    let ask = |op: &str, source: &Path, destination: &Path| {
+        let (s, d) = (source.to_str().unwrap(), destination.to_str().unwrap());
+        let v = read
+            .decide_all(Request {
+                op: Box::leak(op.to_owned().into_boxed_str()),
+                subject: Subject::TwoPaths {
+                    source: s.as_bytes(),
+                    destination: d.as_bytes(),
+                },
+            })
+            .unwrap();
+        (
+            v.allowed,
+            v.message
+                .map(|m| m.trim_start_matches("cli-sandbox: ").to_owned()),
+        )
+    };
+    let refused = |rule: &str| (false, Some(rule.to_owned()));
+    let out = home.join("out");
+    let config = world.layout.app_folder.join("config.json");
+    for op in ["file-link", "file-clone"] {
+        // Out of protected data, a refused entry, a read-only grant, a blocked program.
+        assert_eq!(ask(op, &config, &out), refused("closed"), "{op}");
+        assert_eq!(
+            ask(op, &rw.path.join("planning/plan.json"), &out),
+            refused("refused"),
+            "{op}"
+        );
+        assert_eq!(
+            ask(op, &ro.path.join("doc.md"), &out),
+            refused("granted"),
+            "{op}"
+        );
+        assert_eq!(
+            ask(op, &p.blocked_programs[0], &out),
+            refused("blocked"),
+            "{op}"
+        );
+        // Into them.
+        let notes = home.join("notes.txt");
+        assert_eq!(
+            ask(op, &notes, &ro.path.join("new")),
+            refused("granted"),
+            "{op}"
+        );
+        assert_eq!(
+            ask(op, &notes, &world.layout.app_folder.join("new")),
+            refused("closed"),
+            "{op}"
+        );
+        assert_eq!(ask(op, &notes, &out), (true, None), "{op}");
+    }
+    // A hard link out of the chat's own folders would outlive the chat; a clone is a copy.
+    let work = p.runtime.join("work.txt");
+    assert_eq!(ask("file-link", &work, &out), refused("runtime"));
+    assert_eq!(
+        ask("file-link", &rw.path.join("doc.md"), &out),
+        refused("granted")
+    );
+    assert_eq!(ask("file-clone", &work, &out), (true, None));
+    assert_eq!(
+        ask("file-clone", &rw.path.join("doc.md"), &out),
+        (true, None)
+    );
+    // A clone of a folder copies everything beneath it.
+    assert_eq!(ask("file-clone", &rw.path, &out), refused("refused"));
+    assert_eq!(
+        ask("file-clone", &home.join("Library"), &out),
+        refused("refused")
+    );
+    assert_eq!(ask("file-clone", home, &out), refused("blocked"));
+    assert_eq!(ask("file-clone", &p.runtime, &out), (true, None));
 }
 
 #[test]
@@ -311,16 +535,13 @@ fn with_harden_the_profile_agrees_with_decide_and_closes_persistence_paths() {
     let (profile, read) = compile(&world);
     assert_eq!(read.lint(), Vec::<String>::new());
     assert_eq!(read.unused_params(&profile.params), Vec::<&str>::new());
-    let failures: Vec<String> = probes(&world)
-        .iter()
-        .filter_map(|(op, path)| agrees(&read, &world, *op, path).err())
-        .collect();
+    let failures = disagreements(&read, &world);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 
     let home = &world.home;
     let write = |path: &Path, op: &str| {
         let text = path.to_str().unwrap().to_owned();
-        read.decide_both(file(op, &text)).unwrap()
+        read.decide_all(file(op, &text)).unwrap()
     };
     for path in [
         home.join(".bashrc"),
@@ -462,10 +683,13 @@ proptest! {
         let (profile, read) = compile(&world);
         prop_assert_eq!(read.lint(), Vec::<String>::new());
         prop_assert_eq!(read.unused_params(&profile.params), Vec::<&str>::new());
-        for (op, path) in probes(&world) {
-            if let Err(e) = agrees(&read, &world, op, &path) {
-                return Err(TestCaseError::fail(format!("{e}\n{spec:?}\n{}", profile.text)));
-            }
+        let failures = disagreements(&read, &world);
+        if !failures.is_empty() {
+            return Err(TestCaseError::fail(format!(
+                "{}\n{spec:?}\n{}",
+                failures.join("\n"),
+                profile.text
+            )));
         }
     }
 }
@@ -478,7 +702,7 @@ fn apple_events_launch_services_and_mounts_are_refused() {
     let (_, read) = compile(&world);
     for op in ["appleevent-send", "lsopen"] {
         let v = read
-            .decide_both(Request {
+            .decide_all(Request {
                 op,
                 subject: Subject::Nothing,
             })
@@ -557,19 +781,81 @@ fn unix_sockets_are_refused_but_the_allowlist() {
 
 #[test]
 fn signals_and_task_ports_reach_only_this_sandbox() {
-    let (_, read) = compile(&demo());
-    for op in ["signal", "mach-priv-task-port"] {
-        let ask = |same_sandbox| {
-            allowed(
-                &read,
-                Request {
+    let (profile, _) = compile(&demo());
+    for release in Release::ALL {
+        let read = Profile::compile_for(release, &profile.text, &profile.params).unwrap();
+        let mut ops = vec!["signal", "mach-priv-task-port"];
+        if release == Release::MacOs11Plus {
+            ops.extend(["mach-task-read", "mach-task-inspect"]);
+        }
+        for op in ops {
+            let ask = |same_sandbox| {
+                read.decide_all(Request {
                     op,
                     subject: Subject::Process { same_sandbox },
-                },
-            )
-        };
-        assert!(ask(true), "{op} inside");
-        assert!(!ask(false), "{op} outside");
+                })
+                .unwrap()
+            };
+            assert!(ask(true).allowed, "{op} inside on {release:?}");
+            let outside = ask(false);
+            assert!(!outside.allowed, "{op} outside on {release:?}");
+            assert_eq!(outside.message.as_deref(), Some("cli-sandbox: way-out"));
+        }
+    }
+}
+
+#[test]
+fn synthetic_input_launchd_jobs_preferences_and_other_vendors_services_are_refused() {
+    let (_, read) = compile(&demo());
+    let refused = |op: &'static str, subject| {
+        let v = read.decide_all(Request { op, subject }).unwrap();
+        !v.allowed && v.message.as_deref() == Some("cli-sandbox: way-out")
+    };
+    assert!(refused("hid-control", Subject::Nothing));
+    assert!(refused("job-creation", Subject::Nothing));
+    // Every domain, in any case: the plist of `com.apple.terminal` is Terminal's on a
+    // case-insensitive volume.
+    for domain in [
+        "com.apple.Terminal",
+        "com.apple.terminal",
+        "com.googlecode.iterm2",
+        "com.example.anything",
+    ] {
+        assert!(
+            refused("user-preference-write", Subject::PreferenceDomain(domain)),
+            "{domain}"
+        );
+    }
+    assert!(allowed(
+        &read,
+        Request {
+            op: "user-preference-read",
+            subject: Subject::PreferenceDomain("com.apple.Terminal"),
+        }
+    ));
+    let lookup = |name: &'static str| Request {
+        op: "mach-lookup",
+        subject: Subject::Global(name),
+    };
+    for name in [
+        "com.apple.DiskArbitration.diskarbitrationd",
+        "2BUA8C4S2C.com.1password.browser-helper",
+        "com.docker.vmnetd",
+        "org.example.agent",
+        "com.apple",
+        "com.applex.agent",
+        "c",
+        "com.",
+    ] {
+        assert!(refused("mach-lookup", lookup(name).subject), "{name}");
+    }
+    for name in [
+        "com.apple.trustd.agent",
+        "com.apple.SecurityServer",
+        "com.apple.system.opendirectoryd.libinfo",
+        "com.apple.FSEvents",
+    ] {
+        assert!(allowed(&read, lookup(name)), "{name}");
     }
 }
 
@@ -618,9 +904,8 @@ fn hostile_paths_with(harden: bool) {
         assert_eq!(plain.text, hostile.text, "{decoration}");
         assert_ne!(plain.params, hostile.params, "{decoration}");
         assert_eq!(read.lint(), Vec::<String>::new());
-        for (op, path) in probes(&world) {
-            agrees(&read, &world, op, &path).unwrap_or_else(|e| panic!("{decoration}: {e}"));
-        }
+        let failures = disagreements(&read, &world);
+        assert!(failures.is_empty(), "{decoration}: {}", failures.join("\n"));
     }
 }
 
@@ -654,6 +939,141 @@ fn wrap_puts_sandbox_exec_the_profile_and_params_before_the_command() {
         profile.params.len()
     );
     assert_eq!(json["argv"].as_array().unwrap().len(), wrapped.len());
+}
+
+/// A demo world with `grants` read-only workflow grants whose paths are 190 bytes or more.
+fn many_grants(grants: usize) -> World {
+    let mut spec = Spec::demo();
+    spec.workflows = (0..grants)
+        .map(|i| format!("wf-{i:05}-{}", "x".repeat(110)))
+        .collect();
+    spec.grants = spec
+        .workflows
+        .iter()
+        .map(|w| (w.clone(), Access::ReadOnly))
+        .collect();
+    World::virtual_at(Path::new(BASE), &spec).unwrap()
+}
+
+/// Each top-level form of a profile's text with its length in bytes.
+fn forms(text: &str) -> Vec<(usize, &str)> {
+    let mut starts: Vec<usize> = text.match_indices("\n(").map(|(at, _)| at + 1).collect();
+    starts.push(text.len());
+    starts
+        .windows(2)
+        .map(|w| (w[1] - w[0], &text[w[0]..w[0] + 40.min(w[1] - w[0])]))
+        .collect()
+}
+
+#[test]
+fn a_thousand_grants_of_190_characters_fit_in_arg_max_and_more_is_bad_input() {
+    let world = many_grants(1000);
+    assert!(world.policy.grants[0].path.as_os_str().len() >= 190);
+    let profile = SeatbeltProfile::for_policy(&world.policy).unwrap();
+    let argv = profile.wrap(&["/bin/true".into()]);
+    let bytes: usize = argv.iter().map(|a| a.len() + 1 + 8).sum();
+    assert!(bytes < 850_000, "{bytes} bytes for 1,000 grants");
+    SeatbeltProfile::check_exec_size(&argv, [], 1000).unwrap();
+    // The refused patterns are one parameter per depth, not one per grant.
+    let refused = profile
+        .params
+        .keys()
+        .filter(|k| k.starts_with("REFUSED"))
+        .count();
+    assert_eq!(refused, 1);
+    let read = Profile::compile(&profile.text, &profile.params).unwrap();
+    assert_eq!(read.lint(), Vec::<String>::new());
+
+    let world = many_grants(1500);
+    let profile = SeatbeltProfile::for_policy(&world.policy).unwrap();
+    let argv = profile.wrap(&["/bin/true".into()]);
+    let err = SeatbeltProfile::check_exec_size(&argv, [], 1500).unwrap_err();
+    assert!(
+        matches!(err, SeatbeltError::TooLarge { grants: 1500, .. }),
+        "{err:?}"
+    );
+    assert!(err.is_bad_input());
+    let text = err.to_string();
+    assert!(
+        text.contains("1500 grants") && text.contains("ARG_MAX"),
+        "{text}"
+    );
+    // The environment counts too.
+    let world = many_grants(1);
+    let profile = SeatbeltProfile::for_policy(&world.policy).unwrap();
+    let argv = profile.wrap(&["/bin/true".into()]);
+    let big = OsString::from("x".repeat(1 << 20));
+    let name = OsString::from("BIG");
+    let err = SeatbeltProfile::check_exec_size(&argv, [(name.as_os_str(), big.as_os_str())], 1)
+        .unwrap_err();
+    assert!(matches!(err, SeatbeltError::TooLarge { .. }), "{err:?}");
+}
+
+#[test]
+fn a_rule_longer_than_one_expression_is_split_and_a_longer_parameter_refused() {
+    let mut spec = Spec::demo();
+    spec.blocked = (0..3000)
+        .map(|i| format!("ann/bin/tool-{i:04}.sh"))
+        .collect();
+    let world = World::virtual_at(Path::new(BASE), &spec).unwrap();
+    let (profile, read) = compile(&world);
+    let longest = forms(&profile.text).into_iter().max().unwrap();
+    assert!(longest.0 <= launch::seatbelt::MAX_EXPRESSION, "{longest:?}");
+    let blocked_rules = profile.text.matches("cli-sandbox: blocked").count();
+    assert!(blocked_rules >= 3, "{blocked_rules} rules tagged blocked");
+    let failures: Vec<String> = probes(&world)
+        .iter()
+        .filter(|(_, path)| path.starts_with(world.home.join("bin")))
+        .filter_map(|(op, path)| seatbelt_support::probes::agrees(&read, &world, *op, path).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    let mut spec = Spec::demo();
+    spec.refused = (0..700)
+        .map(|i| format!("pattern-{i:04}-{}", "y".repeat(20)))
+        .collect();
+    let world = World::virtual_at(Path::new(BASE), &spec).unwrap();
+    let err = SeatbeltProfile::for_policy(&world.policy).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SeatbeltError::ExpressionTooLong {
+                what: "refused patterns",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.is_bad_input() && err.to_string().contains("65535"),
+        "{err}"
+    );
+}
+
+#[test]
+fn descriptors_of_the_launcher_are_not_inherited_through_sandbox_exec() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let reached = dir.path().join("reached");
+    let file = std::fs::File::create(&reached).unwrap();
+    let fd = file.as_raw_fd();
+    // As a descriptor inherited from outside would be: not close-on-exec.
+    // SAFETY: F_SETFD on a descriptor this test owns; no memory involved.
+    assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFD, 0) }, 0);
+    let write_through = |close: bool| {
+        let mut cmd = std::process::Command::new("/bin/sh");
+        cmd.args(["-c", &format!("printf x >&{fd}")])
+            .stderr(std::process::Stdio::null());
+        if close {
+            launch::seatbelt::close_inherited_descriptors(&mut cmd);
+        }
+        cmd.status().unwrap();
+        std::fs::read_to_string(&reached).unwrap()
+    };
+    assert_eq!(write_through(true), "", "the descriptor reached the child");
+    // The control: without the launcher's step the child writes through the descriptor.
+    assert_eq!(write_through(false), "x");
+    drop(file);
 }
 
 #[test]
@@ -700,11 +1120,18 @@ fn every_shell_probe_succeeds_unconfined_so_a_refusal_under_seatbelt_means_somet
         );
     }
     let unconfined = |argv: &[OsString]| argv.to_vec();
-    let failed: Vec<String> = probes
+    let mut failed: Vec<String> = probes
         .iter()
         .filter(|p| !p.run(&world, &unconfined).unwrap())
         .map(|p| format!("{} {}: {}", p.op.as_str(), p.path.display(), p.script))
         .collect();
+    let two = two_path_shell_probes(&world);
+    assert!(two.len() > 100, "only {} link and clone probes", two.len());
+    failed.extend(
+        two.iter()
+            .filter(|p| !p.run(&world, &unconfined).unwrap())
+            .map(|p| format!("{}: {}", p.op, p.script)),
+    );
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 

@@ -14,7 +14,7 @@ use std::process::Command;
 use launch::seatbelt::{SeatbeltProfile, already_sandboxed};
 use sandbox_core::BLOCKED_PROGRAMS_MACOS;
 
-use seatbelt_support::probes::{quote, shell_probes};
+use seatbelt_support::probes::{quote, shell_probes, two_path_shell_probes, unreadable};
 use seatbelt_support::world::{Spec, World};
 
 /// The demo layout on disk and its profile; `None` (said loudly) where Seatbelt cannot run.
@@ -182,14 +182,20 @@ fn a_closed_file_is_not_reached_by_another_case_or_a_hard_link() {
     };
     assert_ne!(&read(&config), content, "the canonical path");
     assert_ne!(&read(&lower), content, "{}", lower.display());
-    let link = world.home.join("linked");
-    let made = succeeds(
-        &world,
-        &profile,
-        "link",
-        &format!("ln {} {}", quote(&config), quote(&link)),
-    );
-    assert!(!made || &read(&link) != content, "read through a hard link");
+    // file-link and file-clone fall back to default, not to file*: the profile names them.
+    for (name, command) in [("linked", "ln"), ("cloned", "cp -c")] {
+        let copy = world.home.join(name);
+        let made = succeeds(
+            &world,
+            &profile,
+            name,
+            &format!("{command} {} {}", quote(&config), quote(&copy)),
+        );
+        assert!(
+            !made || &read(&copy) != content,
+            "config.json {name} into the home"
+        );
+    }
     let plan = world
         .policy
         .grants
@@ -199,4 +205,95 @@ fn a_closed_file_is_not_reached_by_another_case_or_a_hard_link() {
         .path
         .join("PLANNING/plan.json");
     assert_eq!(read(&plan), "", "{}", plan.display());
+}
+
+#[test]
+fn hard_links_and_clones_get_the_verdict_decide_implies_at_either_end() {
+    let Some((_dir, world, profile)) = setup() else {
+        return;
+    };
+    let wrap = |argv: &[OsString]| profile.wrap(argv);
+    let unreadable = unreadable(&world);
+    let mut wrong = Vec::new();
+    for probe in two_path_shell_probes(&world) {
+        let expected = probe.expected(&world, &unreadable);
+        let happened = probe.run(&world, &wrap).expect("the probe runs");
+        if happened != expected.allowed {
+            wrong.push(format!(
+                "{} {} -> {}: decide() implies {expected:?}, sandbox-exec {}",
+                probe.op,
+                probe.source.display(),
+                probe.destination.display(),
+                if happened { "allowed it" } else { "refused it" },
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Runs `script` unconfined (the control) or under the profile.
+fn run(world: &World, profile: Option<&SeatbeltProfile>, script: &str) {
+    match profile {
+        Some(profile) => {
+            confined(world, profile, script);
+        }
+        None => {
+            Command::new("/bin/sh")
+                .args(["-c", script])
+                .current_dir(&world.scratch)
+                .output()
+                .expect("sh runs");
+        }
+    }
+}
+
+#[test]
+fn launchd_jobs_and_preference_writes_are_refused_and_succeed_unconfined() {
+    let Some((_dir, world, profile)) = setup() else {
+        return;
+    };
+    for confine in [false, true] {
+        let under = confine.then_some(&profile);
+        // A preference written through cfprefsd: read back outside, then removed.
+        let domain = "com.example.cli-sandbox-test";
+        run(
+            &world,
+            under,
+            &format!("defaults write {domain} probe written"),
+        );
+        let read = Command::new("/usr/bin/defaults")
+            .args(["read", domain, "probe"])
+            .output()
+            .expect("defaults runs");
+        let written = String::from_utf8_lossy(&read.stdout).trim() == "written";
+        let _ = Command::new("/usr/bin/defaults")
+            .args(["delete", domain])
+            .output();
+        assert_eq!(
+            written, !confine,
+            "preference written (confined: {confine})"
+        );
+
+        // A launchd job that would run outside: it makes a marker, then is removed.
+        let label = "com.example.cli-sandbox-test";
+        let marker = world.scratch.join("job-ran");
+        let _ = std::fs::remove_file(&marker);
+        run(
+            &world,
+            under,
+            &format!(
+                "launchctl submit -l {label} -- /usr/bin/touch {}",
+                quote(&marker)
+            ),
+        );
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        let _ = Command::new("/bin/launchctl")
+            .args(["remove", label])
+            .output();
+        assert_eq!(
+            marker.exists(),
+            !confine,
+            "launchd job ran (confined: {confine})"
+        );
+    }
 }

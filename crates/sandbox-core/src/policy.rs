@@ -261,6 +261,12 @@ pub const BLOCKED_PROGRAMS_MACOS: &[&str] = &[
     "/usr/bin/osacompile",
     "/usr/bin/automator",
     "/usr/bin/shortcuts",
+    // Schedulers: a job is run by cron or atrun outside the sandbox, within a minute.
+    "/usr/bin/crontab",
+    "/usr/bin/at",
+    "/usr/bin/batch",
+    "/usr/bin/atq",
+    "/usr/bin/atrm",
 ];
 pub const BLOCKED_PROGRAMS_LINUX: &[&str] = &[
     "/usr/bin/xdg-open",

@@ -10,50 +10,83 @@
 //! # The profile
 //!
 //! The part that is the same for every chat is `base.sbpl` beside this file: `(allow default)`,
-//! then the ways out (Apple Events, LaunchServices, file-mount, signals and task ports outside the
-//! sandbox, every unix-socket connect but DNS and syslog). The chat's rules are generated in the
-//! order that makes the policy's precedence come out of "the last matching rule wins":
+//! then the ways out (Apple Events, LaunchServices, DiskArbitration and other vendors' Mach
+//! services, file-mount, synthetic input, launchd jobs, preference writes, signals and task
+//! ports outside the sandbox, every unix-socket connect but DNS and syslog). The chat's rules
+//! are generated in the order that makes the policy's precedence come out of "the last matching
+//! rule wins":
 //!
 //! 1. closed: each protected root refuses every file operation and exec;
 //! 2. the metadata (not the entries) of the folders that lead to the runtime and to each grant
 //!    inside a protected root, so that `realpath` and `getcwd` work there;
 //! 3. the runtime and the grants, shallow before deep (a grant inside another overrides it):
-//!    read-write allows everything but moving the folder itself; read-only refuses every file
-//!    operation, then allows reading and exec; each grant's refused patterns right after it
-//!    (a grant inside the runtime keeps the runtime's access and only adds its patterns);
+//!    read-write allows everything but moving the folder itself and hard links; read-only
+//!    refuses every file operation, then allows reading and exec; each grant's refused patterns
+//!    right after it (a grant inside the runtime keeps the runtime's access and only adds its
+//!    patterns);
 //! 4. hardened (only with `harden = true`): no write to a persistence path of the home, nor to
 //!    anything beneath it, also when created later; none of their ancestors renamed or unlinked;
 //! 5. pinned: no protected root and none of its ancestors may be renamed or unlinked;
 //! 6. blocked programs: no exec, no read (a copy would run the same), no write;
-//! 7. the chat's allowed unix sockets.
+//! 7. clones of folders that hold something unreadable: the ancestors of each protected root,
+//!    each grant and its ancestors, the ancestors of each blocked program;
+//! 8. the chat's allowed unix sockets.
 //!
 //! Paths enter only as `(param "NAME")` with `-DNAME=VALUE`, never spliced into the text, so a
 //! path with quotes, parentheses or semicolons cannot change what the profile says: the text
-//! depends only on the policy's shape (how many roots, grants and so on, and their kinds).
+//! depends only on the policy's shape (how many roots, grants and so on, their kinds and depths).
 //!
 //! # Decisions where Seatbelt is not documented
 //!
-//! - Rules of one operation and rules of its parent (`file-write-unlink` and `file*`) may be
-//!   weighed either by position alone or specific operation first: both readings have been
-//!   reported. Every rule here names the same levels (`file*` and, below it, `file-read*`,
-//!   `file-write*`, `file-test-existence`, `file-map-executable`) or a level no later rule
-//!   contradicts, so both readings give the same verdict; the tests check it.
-//! - Refused patterns are regular expressions carried whole in a parameter: `^`, the grant's
-//!   path escaped as SBPL's `regex-quote` does, `/`, then the patterns as alternatives (`*` is
-//!   `[^/]*`, `?` is `[^/]`). Letters are folded (`[pP]`), because macOS volumes are
-//!   case-insensitive by default and a regex compares bytes (`literal` and `subpath` are reported
-//!   to follow the volume): `PLANNING/plan.json` opens `planning/plan.json`. SBPL's own
-//!   `regex-quote` cannot fold. One expression per grant also holds for entries created after
-//!   launch.
+//! - The operation tree is libsandbox's own table (dumped by the simbple project for macOS
+//!   10.12 to 10.15, `src/platform_data/*/operations.c`): `file-link`, `file-clone`,
+//!   `file-test-existence`, `file-map-executable` and `file-write-setugid` are terminal
+//!   operations that fall back to `default`, so a rule on `file*` does not reach them. Every rule
+//!   that refuses files names them.
+//! - Rules of one operation and rules of its parent (`file-write-unlink` and `file*`) have been
+//!   reported to weigh by position alone, specific operation first, or a filtered rule on the
+//!   specific operation first. Every rule here names the same levels (`file*` and, below it,
+//!   `file-read*`, `file-write*` and the terminal operations) or a level no later rule
+//!   contradicts, so all three readings give the same verdict; the tests check it.
+//! - Hard links: XNU asks the sandbox about both the source and the destination of `link(2)`,
+//!   each on its own, under `file-link`. A link is another writable name for the same file, and
+//!   a name made in the open home for a file of a grant or of the runtime would outlive the
+//!   chat: a later chat, with other grants, would read and write this one's files through it.
+//!   So `file-link` is refused everywhere inside a protected root, in a read-write grant and in
+//!   the runtime too (Seatbelt cannot say "both ends in this grant"). Tools fall back: git to a
+//!   rename, cargo and pnpm to a copy.
+//! - Clones: `clonefile(2)` is asked the same way under `file-clone`, and makes a new file, so a
+//!   read-write grant and the runtime keep it. But a clone of a folder copies everything beneath
+//!   it, so it is refused for every folder that holds something the chat may not read (the
+//!   ancestors of each protected root, each grant with its refused patterns and the grant's
+//!   ancestors, the ancestors of each blocked program).
+//! - Refused patterns are one regular expression per depth, shared by every grant at that
+//!   depth and carried whole in a parameter: `^`, one `/[^/]+` per component of the grant's
+//!   path, `/`, then the patterns as alternatives (`*` is `[^/]*`, `?` is `[^/]`, a folder
+//!   pattern ends in `(/|$)`, a file pattern in `$`); each grant's rule is
+//!   `(require-all (subpath GRANT) (regex REFUSED_DEPTH_d))`. Letters of the patterns are
+//!   folded (`[pP]`), because macOS volumes are case-insensitive by default and a regex compares
+//!   bytes: `PLANNING/plan.json` opens `planning/plan.json`. The grant's own path is matched by
+//!   `subpath`, like the protected roots, whose case handling is one of the facts
+//!   `scripts/macos-facts.sh` settles. One expression per depth also holds for entries created
+//!   after launch, and keeps the command small: 1,000 read-write grants with 190-character paths
+//!   take 0.85 MB of `sandbox-exec`'s arguments, under macOS's 1 MiB (`ARG_MAX`).
 //! - Our operations map to Seatbelt's as: read is `file-read-data` (and `-xattr`,
 //!   `file-test-existence`, `file-map-executable`); list is `file-read-data` on a folder; write
-//!   is `file-write-data`, `-create` and the attribute writes; exec is `process-exec`; move is
+//!   is `file-write-data`, `-create` and the attribute writes; exec is `process-exec*`; move is
 //!   `file-write-unlink`, which `rename(2)` checks on its source (there is no
 //!   `file-write-rename`), with `file-write-create` on its destination.
 //!
+//! # Limits
+//!
+//! `sandbox-exec`'s arguments and environment must fit in `ARG_MAX`
+//! ([`SeatbeltProfile::check_exec_size`] refuses a launch that would not, as bad input, naming the
+//! number of grants), and one SBPL expression in 65,535 bytes: a rule with more filters than
+//! that is written as several rules, and a parameter longer than that is refused.
+//!
 //! See `docs/macos.md` for running the real-`sandbox-exec` tests and reading denials.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -75,18 +108,35 @@ const _: () = assert!(
     "base.sbpl must hold the chat-rules marker exactly once"
 );
 
-/// Every file operation and exec. `file*` covers them all; the levels below it are named as well
-/// so that the rule holds however Seatbelt weighs a parent operation against a child's.
-const EVERY: &str =
-    "file* file-read* file-write* file-test-existence file-map-executable process-exec*";
+/// Every file operation and exec, refused. `file*` covers the non-terminal file operations; the
+/// levels below it are named as well so that the rule holds however Seatbelt weighs a parent
+/// operation against a child's, and the terminal ones because `file*` does not reach them.
+const EVERY: &str = "file* file-read* file-write* file-link file-clone file-test-existence \
+                     file-map-executable file-write-setugid process-exec*";
+/// What a read-write grant and the runtime allow: [`EVERY`] but hard links (see the module's
+/// documentation).
+const READ_WRITE: &str = "file* file-read* file-write* file-clone file-test-existence \
+                          file-map-executable file-write-setugid process-exec*";
+/// Hard links, refused in a read-write grant and the runtime.
+const LINK: &str = "file-link";
 /// Reading a file, listing a folder, mapping and running a program.
 const READ: &str = "file-read* file-test-existence file-map-executable process-exec*";
 /// Refused in a read-only grant before [`READ`] is allowed again.
-const NOT_READ: &str = "file* file-write*";
+const NOT_READ: &str = "file* file-write* file-link file-clone file-write-setugid";
 /// Renaming or unlinking the path itself.
 const MOVE: &str = "file-write-unlink";
-/// Every write, moving included.
-const WRITE: &str = "file-write*";
+/// Every write, moving, linking and cloning included.
+const WRITE: &str = "file-write* file-link file-clone file-write-setugid";
+/// Cloning a folder, which copies everything beneath it.
+const CLONE: &str = "file-clone";
+
+/// The longest SBPL expression `sandbox-exec` takes: a longer rule is split, a longer parameter
+/// refused.
+pub const MAX_EXPRESSION: usize = 65_535;
+/// macOS's limit on the arguments and environment of a program (`ARG_MAX`).
+pub const ARG_MAX: usize = 1 << 20;
+/// Kept free of [`ARG_MAX`] for the variables the CLI's adapter sets after the check.
+pub const ENV_RESERVE: usize = 64 << 10;
 
 /// What `(with message ...)` says for a denial, so that the log names the rule (see
 /// `docs/macos.md`). The names are those of [`sandbox_core::Rule::name`].
@@ -120,6 +170,33 @@ pub enum SeatbeltError {
         arg.to_string_lossy()
     )]
     ArgNotUtf8 { index: usize, arg: OsString },
+    #[error(
+        "the {what} would be a Seatbelt expression of {bytes} bytes, over the {limit} that \
+         sandbox-exec takes: configure fewer or shorter refused patterns"
+    )]
+    ExpressionTooLong {
+        what: &'static str,
+        bytes: usize,
+        limit: usize,
+    },
+    #[error(
+        "the sandbox-exec command of this chat would take {bytes} bytes of arguments and \
+         environment with {grants} grants, over the {limit} bytes macOS allows (ARG_MAX, less \
+         {ENV_RESERVE} kept for the CLI's own variables), and sandbox-exec would fail with \
+         E2BIG: launch the chat with fewer grants or shorter grant paths"
+    )]
+    TooLarge {
+        grants: usize,
+        bytes: usize,
+        limit: usize,
+    },
+}
+
+impl SeatbeltError {
+    /// Whether the policy or the command is at fault (exit status 2), not this program.
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, SeatbeltError::NotForMacOs { .. })
+    }
 }
 
 impl SeatbeltProfile {
@@ -133,6 +210,9 @@ impl SeatbeltProfile {
         let mut out = Writer {
             text: String::from(head),
             params: BTreeMap::new(),
+            names: HashMap::new(),
+            extra: 0,
+            noted: HashSet::new(),
         };
         out.chat_rules(policy)?;
         out.text.push_str(tail);
@@ -177,6 +257,117 @@ impl SeatbeltProfile {
     }
 }
 
+impl SeatbeltProfile {
+    /// Refuses a command (as [`SeatbeltProfile::wrap`] gives it) that, with `env`, would not fit
+    /// in [`ARG_MAX`] less [`ENV_RESERVE`]: `sandbox-exec` would fail with E2BIG, after the
+    /// launcher has done its work. Each argument and variable counts its bytes, its terminating
+    /// NUL and its pointer. `grants` is only for the message.
+    pub fn check_exec_size<'a>(
+        argv: &[OsString],
+        env: impl IntoIterator<Item = (&'a std::ffi::OsStr, &'a std::ffi::OsStr)>,
+        grants: usize,
+    ) -> Result<(), SeatbeltError> {
+        const POINTER: usize = std::mem::size_of::<usize>();
+        let args: usize = argv.iter().map(|a| a.len() + 1 + POINTER).sum();
+        let vars: usize = env
+            .into_iter()
+            .map(|(k, v)| k.len() + 1 + v.len() + 1 + POINTER)
+            .sum();
+        let bytes = args + vars;
+        let limit = ARG_MAX - ENV_RESERVE;
+        if bytes > limit {
+            return Err(SeatbeltError::TooLarge {
+                grants,
+                bytes,
+                limit,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Marks every descriptor above stderr close-on-exec in the child, after `fork` and before it
+/// runs `sandbox-exec`: a descriptor inherited from the launcher (a connected socket, a folder
+/// opened outside) stays usable inside whatever the profile says. (The Linux helper does the
+/// same with `close_range`, which macOS lacks.)
+///
+/// Which descriptors: every one from 3 to the highest open in this process when the command is
+/// built (listed from `/dev/fd`), and [`DESCRIPTOR_MARGIN`] more for those other threads may
+/// open before the fork (the kernel gives the lowest free number), bounded by the process's
+/// limit when that is lower. Cost: one `fcntl` per number, and `fork` instead of
+/// `posix_spawn`.
+pub fn close_inherited_descriptors(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let end = descriptors_end(highest_open_descriptor(), open_limit());
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls are sound: it calls fcntl(2) and reads errno, allocates nothing
+    // and takes no lock.
+    unsafe {
+        command.pre_exec(move || mark_close_on_exec(3, end));
+    }
+}
+
+/// How many descriptor numbers past the highest open one are marked too.
+pub const DESCRIPTOR_MARGIN: i32 = 256;
+
+fn descriptors_end(highest: Option<i32>, limit: i32) -> i32 {
+    match highest {
+        // Numbers at or above the limit cannot be given out any more; those already open are
+        // below `highest + 1`.
+        Some(highest) => (highest.max(2) + 1 + DESCRIPTOR_MARGIN).min(limit.max(highest + 1)),
+        None => limit,
+    }
+}
+
+/// The highest descriptor open in this process, from `/dev/fd` (on Linux a link to
+/// `/proc/self/fd`); `None` when it cannot be listed.
+fn highest_open_descriptor() -> Option<i32> {
+    let entries = std::fs::read_dir("/dev/fd").ok()?;
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .max()
+}
+
+/// The soft limit on descriptors, as a descriptor number.
+fn open_limit() -> i32 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    if rc != 0 {
+        // Not knowing the limit, mark as many as any process may hold.
+        return i32::MAX;
+    }
+    i32::try_from(limit.rlim_cur).unwrap_or(i32::MAX)
+}
+
+/// Sets `FD_CLOEXEC` on every open descriptor in `start..end` (in the child: see
+/// [`close_inherited_descriptors`]). A number that is not open is skipped; any other failure
+/// stops the launch.
+fn mark_close_on_exec(start: i32, end: i32) -> std::io::Result<()> {
+    for fd in start..end {
+        // SAFETY: F_GETFD reads the flags of a descriptor number; no memory involved.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        if flags == -1 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EBADF) {
+                continue;
+            }
+            return Err(err);
+        }
+        if flags & libc::FD_CLOEXEC == 0 {
+            // SAFETY: F_SETFD sets the flags of an open descriptor; no memory involved.
+            let rc = unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) };
+            if rc == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Whether this process already runs inside a Seatbelt sandbox, where macOS refuses another one
 /// (`sandbox_apply: Operation not permitted`, exit 71). Asked by running the most permissive
 /// profile around `/usr/bin/true`. False where `sandbox-exec` cannot run at all (not a Mac):
@@ -201,6 +392,13 @@ fn nested_sandbox_refused(sandbox_exec: &Path) -> bool {
 struct Writer {
     text: String,
     params: BTreeMap<String, String>,
+    /// The parameter already naming each path (by its text), so that a later rule on the same
+    /// path reuses it.
+    names: HashMap<String, String>,
+    /// How many `CLONE_i` parameters there are (paths no other rule names).
+    extra: usize,
+    /// The comments written so far (see [`Writer::note`]).
+    noted: HashSet<&'static str>,
 }
 
 /// One folder the chat may use, in the order its rules are written.
@@ -215,12 +413,7 @@ impl Writer {
 
         self.line(";; Closed: the protected roots, to every file operation and exec.");
         let roots = self.params_of("PROTECTED", "protected root", &policy.protected)?;
-        self.rule(
-            "deny",
-            EVERY,
-            &roots.iter().map(|p| subpath(p)).collect::<Vec<_>>(),
-            Some("closed"),
-        );
+        self.rule("deny", EVERY, &subpaths(&roots), Some("closed"));
 
         let ancestors = leading_folders(policy);
         if !ancestors.is_empty() {
@@ -228,12 +421,7 @@ impl Writer {
                 ";; The folders that lead to the runtime and the grants: their metadata only.",
             );
             let names = self.params_of("ANCESTOR", "folder above a grant", &ancestors)?;
-            self.rule(
-                "allow",
-                "file-read-metadata",
-                &names.iter().map(|p| literal(p)).collect::<Vec<_>>(),
-                None,
-            );
+            self.rule("allow", "file-read-metadata", &literals(&names), None);
         }
 
         // Shallow before deep, so that a grant inside another overrides it.
@@ -250,13 +438,18 @@ impl Writer {
             Use::Runtime(path) => (path.components().count(), 0),
             Use::Grant(index, path, _) => (path.components().count(), index + 1),
         });
+        // One refused expression per depth, shared by the grants of that depth.
+        let mut refused_at: BTreeMap<usize, String> = BTreeMap::new();
         for one in uses {
             match one {
                 Use::Runtime(path) => {
-                    self.line(";; The runtime: read-write, but not moved itself.");
+                    self.note(
+                        ";; The runtime: read-write, but not moved itself, and no hard link.",
+                    );
                     let name = self.param("RUNTIME".into(), "runtime", path)?;
-                    self.rule("allow", EVERY, &[subpath(&name)], None);
+                    self.rule("allow", READ_WRITE, &[subpath(&name)], None);
                     self.rule("deny", MOVE, &[literal(&name)], Some("runtime"));
+                    self.rule("deny", LINK, &[subpath(&name)], Some("runtime"));
                 }
                 Use::Grant(index, path, access) => {
                     let name = self.param(format!("GRANT_{index}"), "grant", path)?;
@@ -264,32 +457,49 @@ impl Writer {
                         // The runtime's own access holds inside it (in `decide()` the runtime
                         // comes before the grants), said again over the refused patterns of a
                         // grant around this one; the grant only adds its own.
-                        self.line(";; A grant inside the runtime: the runtime's access.");
-                        self.rule("allow", EVERY, &[subpath(&name)], None);
+                        self.note(";; A grant inside the runtime: the runtime's access.");
+                        self.rule("allow", READ_WRITE, &[subpath(&name)], None);
                         if path == policy.runtime {
                             self.rule("deny", MOVE, &[literal(&name)], Some("runtime"));
                         }
+                        self.rule("deny", LINK, &[subpath(&name)], Some("runtime"));
                     } else {
                         match access {
                             Access::ReadWrite => {
-                                self.line(";; A read-write grant: everything but moving it.");
-                                self.rule("allow", EVERY, &[subpath(&name)], None);
+                                self.note(
+                                    ";; A read-write grant: everything but moving it, and no hard link.",
+                                );
+                                self.rule("allow", READ_WRITE, &[subpath(&name)], None);
                                 self.rule("deny", MOVE, &[literal(&name)], Some("granted"));
+                                self.rule("deny", LINK, &[subpath(&name)], Some("granted"));
                             }
                             Access::ReadOnly => {
-                                self.line(";; A read-only grant: reading and exec only.");
+                                self.note(";; A read-only grant: reading and exec only.");
                                 self.rule("deny", NOT_READ, &[subpath(&name)], Some("granted"));
                                 self.rule("allow", READ, &[subpath(&name)], None);
                             }
                         }
                     }
                     if !policy.refused.is_empty() {
-                        let regex = refused_regex(path, &policy.refused)?;
-                        let regex_name = self.param(format!("REFUSED_{index}"), "grant", &regex)?;
+                        let depth = path.components().count() - 1;
+                        let regex_name = match refused_at.get(&depth) {
+                            Some(name) => name.clone(),
+                            None => {
+                                let regex = refused_regex(depth, &policy.refused);
+                                self.check_length("refused patterns", regex.len())?;
+                                let name = format!("REFUSED_DEPTH_{depth}");
+                                self.params.insert(name.clone(), regex);
+                                refused_at.insert(depth, name.clone());
+                                name
+                            }
+                        };
                         self.rule(
                             "deny",
                             EVERY,
-                            &[format!("(regex (param \"{regex_name}\"))")],
+                            &[format!(
+                                "(require-all {} (regex (param \"{regex_name}\")))",
+                                subpath(&name)
+                            )],
                             Some("refused"),
                         );
                     }
@@ -301,12 +511,7 @@ impl Writer {
             self.line(";; Hardened: the persistence paths of the home are not written or moved.");
             let paths: Vec<PathBuf> = policy.hardened.iter().map(|h| h.path.clone()).collect();
             let hardened = self.params_of("HARDENED", "persistence path", &paths)?;
-            self.rule(
-                "deny",
-                WRITE,
-                &hardened.iter().map(|p| subpath(p)).collect::<Vec<_>>(),
-                Some("hardened"),
-            );
+            self.rule("deny", WRITE, &subpaths(&hardened), Some("hardened"));
             self.line(
                 ";; ... and none of their ancestors is renamed, so nothing takes their place.",
             );
@@ -315,33 +520,29 @@ impl Writer {
                 "persistence path",
                 &hardened_ancestors(policy),
             )?;
-            self.rule(
-                "deny",
-                MOVE,
-                &ancestors.iter().map(|p| literal(p)).collect::<Vec<_>>(),
-                Some("hardened"),
-            );
+            self.rule("deny", MOVE, &literals(&ancestors), Some("hardened"));
         }
 
         self.line(";; Pinned: no protected root and none of its ancestors is renamed or unlinked.");
         let pinned = self.params_of("PINNED", "protected root", &pinned(policy))?;
-        self.rule(
-            "deny",
-            MOVE,
-            &pinned.iter().map(|p| literal(p)).collect::<Vec<_>>(),
-            Some("pinned"),
-        );
+        self.rule("deny", MOVE, &literals(&pinned), Some("pinned"));
 
         if !policy.blocked_programs.is_empty() {
             self.line(";; Blocked programs: no exec, and no read (a copy would run the same).");
             let blocked = self.params_of("BLOCKED", "blocked program", &policy.blocked_programs)?;
-            self.rule(
-                "deny",
-                EVERY,
-                &blocked.iter().map(|p| literal(p)).collect::<Vec<_>>(),
-                Some("blocked"),
-            );
+            self.rule("deny", EVERY, &literals(&blocked), Some("blocked"));
         }
+
+        self.line(
+            ";; Clones of folders that hold what the chat may not read: a clone copies it all.",
+        );
+        self.rule("deny", CLONE, &literals(&pinned), Some("closed"));
+        if !policy.refused.is_empty() {
+            let folders = self.names_for(&grants_and_their_ancestors(policy))?;
+            self.rule("deny", CLONE, &literals(&folders), Some("refused"));
+        }
+        let folders = self.names_for(&strict_ancestors(&policy.blocked_programs))?;
+        self.rule("deny", CLONE, &literals(&folders), Some("blocked"));
 
         if !policy.unix_socket_allow.is_empty() {
             self.line(";; The unix sockets this chat may connect to.");
@@ -361,22 +562,54 @@ impl Writer {
         self.text.push('\n');
     }
 
-    /// `(ACTION OPS FILTER... (with message "cli-sandbox: TAG"))`, a filter a line.
+    /// A comment said once: before the first of a thousand grants, not before each, which
+    /// would cost 60 KB of `sandbox-exec`'s arguments.
+    fn note(&mut self, line: &'static str) {
+        if self.noted.insert(line) {
+            self.line(line);
+        }
+    }
+
+    /// `(ACTION OPS FILTER... (with message "cli-sandbox: TAG"))`, a filter a line; written as
+    /// several rules of the same operations and tag when one would be longer than
+    /// [`MAX_EXPRESSION`] (filters of a rule match when any does, so the split says the same).
     fn rule(&mut self, action: &str, ops: &str, filters: &[String], tag: Option<&str>) {
         if filters.is_empty() {
             // A rule with no filter would apply everywhere: never written from a policy.
             return;
         }
-        self.text.push_str(&format!("({action} {ops}"));
+        let head = format!("({action} {ops}");
+        let tail = tag.map_or_else(
+            || ")\n".to_owned(),
+            |tag| format!("\n  (with message \"{TAG}{tag}\"))\n"),
+        );
+        let mut rule = head.clone();
+        let mut in_rule = 0;
         for filter in filters {
-            self.text.push_str("\n  ");
-            self.text.push_str(filter);
+            let grown = rule.len() + 3 + filter.len() + tail.len();
+            if in_rule > 0 && grown > MAX_EXPRESSION {
+                rule.push_str(&tail);
+                self.text.push_str(&rule);
+                rule = head.clone();
+                in_rule = 0;
+            }
+            rule.push_str("\n  ");
+            rule.push_str(filter);
+            in_rule += 1;
         }
-        if let Some(tag) = tag {
-            self.text
-                .push_str(&format!("\n  (with message \"{TAG}{tag}\")"));
+        rule.push_str(&tail);
+        self.text.push_str(&rule);
+    }
+
+    fn check_length(&self, what: &'static str, bytes: usize) -> Result<(), SeatbeltError> {
+        if bytes > MAX_EXPRESSION {
+            return Err(SeatbeltError::ExpressionTooLong {
+                what,
+                bytes,
+                limit: MAX_EXPRESSION,
+            });
         }
-        self.text.push_str(")\n");
+        Ok(())
     }
 
     fn param(
@@ -390,7 +623,11 @@ impl Writer {
             what,
             path: value.to_owned(),
         })?;
+        self.check_length(what, text.len())?;
         self.params.insert(name.clone(), text.to_owned());
+        self.names
+            .entry(text.to_owned())
+            .or_insert_with(|| name.clone());
         Ok(name)
     }
 
@@ -406,6 +643,24 @@ impl Writer {
             .map(|(index, path)| self.param(format!("{prefix}_{index}"), what, path))
             .collect()
     }
+
+    /// A parameter for each path: the one an earlier rule gave it, else a new `CLONE_i`.
+    fn names_for(&mut self, paths: &[PathBuf]) -> Result<Vec<String>, SeatbeltError> {
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            let found = path.to_str().and_then(|text| self.names.get(text));
+            let name = match found {
+                Some(name) => name.clone(),
+                None => {
+                    let name = format!("CLONE_{}", self.extra);
+                    self.extra += 1;
+                    self.param(name, "folder above a grant", path)?
+                }
+            };
+            out.push(name);
+        }
+        Ok(out)
+    }
 }
 
 fn subpath(param: &str) -> String {
@@ -414,6 +669,14 @@ fn subpath(param: &str) -> String {
 
 fn literal(param: &str) -> String {
     format!("(literal (param \"{param}\"))")
+}
+
+fn subpaths(params: &[String]) -> Vec<String> {
+    params.iter().map(|p| subpath(p)).collect()
+}
+
+fn literals(params: &[String]) -> Vec<String> {
+    params.iter().map(|p| literal(p)).collect()
 }
 
 /// The folders strictly above the runtime and each grant that lie in a protected root and in no
@@ -443,14 +706,8 @@ fn leading_folders(policy: &Policy) -> Vec<PathBuf> {
 
 /// The ancestors of every hardened path, `/` included.
 fn hardened_ancestors(policy: &Policy) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = policy
-        .hardened
-        .iter()
-        .flat_map(|h| h.path.ancestors().skip(1).map(Path::to_path_buf))
-        .collect();
-    out.sort();
-    out.dedup();
-    out
+    let paths: Vec<PathBuf> = policy.hardened.iter().map(|h| h.path.clone()).collect();
+    strict_ancestors(&paths)
 }
 
 /// Each protected root and every ancestor of one, `/` included.
@@ -465,19 +722,44 @@ fn pinned(policy: &Policy) -> Vec<PathBuf> {
     out
 }
 
-/// The characters SBPL's `regex-quote` escapes with a backslash.
-const REGEX_SPECIAL: &[char] = &['^', '.', '[', '$', '(', ')', '|', '*', '+', '?', '{', '\\'];
+/// Each grant and every folder above one, `/` included: a clone of any of them would copy the
+/// grant's refused entries. In the order found (the grants', then upwards), which depends on
+/// the policy's shape only.
+fn grants_and_their_ancestors(policy: &Policy) -> Vec<PathBuf> {
+    let grants: Vec<&Path> = policy.grants.iter().map(|g| g.path.as_path()).collect();
+    upwards(&grants, 0)
+}
 
-/// `^GRANT/(P1|P2...)(/|$)`: the entries at the grant's top that its refused patterns name,
-/// whatever their case, with everything beneath them (see the module's documentation).
-fn refused_regex(grant: &Path, patterns: &[RefusedPattern]) -> Result<String, SeatbeltError> {
-    let text = grant.to_str().ok_or_else(|| SeatbeltError::PathNotUtf8 {
-        what: "grant",
-        path: grant.to_owned(),
-    })?;
+/// Every folder strictly above one of `paths`, `/` included, in the order found.
+fn strict_ancestors(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    upwards(&paths, 1)
+}
+
+/// Each of `paths` (after skipping `skip` of itself and its ancestors) and the folders above it,
+/// once each. A folder met again has had its ancestors taken already: lookups, not scans, so
+/// that a thousand grants sharing `workflows/` stay linear.
+fn upwards(paths: &[&Path], skip: usize) -> Vec<PathBuf> {
+    let mut seen: HashSet<&Path> = HashSet::new();
+    let mut out = Vec::new();
+    for path in paths {
+        for folder in path.ancestors().skip(skip) {
+            if !seen.insert(folder) {
+                break;
+            }
+            out.push(folder.to_path_buf());
+        }
+    }
+    out
+}
+
+/// `^(/[^/]+){depth}/(P1|P2...)(/|$)`, written out: the entries directly below any grant of `depth`
+/// components that its refused patterns name, whatever their case (see the module's
+/// documentation).
+fn refused_regex(depth: usize, patterns: &[RefusedPattern]) -> String {
     let mut out = String::from("^");
-    for c in text.chars() {
-        push_folded(&mut out, c, true);
+    for _ in 0..depth {
+        out.push_str("/[^/]+");
     }
     out.push_str("/(");
     for (index, pattern) in patterns.iter().enumerate() {
@@ -489,19 +771,21 @@ fn refused_regex(grant: &Path, patterns: &[RefusedPattern]) -> Result<String, Se
                 '*' => out.push_str("[^/]*"),
                 '?' => out.push_str("[^/]"),
                 // Only ASCII folds in a name, as in `RefusedPattern::refuses_on`.
-                c => push_folded(&mut out, c, false),
+                c => push_folded(&mut out, c),
             }
         }
     }
     // The entry and everything beneath it, whatever the pattern (`RefusedPattern`'s rule).
     out.push_str(")(/|$)");
-    Ok(out)
+    out
 }
 
-/// One character of a path as a regex that matches it in either case. A letter becomes `[aA]`;
-/// with `unicode`, a non-ASCII letter with a one-character other case becomes `(é|É)` (an
-/// alternation, since a bracket would hold bytes, not characters).
-fn push_folded(out: &mut String, c: char, unicode: bool) {
+/// The characters SBPL's `regex-quote` escapes with a backslash.
+const REGEX_SPECIAL: &[char] = &['^', '.', '[', '$', '(', ')', '|', '*', '+', '?', '{', '\\'];
+
+/// One character of a name as a regex that matches it in either ASCII case: a letter becomes
+/// `[aA]`, what `regex-quote` escapes gets its backslash.
+fn push_folded(out: &mut String, c: char) {
     if c.is_ascii_alphabetic() {
         out.push('[');
         out.push(c.to_ascii_lowercase());
@@ -511,22 +795,6 @@ fn push_folded(out: &mut String, c: char, unicode: bool) {
     }
     if REGEX_SPECIAL.contains(&c) {
         out.push('\\');
-        out.push(c);
-        return;
-    }
-    if unicode && !c.is_ascii() {
-        let (mut lower, mut upper) = (c.to_lowercase(), c.to_uppercase());
-        if let (Some(l), None, Some(u), None) =
-            (lower.next(), lower.next(), upper.next(), upper.next())
-            && l != u
-        {
-            out.push('(');
-            out.push(l);
-            out.push('|');
-            out.push(u);
-            out.push(')');
-            return;
-        }
     }
     out.push(c);
 }
@@ -617,15 +885,23 @@ mod tests {
     }
 
     #[test]
-    fn regex_folds_case_and_escapes_what_regex_quote_escapes() {
-        let patterns: Vec<RefusedPattern> = ["planning/", "*.db", "a?c"]
+    fn regex_counts_the_grants_components_folds_case_and_escapes_what_regex_quote_escapes() {
+        let patterns: Vec<RefusedPattern> = ["planning/", "*.db", "a?c", "x(1)"]
             .into_iter()
             .map(|p| RefusedPattern::new(p).unwrap())
             .collect();
-        let regex = refused_regex(Path::new("/U/é (x).1"), &patterns).unwrap();
         assert_eq!(
-            regex,
-            r"^/[uU]/(é|É) \([xX]\)\.1/([pP][lL][aA][nN][nN][iI][nN][gG]|[^/]*\.[dD][bB]|[aA][^/][cC])(/|$)"
+            refused_regex(2, &patterns),
+            r"^/[^/]+/[^/]+/([pP][lL][aA][nN][nN][iI][nN][gG]|[^/]*\.[dD][bB]|[aA][^/][cC]|[xX]\(1\))(/|$)"
         );
+    }
+
+    #[test]
+    fn descriptors_are_marked_up_to_the_highest_open_one_and_a_margin_within_the_limit() {
+        assert_eq!(descriptors_end(Some(10), 1 << 20), 11 + DESCRIPTOR_MARGIN);
+        assert_eq!(descriptors_end(Some(10), 100), 100);
+        // One already open above a lowered limit is marked all the same.
+        assert_eq!(descriptors_end(Some(500), 100), 501);
+        assert_eq!(descriptors_end(None, 4096), 4096);
     }
 }

@@ -1,14 +1,15 @@
 //! The probes both suites share: which `(op, path)` questions to ask of a world, how each of our
-//! operations maps to Seatbelt's, the check that the evaluator agrees with `decide()`, and the
-//! shell commands that ask the same questions of the real `sandbox-exec`, with their verdicts
-//! read from the disk.
+//! operations maps to Seatbelt's, what `decide()` says of a hard link and a clone (two paths,
+//! which `decide()` does not take as one operation), the check that the evaluator agrees with
+//! `decide()` on all of it, and the shell commands that ask the same questions of the real
+//! `sandbox-exec`, with their verdicts read from the disk.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sandbox_core::Op;
+use sandbox_core::{Op, Policy};
 
 use super::sbpl::{Profile, Request, Subject};
 use super::world::World;
@@ -18,8 +19,9 @@ use super::world::World;
 ///
 /// - read: the data, its extended attributes, whether it exists, mapping it executable;
 /// - list: reading a folder's data;
-/// - write: the data, creating it, and the writes of its attributes;
-/// - exec: running it;
+/// - write: the data, creating it, and the writes of its attributes (setting the set-id bits is
+///   an operation of its own, terminal in libsandbox's table);
+/// - exec: running it (`process-exec*`, which Apple's prelude also calls `process-exec`);
 /// - move: unlinking it, which `rename(2)` checks on its source (its destination is a create).
 pub fn seatbelt_ops(op: Op) -> &'static [&'static str] {
     match op {
@@ -38,8 +40,9 @@ pub fn seatbelt_ops(op: Op) -> &'static [&'static str] {
             "file-write-flags",
             "file-write-times",
             "file-write-xattr",
+            "file-write-setugid",
         ],
-        Op::Exec => &["process-exec"],
+        Op::Exec => &["process-exec*"],
         Op::Move => &["file-write-unlink"],
     }
 }
@@ -97,7 +100,7 @@ pub fn agrees(profile: &Profile, world: &World, op: Op, path: &Path) -> Result<(
     let expected = world.policy.decide(op, path);
     let bytes = path.as_os_str().as_encoded_bytes();
     for seatbelt_op in seatbelt_ops(op) {
-        let verdict = profile.decide_both(Request {
+        let verdict = profile.decide_all(Request {
             op: seatbelt_op,
             subject: Subject::Path(bytes),
         })?;
@@ -108,23 +111,166 @@ pub fn agrees(profile: &Profile, world: &World, op: Op, path: &Path) -> Result<(
                 "{} {} ({seatbelt_op}): decide() says {} by {:?}, the profile says {} by rule {} {:?}",
                 op.as_str(),
                 path.display(),
-                if expected.allowed {
-                    "allowed"
-                } else {
-                    "refused"
-                },
+                said(expected.allowed),
                 expected.rule,
-                if verdict.allowed {
-                    "allowed"
-                } else {
-                    "refused"
-                },
+                said(verdict.allowed),
                 verdict.rule,
                 verdict.message,
             ));
         }
     }
     Ok(())
+}
+
+fn said(allowed: bool) -> &'static str {
+    if allowed { "allowed" } else { "refused" }
+}
+
+/// What `decide()` implies for a request that names two paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    pub allowed: bool,
+    /// For a refusal, the name of the rule that refuses.
+    pub rule: Option<&'static str>,
+}
+
+impl Expected {
+    const ALLOWED: Expected = Expected {
+        allowed: true,
+        rule: None,
+    };
+
+    fn refused(rule: &'static str) -> Expected {
+        Expected {
+            allowed: false,
+            rule: Some(rule),
+        }
+    }
+}
+
+/// Whether `path` may be either end of a hard link. A link is another writable name for the
+/// same file, so the path must be writable; and it must lie outside every protected root: a
+/// name made in the open home for a file of a grant or of the runtime would outlive the chat,
+/// and a later chat with other grants would read and write this one's files through it.
+/// Seatbelt asks each end on its own, so "both ends in one grant" cannot be said. A refusal is
+/// the rule that decides writing there.
+pub fn link_end(policy: &Policy, path: &Path) -> Expected {
+    let write = policy.decide(Op::Write, path);
+    if !write.allowed || policy.is_protected(path) {
+        Expected::refused(write.rule.name())
+    } else {
+        Expected::ALLOWED
+    }
+}
+
+/// Whether `path` may be either end of a clone. A clone of a folder copies everything beneath
+/// it, so nothing beneath may be unreadable (of the paths the world knows: see [`unreadable`]);
+/// a refusal then names the strongest rule found beneath, in `decide()`'s precedence (blocked,
+/// then refused, then closed). Otherwise the path must be writable, as for a link, but a
+/// clone is a new file, not another name, so it may be made inside a grant or the runtime.
+pub fn clone_end(world: &World, unreadable: &[(PathBuf, &'static str)], path: &Path) -> Expected {
+    let policy = &world.policy;
+    let rank = |rule: &str| match rule {
+        "blocked" => 3,
+        "refused" => 2,
+        _ => 1,
+    };
+    let strongest = unreadable
+        .iter()
+        .filter(|(q, _)| q.starts_with(path))
+        .map(|(_, rule)| *rule)
+        .max_by_key(|name| rank(name));
+    if let Some(rule) = strongest {
+        return Expected::refused(rule);
+    }
+    let write = policy.decide(Op::Write, path);
+    if write.allowed {
+        Expected::ALLOWED
+    } else {
+        Expected::refused(write.rule.name())
+    }
+}
+
+/// Both ends, the source first: the first refusal decides.
+fn both(source: Expected, destination: Expected) -> Expected {
+    if source.allowed { destination } else { source }
+}
+
+/// An open file to link or clone from, and an open path to link or clone to.
+pub fn open_ends(world: &World) -> (PathBuf, PathBuf) {
+    (world.home.join("notes.txt"), world.home.join("linked-new"))
+}
+
+/// Asks the profile, under every reading of Seatbelt's precedence, for a hard link and a clone
+/// of `path` to an open destination and from an open source to `path`, and compares with what
+/// `decide()` implies ([`link_end`], [`clone_end`]).
+pub fn agrees_on_two_paths(
+    profile: &Profile,
+    world: &World,
+    unreadable: &[(PathBuf, &'static str)],
+    path: &Path,
+) -> Result<(), String> {
+    let (open_source, open_destination) = open_ends(world);
+    let policy = &world.policy;
+    let bytes = |p: &Path| p.as_os_str().as_encoded_bytes().to_vec();
+    for (source, destination) in [
+        (path, open_destination.as_path()),
+        (open_source.as_path(), path),
+    ] {
+        let cases = [
+            (
+                "file-link",
+                both(link_end(policy, source), link_end(policy, destination)),
+            ),
+            (
+                "file-clone",
+                both(
+                    clone_end(world, unreadable, source),
+                    clone_end(world, unreadable, destination),
+                ),
+            ),
+        ];
+        for (op, expected) in cases {
+            let (s, d) = (bytes(source), bytes(destination));
+            let verdict = profile.decide_all(Request {
+                op,
+                subject: Subject::TwoPaths {
+                    source: &s,
+                    destination: &d,
+                },
+            })?;
+            let message = expected.rule.map(|r| format!("cli-sandbox: {r}"));
+            if verdict.allowed != expected.allowed || verdict.message != message {
+                return Err(format!(
+                    "{op} {} -> {}: decide() implies {expected:?}, the profile says {} by rule {} {:?}",
+                    source.display(),
+                    destination.display(),
+                    said(verdict.allowed),
+                    verdict.rule,
+                    verdict.message,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every probe of the world through the profile: each `(op, path)` of [`probes`], and a link and
+/// a clone from and to each of their paths. The failures, one line each.
+pub fn disagreements(profile: &Profile, world: &World) -> Vec<String> {
+    let probes = probes(world);
+    let paths: BTreeSet<&PathBuf> = probes.iter().map(|(_, p)| p).collect();
+    let unreadable = unreadable(world);
+    let mut out: Vec<String> = probes
+        .iter()
+        .filter_map(|(op, path)| agrees(profile, world, *op, path).err())
+        .collect();
+    out.extend(
+        paths
+            .iter()
+            .filter_map(|path| agrees_on_two_paths(profile, world, &unreadable, path).err()),
+    );
+    out
 }
 
 /// A probe as a shell command, for a world on disk, with its verdict read from the disk.
@@ -192,6 +338,27 @@ pub fn quote(path: &Path) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
+/// Runs `/bin/sh -c SCRIPT` with `wrap` around it (the identity runs it unconfined), in the
+/// world's scratch folder, its output dropped. The exit status says nothing we trust: the
+/// verdict is what happened on the disk.
+fn run_script(
+    world: &World,
+    wrap: &dyn Fn(&[OsString]) -> Vec<OsString>,
+    script: &str,
+) -> Result<(), String> {
+    let argv = wrap(&["/bin/sh".into(), "-c".into(), script.into()]);
+    let (program, args) = argv.split_first().ok_or("an empty command")?;
+    Command::new(program)
+        .args(args)
+        .current_dir(&world.scratch)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("running {program:?}: {e}"))?;
+    Ok(())
+}
+
 impl ShellProbe {
     /// Runs the probe with `wrap` around `/bin/sh -c SCRIPT` (the identity runs it unconfined),
     /// reads the verdict from the disk and puts the world back as it was.
@@ -200,17 +367,7 @@ impl ShellProbe {
         world: &World,
         wrap: &dyn Fn(&[OsString]) -> Vec<OsString>,
     ) -> Result<bool, String> {
-        let argv = wrap(&["/bin/sh".into(), "-c".into(), self.script.clone().into()]);
-        let (program, args) = argv.split_first().ok_or("an empty command")?;
-        // The exit status says nothing we trust: the verdict is what happened on the disk.
-        Command::new(program)
-            .args(args)
-            .current_dir(&world.scratch)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .map_err(|e| format!("running {program:?}: {e}"))?;
+        run_script(world, wrap, &self.script)?;
         let done = self.verdict(world);
         self.undo(world)?;
         Ok(done)
@@ -255,4 +412,110 @@ impl ShellProbe {
         }
         Ok(())
     }
+}
+
+/// A hard link or a clone as a shell command, for a world on disk, with its verdict read from
+/// the disk: the destination exists afterwards, as the same file (a link) or with the source's
+/// content (a clone).
+#[derive(Debug, Clone)]
+pub struct TwoPathProbe {
+    /// `file-link` or `file-clone`.
+    pub op: &'static str,
+    pub source: PathBuf,
+    pub destination: PathBuf,
+    pub script: String,
+}
+
+/// The links and clones a shell can ask without guessing: from each file of the world inside
+/// its base to a new name in the scratch folder, and from an open file to a new name in each
+/// folder of the world inside its base. A clone is `cp -c` (`clonefile(2)`) on macOS and
+/// `cp --reflink=auto` elsewhere, where it only runs unconfined, to show the probe works.
+pub fn two_path_shell_probes(world: &World) -> Vec<TwoPathProbe> {
+    let (open_source, _) = open_ends(world);
+    let inside = |p: &Path| p.starts_with(&world.base) && !p.starts_with(&world.scratch);
+    let mut pairs: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for (index, file) in world.files.keys().filter(|f| inside(f)).enumerate() {
+        pairs.push((file.clone(), world.scratch.join(format!("two-{index}"))));
+    }
+    for dir in world.dirs.iter().filter(|d| inside(d)) {
+        pairs.push((open_source.clone(), dir.join("two-new")));
+    }
+    let clone = if cfg!(target_os = "macos") {
+        "cp -c"
+    } else {
+        "cp --reflink=auto"
+    };
+    let mut out = Vec::new();
+    for (source, destination) in pairs {
+        for (op, command) in [("file-link", "ln"), ("file-clone", clone)] {
+            let script = format!("{command} -- {} {}", quote(&source), quote(&destination));
+            out.push(TwoPathProbe {
+                op,
+                source: source.clone(),
+                destination: destination.clone(),
+                script,
+            });
+        }
+    }
+    out
+}
+
+impl TwoPathProbe {
+    /// What `decide()` implies ([`link_end`], [`clone_end`]), the source first.
+    pub fn expected(&self, world: &World, unreadable: &[(PathBuf, &'static str)]) -> Expected {
+        match self.op {
+            "file-link" => both(
+                link_end(&world.policy, &self.source),
+                link_end(&world.policy, &self.destination),
+            ),
+            _ => both(
+                clone_end(world, unreadable, &self.source),
+                clone_end(world, unreadable, &self.destination),
+            ),
+        }
+    }
+
+    /// Runs the probe with `wrap` around `/bin/sh -c SCRIPT`, reads the verdict from the disk
+    /// and removes what it made.
+    pub fn run(
+        &self,
+        world: &World,
+        wrap: &dyn Fn(&[OsString]) -> Vec<OsString>,
+    ) -> Result<bool, String> {
+        use std::os::unix::fs::MetadataExt;
+        run_script(world, wrap, &self.script)?;
+        let made = match (
+            std::fs::symlink_metadata(&self.source),
+            std::fs::symlink_metadata(&self.destination),
+        ) {
+            (Ok(source), Ok(destination)) => {
+                if self.op == "file-link" {
+                    source.ino() == destination.ino() && source.dev() == destination.dev()
+                } else {
+                    std::fs::read(&self.source).ok() == std::fs::read(&self.destination).ok()
+                }
+            }
+            _ => false,
+        };
+        if std::fs::symlink_metadata(&self.destination).is_ok() {
+            std::fs::remove_file(&self.destination)
+                .map_err(|e| format!("undoing {self:?}: {e}"))?;
+        }
+        Ok(made)
+    }
+}
+
+/// What a clone's "beneath" is read over (see [`clone_end`]): every probe path `decide()` does
+/// not let the chat read, with the rule that refuses it.
+pub fn unreadable(world: &World) -> Vec<(PathBuf, &'static str)> {
+    probes(world)
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .filter_map(|p| {
+            let verdict = world.policy.decide(Op::Read, &p);
+            (!verdict.allowed).then(|| (p, verdict.rule.name()))
+        })
+        .collect()
 }

@@ -2,25 +2,56 @@
 //! are written in, so that a generated profile can be checked where `sandbox-exec` does not run.
 //!
 //! It reads `(version 1)` and `(allow|deny OPERATION... FILTER... (with message "..."))` rules,
-//! with the filters `literal`, `subpath`, `prefix`, `regex`, `require-all`, `require-any`,
-//! `require-not`, `global-name`, `global-name-regex`, `(remote unix-socket [(path-literal E)])`
-//! and `(target same-sandbox)`, and the expressions `"string"`, `#"regex"`, `(param "X")`,
-//! `(string-append ...)` and `(regex-quote E)`. Anything else is an error: a profile that leaves
-//! this subset is not one we know how to check.
+//! the guard `(if (defined? 'OPERATION) RULE)`, the filters `literal`, `subpath`, `prefix`,
+//! `regex`, `require-all`, `require-any`, `require-not`, `global-name`, `global-name-regex`,
+//! `(remote unix-socket [(path-literal E)])` and `(target same-sandbox)`, and the expressions
+//! `"string"`, `#"regex"`, `(param "X")`, `(string-append ...)` and `(regex-quote E)`. Anything
+//! else is an error: a profile that leaves this subset is not one we know how to check.
 //!
-//! It is not Seatbelt: it states the semantics we rely on, from what has been measured and
-//! published (DESIGN section 6), and the tests of this module pin them:
+//! It is not Seatbelt: it states the semantics we rely on, and the tests of this module pin them.
 //!
-//! - operations form a tree (`file-read-data` under `file-read*` under `file*` under `default`;
-//!   `file-test-existence` and `file-map-executable` under `file*`, not under `file-read*`);
-//! - among rules with a filter the last match wins; a rule with no filter is only the fallback
-//!   for its operation;
-//! - `(param "X")` with no value is false, and a filter on false is an error here;
-//! - several filters in one rule match when any does.
+//! # The operation tree
 //!
-//! How a rule on an operation weighs against a rule on its parent is not documented, and two
-//! readings have been reported, so both are implemented ([`Model`]): our profiles must not depend
-//! on which one macOS follows.
+//! Operations and their fallbacks are libsandbox's own table, as the simbple project dumped it
+//! from macOS 10.12 to 10.15 (`src/platform_data/<release>/operations.c` in that repository: each
+//! operation names the operation it falls back to, and whether it is a terminal node). Read from
+//! the 10.15 (Catalina) dump, the same in 10.14 for every operation named here:
+//!
+//! - `file*` falls back to `default`; `file-read*`, `file-write*`, `file-ioctl`, `file-mount`,
+//!   `file-unmount`, `file-revoke`, `file-chroot`, `file-mknod`, `file-search` and
+//!   `file-issue-extension` to `file*`; `file-read-data`, `-metadata`, `-xattr` to `file-read*`;
+//!   `file-write-data`, `-create`, `-unlink`, `-mode`, `-owner`, `-flags`, `-times`, `-xattr`,
+//!   `-acl`, `-finderinfo` to `file-write*`; `file-mount-update` to `file-mount`;
+//! - terminal, falling back to `default` and not to `file*`: `file-link`, `file-clone`,
+//!   `file-test-existence`, `file-map-executable`, `file-write-setugid`, and `job-creation`; a
+//!   rule on `file*` does not cover them, so a profile names them wherever it denies files;
+//! - `process-exec*` (which Apple's prelude also binds as `process-exec`) and `process-fork`
+//!   fall back to `process*`; `process-exec-interpreter` to `process-exec*`;
+//! - `network-inbound` and `network-outbound` to `network*`, `network-bind` to `network-inbound`;
+//! - `mach-lookup`, `mach-register`, `mach-task-name` and `mach-priv*` to `mach*`,
+//!   `mach-priv-task-port` and `mach-priv-host-port` to `mach-priv*`;
+//! - `user-preference-read` and `-write` to `user-preference*`; `sysctl-read` and `-write` to
+//!   `sysctl*`;
+//! - `signal`, `appleevent-send`, `lsopen`, `hid-control` and the `*` parents to `default`.
+//!
+//! macOS 11 added task-port operations below the control port (`mach-task-read`,
+//! `mach-task-inspect`), which no published dump covers. They exist only in
+//! [`Release::MacOs11Plus`], modelled as terminal: our profile names them directly (its deny and
+//! its allow on the operation itself), so no reading of their parent changes a verdict. Under
+//! [`Release::MacOs10_15`] they are unknown, as on a Mac of that release, where a profile that
+//! names them without `(if (defined? '...) ...)` does not compile.
+//!
+//! # Precedence
+//!
+//! Among rules on one operation with a filter the last match wins; a rule with no filter is only
+//! the fallback for its operation; `(param "X")` with no value is false (a filter on false is an
+//! error here); several filters in one rule match when any does. How a rule on an operation
+//! weighs against a rule on its parent is not documented, and three readings have been reported,
+//! all implemented ([`Model`]): our profiles must give the same verdict under each.
+//!
+//! Link and clone name two paths: XNU asks the sandbox about the source and about the
+//! destination of `link(2)` and `clonefile(2)`, both under the one operation. A request with
+//! [`Subject::TwoPaths`] is refused when either path is.
 
 use std::collections::BTreeMap;
 
@@ -35,6 +66,8 @@ pub enum Sexp {
     /// `#"..."`, a regex literal: no escapes.
     RegexLit(String),
     Int(i64),
+    /// `'symbol`.
+    Quoted(String),
 }
 
 /// Reads a profile's text into its top-level expressions.
@@ -115,7 +148,24 @@ impl Reader<'_> {
                 Some((_, 't' | 'f')) => Err(format!("boolean at byte {at}: not in our subset")),
                 _ => Err(format!("`#` at byte {at}: not in our subset")),
             },
-            '\'' | '`' | ',' => Err(format!("quotation at byte {at}: not in our subset")),
+            '\'' => {
+                // Only a quoted symbol, as `(defined? 'file-link)` takes it.
+                let mut out = String::new();
+                while let Some(&(_, c)) = self.chars.peek() {
+                    if c.is_whitespace() || matches!(c, '(' | ')' | '"' | ';' | '\'') {
+                        break;
+                    }
+                    out.push(c);
+                    self.chars.next();
+                }
+                if out.is_empty() {
+                    return Err(format!(
+                        "quotation at byte {at}: only a quoted symbol is in our subset"
+                    ));
+                }
+                Ok(Sexp::Quoted(out))
+            }
+            '`' | ',' => Err(format!("quotation at byte {at}: not in our subset")),
             c => {
                 let mut out = String::from(c);
                 while let Some(&(_, c)) = self.chars.peek() {
@@ -157,8 +207,21 @@ impl Reader<'_> {
     }
 }
 
-/// The operations our profiles and probes name, each with its parent: a rule on the parent
-/// covers the child.
+/// A macOS release, as far as the operations it knows go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// The table dumped from 10.15 (see the module's documentation).
+    MacOs10_15,
+    /// That table and the task-port operations of macOS 11 and later.
+    MacOs11Plus,
+}
+
+impl Release {
+    pub const ALL: [Release; 2] = [Release::MacOs10_15, Release::MacOs11Plus];
+}
+
+/// The operations our profiles and probes name, each with the operation it falls back to (see
+/// the module's documentation for the source). A terminal operation falls back to `default`.
 const OPERATIONS: &[(&str, &str)] = &[
     ("file*", "default"),
     ("file-read*", "file*"),
@@ -174,54 +237,95 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("file-write-flags", "file-write*"),
     ("file-write-times", "file-write*"),
     ("file-write-xattr", "file-write*"),
-    ("file-write-setugid", "file-write*"),
-    ("file-test-existence", "file*"),
-    ("file-map-executable", "file*"),
-    ("file-link", "file*"),
+    ("file-write-acl", "file-write*"),
+    ("file-write-finderinfo", "file-write*"),
+    ("file-write-setugid", "default"),
+    ("file-test-existence", "default"),
+    ("file-map-executable", "default"),
+    ("file-link", "default"),
+    ("file-clone", "default"),
     ("file-ioctl", "file*"),
-    ("file-clone", "file*"),
     ("file-mount", "file*"),
+    ("file-mount-update", "file-mount"),
     ("file-unmount", "file*"),
     ("file-revoke", "file*"),
+    ("file-chroot", "file*"),
+    ("file-mknod", "file*"),
+    ("file-search", "file*"),
+    ("file-issue-extension", "file*"),
     ("process*", "default"),
     ("process-exec*", "process*"),
-    ("process-exec", "process-exec*"),
+    ("process-exec-interpreter", "process-exec*"),
     ("process-fork", "process*"),
     ("network*", "default"),
     ("network-outbound", "network*"),
     ("network-inbound", "network*"),
-    ("network-bind", "network*"),
+    ("network-bind", "network-inbound"),
     ("mach*", "default"),
     ("mach-lookup", "mach*"),
     ("mach-register", "mach*"),
-    ("mach-priv-task-port", "mach*"),
+    ("mach-task-name", "mach*"),
+    ("mach-priv*", "mach*"),
+    ("mach-priv-task-port", "mach-priv*"),
+    ("mach-priv-host-port", "mach-priv*"),
+    ("user-preference*", "default"),
+    ("user-preference-read", "user-preference*"),
+    ("user-preference-write", "user-preference*"),
+    ("sysctl*", "default"),
+    ("sysctl-read", "sysctl*"),
+    ("sysctl-write", "sysctl*"),
     ("signal", "default"),
     ("appleevent-send", "default"),
     ("lsopen", "default"),
+    ("hid-control", "default"),
+    ("job-creation", "default"),
 ];
 
-fn known_operation(name: &str) -> Option<&'static str> {
+/// Operations of [`Release::MacOs11Plus`] only (see the module's documentation).
+const OPERATIONS_11: &[(&str, &str)] = &[
+    ("mach-task-read", "default"),
+    ("mach-task-inspect", "default"),
+];
+
+/// Names Apple's prelude binds to another operation.
+const ALIASES: &[(&str, &str)] = &[("process-exec", "process-exec*")];
+
+fn table(release: Release) -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    let later: &[(&str, &str)] = match release {
+        Release::MacOs10_15 => &[],
+        Release::MacOs11Plus => OPERATIONS_11,
+    };
+    OPERATIONS.iter().chain(later)
+}
+
+fn known_operation(release: Release, name: &str) -> Option<&'static str> {
     if name == "default" {
         return Some("default");
     }
-    OPERATIONS
+    let name = ALIASES
         .iter()
+        .find(|(alias, _)| *alias == name)
+        .map_or(name, |(_, op)| op);
+    table(release)
         .find(|(op, _)| *op == name)
         .map(|(op, _)| *op)
 }
 
-/// `op`, its parent, ..., `default`.
-fn chain(op: &str) -> Result<Vec<&'static str>, String> {
-    let mut out = vec![known_operation(op).ok_or_else(|| format!("unknown operation `{op}`"))?];
-    while let Some(&(_, parent)) = OPERATIONS.iter().find(|(o, _)| Some(o) == out.last()) {
+/// `op`, its fallback, ..., `default`.
+fn chain(release: Release, op: &str) -> Result<Vec<&'static str>, String> {
+    let first = known_operation(release, op)
+        .ok_or_else(|| format!("unknown operation `{op}` (on {release:?})"))?;
+    let mut out = vec![first];
+    while let Some(&(_, parent)) = table(release).find(|(o, _)| Some(o) == out.last()) {
         out.push(parent);
     }
     Ok(out)
 }
 
 /// Whether one of two operations covers the other.
-fn overlap(a: &str, b: &str) -> bool {
-    chain(a).is_ok_and(|c| c.contains(&b)) || chain(b).is_ok_and(|c| c.contains(&a))
+fn overlap(release: Release, a: &str, b: &str) -> bool {
+    chain(release, a).is_ok_and(|c| c.contains(&b))
+        || chain(release, b).is_ok_and(|c| c.contains(&a))
 }
 
 /// What a request is about.
@@ -235,6 +339,13 @@ pub enum Subject<'a> {
     UnixSocket(&'a [u8]),
     /// A signal or task port: whether the target is in this same sandbox.
     Process { same_sandbox: bool },
+    /// `link(2)` or `clonefile(2)`: both paths are asked under the one operation.
+    TwoPaths {
+        source: &'a [u8],
+        destination: &'a [u8],
+    },
+    /// A preference domain written through `cfprefsd`.
+    PreferenceDomain(&'a str),
     /// An operation with nothing to filter on (`appleevent-send`, `lsopen`).
     Nothing,
 }
@@ -249,6 +360,11 @@ impl std::fmt::Debug for Subject<'_> {
             Subject::Process { same_sandbox } => {
                 write!(f, "process (same sandbox: {same_sandbox})")
             }
+            Subject::TwoPaths {
+                source,
+                destination,
+            } => write!(f, "paths {:?} -> {:?}", text(source), text(destination)),
+            Subject::PreferenceDomain(d) => write!(f, "preference domain {d:?}"),
             Subject::Nothing => write!(f, "nothing"),
         }
     }
@@ -268,8 +384,24 @@ pub enum Model {
     /// else the most specific unfiltered rule.
     Positional,
     /// The operation's own rules first (last filtered match, else its unfiltered rule), then its
-    /// parent's, and so on up to `default`.
+    /// parent's, and so on up to `default`: how the compiled table reads when each operation's
+    /// rules fall back to its parent's. It is also what nono measured, an unfiltered
+    /// `(deny file-write-unlink)` holding against a later `(allow file-write* (subpath ...))`.
     SpecificFirst,
+    /// A filtered rule on the more specific operation beats a later filtered rule on its parent
+    /// (position decides between rules of the same level); the unfiltered rules count only when
+    /// no filtered rule matches, the most specific first. Reported by greywall (a later
+    /// `(deny file-read* ...)` does not undo an earlier `(allow file-read-data ...)` of the same
+    /// path) and by nono ("more specific rules always win regardless of order").
+    SpecificFiltered,
+}
+
+impl Model {
+    pub const ALL: [Model; 3] = [
+        Model::Positional,
+        Model::SpecificFirst,
+        Model::SpecificFiltered,
+    ];
 }
 
 /// The answer to a request.
@@ -374,9 +506,16 @@ impl Filter {
 /// A profile read with its parameters, ready to answer requests.
 #[derive(Debug)]
 pub struct Profile {
+    release: Release,
     rules: Vec<Rule>,
     /// The parameters the text names, to find those given but never used.
     used_params: Vec<String>,
+}
+
+/// A top-level form with its guard read.
+enum Guarded<'f> {
+    Rule(&'f Sexp),
+    Skipped,
 }
 
 /// An evaluated expression.
@@ -386,9 +525,19 @@ enum Value {
 }
 
 impl Profile {
-    /// Reads `text` with `params` (the `-D` values). Fails on anything outside our subset, on an
-    /// unknown operation and on a regex we cannot vouch for.
+    /// Reads `text` with `params` (the `-D` values) as a Mac of the latest release would. Fails
+    /// on anything outside our subset, on an unknown operation and on a regex we cannot vouch for.
     pub fn compile(text: &str, params: &BTreeMap<String, String>) -> Result<Profile, String> {
+        Profile::compile_for(Release::MacOs11Plus, text, params)
+    }
+
+    /// [`Profile::compile`] as a Mac of `release` would: a guarded rule on an operation the
+    /// release does not know is left out.
+    pub fn compile_for(
+        release: Release,
+        text: &str,
+        params: &BTreeMap<String, String>,
+    ) -> Result<Profile, String> {
         let forms = parse(text)?;
         let mut forms = forms.into_iter();
         match forms.next() {
@@ -400,14 +549,56 @@ impl Profile {
             }
         }
         let mut profile = Profile {
+            release,
             rules: Vec::new(),
             used_params: Vec::new(),
         };
         for form in forms {
-            let rule = profile.rule(&form, params)?;
+            let form = match profile.guard(&form)? {
+                Guarded::Rule(form) => form,
+                Guarded::Skipped => continue,
+            };
+            let rule = profile.rule(form, params)?;
             profile.rules.push(rule);
         }
         Ok(profile)
+    }
+
+    /// `(if (defined? 'OP) RULE)`: RULE when this release knows OP. An OP that no release knows
+    /// is an error, since on a Mac a misspelt guard would silently leave its rule out.
+    fn guard<'f>(&self, form: &'f Sexp) -> Result<Guarded<'f>, String> {
+        let Sexp::List(items) = form else {
+            return Ok(Guarded::Rule(form));
+        };
+        if items.first() != Some(&Sexp::Symbol("if".into())) {
+            return Ok(Guarded::Rule(form));
+        }
+        let [_, Sexp::List(test), rule] = &items[..] else {
+            return Err(format!(
+                "only (if (defined? 'OPERATION) RULE) is in our subset: {form:?}"
+            ));
+        };
+        let [Sexp::Symbol(defined), Sexp::Quoted(op)] = &test[..] else {
+            return Err(format!(
+                "only (defined? 'OPERATION) is in our subset: {test:?}"
+            ));
+        };
+        if defined != "defined?" {
+            return Err(format!(
+                "only (defined? 'OPERATION) is in our subset: {test:?}"
+            ));
+        }
+        if Release::ALL
+            .iter()
+            .all(|r| known_operation(*r, op).is_none())
+        {
+            return Err(format!("a guard on `{op}`, which no release knows"));
+        }
+        Ok(if known_operation(self.release, op).is_some() {
+            Guarded::Rule(rule)
+        } else {
+            Guarded::Skipped
+        })
     }
 
     /// Parameters given but never named by the text: a sign that a rule went missing.
@@ -440,9 +631,12 @@ impl Profile {
         };
         for item in &items[1..] {
             match item {
-                Sexp::Symbol(op) => rule
-                    .ops
-                    .push(known_operation(op).ok_or_else(|| format!("unknown operation `{op}`"))?),
+                Sexp::Symbol(op) => {
+                    rule.ops
+                        .push(known_operation(self.release, op).ok_or_else(|| {
+                            format!("unknown operation `{op}` (on {:?})", self.release)
+                        })?)
+                }
                 Sexp::List(v) if v.first() == Some(&Sexp::Symbol("with".into())) => match &v[..] {
                     [_, Sexp::Symbol(m), Sexp::Str(text)] if m == "message" => {
                         if rule.message.replace(text.clone()).is_some() {
@@ -588,76 +782,113 @@ impl Profile {
         }
     }
 
-    /// What the profile says about `request`, read the way `model` says.
+    /// What the profile says about `request`, read the way `model` says. A request on two paths
+    /// asks the source, then the destination: the first refusal decides.
     pub fn decide(&self, model: Model, request: Request<'_>) -> Result<Verdict, String> {
-        let chain = chain(request.op)?;
+        if let Subject::TwoPaths {
+            source,
+            destination,
+        } = request.subject
+        {
+            if !matches!(
+                known_operation(self.release, request.op),
+                Some("file-link" | "file-clone")
+            ) {
+                return Err(format!(
+                    "only file-link and file-clone are asked of two paths, not {}",
+                    request.op
+                ));
+            }
+            let one = |path| {
+                self.decide(
+                    model,
+                    Request {
+                        op: request.op,
+                        subject: Subject::Path(path),
+                    },
+                )
+            };
+            let first = one(source)?;
+            return if first.allowed {
+                one(destination)
+            } else {
+                Ok(first)
+            };
+        }
+        let chain = chain(self.release, request.op)?;
         let verdict = |rule: usize| Verdict {
             allowed: self.rules[rule].allow,
             rule,
             message: self.rules[rule].message.clone(),
         };
-        let matching = |levels: &[&str]| -> Result<Option<usize>, String> {
-            let mut last = None;
-            for (index, rule) in self.rules.iter().enumerate() {
-                if rule.filters.is_empty() || !rule.ops.iter().any(|op| levels.contains(op)) {
-                    continue;
-                }
-                let mut hit = false;
-                for filter in &rule.filters {
-                    if filter.matches(request.subject)? {
-                        hit = true;
-                        break;
-                    }
-                }
-                if hit {
-                    last = Some(index);
+        // The filtered rules that match, each with the level of the most specific operation of
+        // the chain it names (0: the operation itself).
+        let mut matching: Vec<(usize, usize)> = Vec::new();
+        for (index, rule) in self.rules.iter().enumerate() {
+            if rule.filters.is_empty() {
+                continue;
+            }
+            let Some(level) = chain.iter().position(|level| rule.ops.contains(level)) else {
+                continue;
+            };
+            let mut hit = false;
+            for filter in &rule.filters {
+                if filter.matches(request.subject)? {
+                    hit = true;
+                    break;
                 }
             }
-            Ok(last)
-        };
+            if hit {
+                matching.push((level, index));
+            }
+        }
         let fallback = |level: &str| {
             self.rules
                 .iter()
                 .rposition(|r| r.filters.is_empty() && r.ops.contains(&level))
         };
-        match model {
-            Model::Positional => {
-                if let Some(rule) = matching(&chain)? {
-                    return Ok(verdict(rule));
-                }
-                for level in &chain {
-                    if let Some(rule) = fallback(level) {
-                        return Ok(verdict(rule));
-                    }
-                }
-            }
+        let last_at = |level: usize| {
+            matching
+                .iter()
+                .filter(|(l, _)| *l == level)
+                .map(|(_, i)| *i)
+                .max()
+        };
+        let decided = match model {
+            Model::Positional => matching
+                .iter()
+                .map(|(_, i)| *i)
+                .max()
+                .or_else(|| chain.iter().find_map(|level| fallback(level))),
             Model::SpecificFirst => {
-                for level in &chain {
-                    if let Some(rule) = matching(&[level])? {
-                        return Ok(verdict(rule));
-                    }
-                    if let Some(rule) = fallback(level) {
-                        return Ok(verdict(rule));
-                    }
-                }
+                (0..chain.len()).find_map(|level| last_at(level).or_else(|| fallback(chain[level])))
             }
-        }
-        Err(format!(
-            "no rule decides {request:?}: the profile has no (allow default) or (deny default)"
-        ))
+            Model::SpecificFiltered => (0..chain.len())
+                .find_map(last_at)
+                .or_else(|| chain.iter().find_map(|level| fallback(level))),
+        };
+        decided.map(verdict).ok_or_else(|| {
+            format!(
+                "no rule decides {request:?}: the profile has no (allow default) or (deny default)"
+            )
+        })
     }
 
-    /// The same request under both models; an error when they disagree.
-    pub fn decide_both(&self, request: Request<'_>) -> Result<Verdict, String> {
-        let positional = self.decide(Model::Positional, request)?;
-        let specific = self.decide(Model::SpecificFirst, request)?;
-        if (positional.allowed, &positional.message) != (specific.allowed, &specific.message) {
-            return Err(format!(
-                "the two readings of the profile disagree on {request:?}: by position {positional:?}, \
-                 specific operation first {specific:?}"
-            ));
+    /// The same request under every model; an error when they disagree on the verdict or on
+    /// the message.
+    pub fn decide_all(&self, request: Request<'_>) -> Result<Verdict, String> {
+        let first = self.decide(Model::Positional, request)?;
+        for model in &Model::ALL[1..] {
+            let other = self.decide(*model, request)?;
+            if (first.allowed, &first.message) != (other.allowed, &other.message) {
+                return Err(format!(
+                    "the readings of the profile disagree on {request:?}: {:?} says {first:?}, \
+                     {model:?} says {other:?}",
+                    Model::Positional
+                ));
+            }
         }
-        Ok(positional)
+        Ok(first)
     }
 
     /// What the brief forbids though Seatbelt would accept it: a rule without a filter after a
@@ -673,7 +904,7 @@ impl Profile {
                 let shared = rule
                     .ops
                     .iter()
-                    .any(|a| earlier.ops.iter().any(|b| overlap(a, b)));
+                    .any(|a| earlier.ops.iter().any(|b| overlap(self.release, a, b)));
                 let same = rule.ops.iter().any(|a| earlier.ops.contains(a));
                 if !earlier.filters.is_empty() && shared {
                     out.push(format!(
