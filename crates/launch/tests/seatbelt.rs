@@ -521,6 +521,44 @@ fn the_demo_probes_cover_every_rule_of_decide_allowed_and_refused() {
     }
 }
 
+#[test]
+fn with_a_root_launcher_the_system_is_read_only_outside_the_writable_places() {
+    let spec = Spec {
+        privileged: true,
+        ..Spec::demo()
+    };
+    let world = World::virtual_at(Path::new(BASE), &spec).expect("the privileged demo builds");
+    let (profile, read) = compile(&world);
+    assert_eq!(read.lint(), Vec::<String>::new());
+    let failures = disagreements(&read, &world);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    for (path, allowed) in [
+        ("/etc/periodic/daily/x", false),
+        ("/usr/local/bin/x", false),
+        ("/Library/LaunchDaemons/x.plist", false),
+        // (On a Mac these resolve under /private; the virtual world has no symlinks.)
+        ("/tmp/x", true),
+        ("/var/tmp/x", true),
+        ("/var/folders/zz/x/T/y", true),
+    ] {
+        let path = Path::new(path);
+        assert_eq!(
+            world.policy.decide(Op::Write, path).allowed,
+            allowed,
+            "{}",
+            path.display()
+        );
+        seatbelt_support::probes::agrees(&read, &world, Op::Write, path).unwrap();
+        seatbelt_support::probes::agrees(&read, &world, Op::Read, path).unwrap();
+    }
+    let plain = compile(&World::virtual_at(Path::new(BASE), &Spec::demo()).unwrap()).0;
+    assert!(
+        !plain.text.contains("WRITABLE"),
+        "only a root launcher gets the rule"
+    );
+    assert!(profile.text.contains("cli-sandbox: system"));
+}
+
 fn hardened_demo() -> World {
     let spec = Spec {
         harden: true,
@@ -619,10 +657,24 @@ fn specs() -> impl Strategy<Value = Spec> {
         proptest::collection::vec(any::<bool>(), 9),
         refused,
         protected,
-        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+        (
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+        ),
     )
         .prop_map(
-            |(state, docs, grants, read_only, refused, protected, (b1, b2, socket, harden))| {
+            |(
+                state,
+                docs,
+                grants,
+                read_only,
+                refused,
+                protected,
+                (b1, b2, socket, harden, privileged),
+            )| {
                 let docs_rel = docs.map(str::to_owned).unwrap_or_else(|| {
                     format!(
                         "{}/workspace-docs",
@@ -664,6 +716,7 @@ fn specs() -> impl Strategy<Value = Spec> {
                         Vec::new()
                     },
                     harden,
+                    privileged,
                 }
             },
         )

@@ -40,5 +40,5 @@ pub use policy::{
     Access, BLOCKED_PROGRAMS_LINUX, BLOCKED_PROGRAMS_MACOS, DEFAULT_REFUSED, EntryKind, Grant,
     GrantRequest, Hardened, KERNEL_SECRETS_LINUX, KERNEL_TUNABLES_LINUX, Mode, Op,
     PERSISTENCE_COMMON, PERSISTENCE_LINUX, PERSISTENCE_MACOS, Policy, PolicyRequest,
-    RefusedEntries, RefusedPattern, Rule, Shape, Verdict, WRITABLE_AS_ROOT,
+    RefusedEntries, RefusedPattern, Rule, Shape, Verdict, WRITABLE_AS_ROOT, WRITABLE_AS_ROOT_MACOS,
 };

@@ -305,8 +305,14 @@ pub const PERSISTENCE_COMMON: &[&str] = &[
     ".ssh/rc",
     ".ssh/config",
 ];
-/// The persistence paths of a macOS home, added to [`PERSISTENCE_COMMON`]: launchd agents.
-pub const PERSISTENCE_MACOS: &[&str] = &["Library/LaunchAgents/"];
+/// The persistence paths of a macOS home, added to [`PERSISTENCE_COMMON`]: launchd agents, and
+/// the terminal apps' preferences written as files (a startup command in a Terminal or iTerm2
+/// profile runs in the next window; the profile refuses writes through `cfprefsd` already).
+pub const PERSISTENCE_MACOS: &[&str] = &[
+    "Library/LaunchAgents/",
+    "Library/Preferences/com.apple.Terminal.plist",
+    "Library/Preferences/com.googlecode.iterm2.plist",
+];
 /// The persistence paths of a Linux home, added to [`PERSISTENCE_COMMON`]: the desktop's
 /// autostart entries, systemd user units and environment, the X session's startup files.
 pub const PERSISTENCE_LINUX: &[&str] = &[
@@ -351,12 +357,15 @@ pub const KERNEL_SECRETS_LINUX: &[&str] = &[
     "/sys/firmware",
 ];
 
-/// The places a chat may write when the launcher runs as root, besides its grants and its
-/// runtime: the home, the temporary folders, the sandbox's own `/dev` (its devices and
-/// `/dev/shm`) and its own `/proc` (a process's own files, such as `oom_score_adj`; the kernel's
-/// tunables and secrets in it are closed by their own rule, which comes first). The
-/// configuration adds to it (`[policy] writable`).
+/// The places a chat may write when the launcher runs as root, besides its home, its grants and its
+/// runtime, on Linux: the temporary folders, the sandbox's own `/dev` (its devices and `/dev/shm`)
+/// and its own `/proc` (a process's own files, such as `oom_score_adj`; the kernel's tunables and
+/// secrets in it are closed by their own rule, which comes first). The configuration adds to it
+/// (`[policy] writable`).
 pub const WRITABLE_AS_ROOT: &[&str] = &["/tmp", "/var/tmp", "/dev", "/proc"];
+/// The same on macOS: the temporary folders (`/tmp` and `/var/tmp` resolve under `/private`), the
+/// per-user ones under `/var/folders` (`$TMPDIR`), and `/dev`.
+pub const WRITABLE_AS_ROOT_MACOS: &[&str] = &["/tmp", "/var/tmp", "/var/folders", "/dev"];
 
 /// A persistence path closed to writing by `harden` (absolute; canonical, or the path of a
 /// symlink, whose target is listed beside it).
@@ -586,7 +595,16 @@ impl Policy {
             Os::MacOs => (Vec::new(), Vec::new()),
         };
         let writable = if req.privileged {
-            writable_places(&layout.home, &req.config.policy.writable, resolver)?
+            let defaults = match req.os {
+                Os::Linux => WRITABLE_AS_ROOT,
+                Os::MacOs => WRITABLE_AS_ROOT_MACOS,
+            };
+            writable_places(
+                &layout.home,
+                defaults,
+                &req.config.policy.writable,
+                resolver,
+            )?
         } else {
             Vec::new()
         };
@@ -854,11 +872,12 @@ fn persistence_paths(
 /// inside another.
 fn writable_places(
     home: &Path,
+    defaults: &[&str],
     configured: &[PathBuf],
     resolver: &dyn Resolver,
 ) -> Result<Vec<PathBuf>, PolicyError> {
     let mut places = vec![home.to_owned()];
-    for place in WRITABLE_AS_ROOT
+    for place in defaults
         .iter()
         .map(Path::new)
         .chain(configured.iter().map(PathBuf::as_path))

@@ -411,6 +411,21 @@ impl Writer {
     fn chat_rules(&mut self, policy: &Policy) -> Result<(), SeatbeltError> {
         self.line(";; This chat's rules, generated from its policy.");
 
+        if policy.system_read_only {
+            // Before everything else: the grants and the runtime below allow what they allow.
+            self.line(
+                ";; A root launcher: nothing outside the writable places (the home, the temporary folders) is written.",
+            );
+            let places = self.params_of("WRITABLE", "writable place", &policy.writable)?;
+            let any = subpaths(&places).join(" ");
+            self.rule(
+                "deny",
+                WRITE,
+                &[format!("(require-not (require-any {any}))")],
+                Some("system"),
+            );
+        }
+
         self.line(";; Closed: the protected roots, to every file operation and exec.");
         let roots = self.params_of("PROTECTED", "protected root", &policy.protected)?;
         self.rule("deny", EVERY, &subpaths(&roots), Some("closed"));

@@ -36,6 +36,8 @@ pub struct Spec {
     pub sockets: Vec<String>,
     /// `harden = true`: the home's persistence paths are closed to writing.
     pub harden: bool,
+    /// The launcher runs as root: the system is read-only to the chat outside the writable places.
+    pub privileged: bool,
 }
 
 impl Spec {
@@ -81,6 +83,7 @@ impl Spec {
             blocked: vec!["ann/bin/opener.sh".into()],
             sockets: vec!["ann/.agent/agent.sock".into()],
             harden: false,
+            privileged: false,
         }
     }
 }
@@ -293,7 +296,7 @@ impl World {
                 chat: &chat,
                 grants: &grants,
                 config: &config,
-                privileged: false,
+                privileged: spec.privileged,
             },
             fs,
         )
