@@ -363,6 +363,108 @@ fn unix_socket_servers_started_outside_are_out_of_reach() {
     });
 }
 
+/// What the plan says keeps unix sockets in, on each kind of kernel (no kernel needed: the plan
+/// is data). Below ABI 9 it is seccomp; from ABI 9 `ResolveUnix`, with io_uring and the family
+/// allowlist still refused; with an allowlist below ABI 9, nothing, and the plan says so. Both
+/// plans carry the same filter.
+#[test]
+fn the_plan_says_what_keeps_unix_sockets_in_on_each_kind_of_kernel() {
+    use launch::linux::plan::{Enforcement, Kernel, SocketFamily};
+    let case = Case::new(Plan::Namespaces, None);
+    let demo = &case.demo;
+    let policy = |allowlist: bool| {
+        if allowlist {
+            let mut config = std::fs::read_to_string(&demo.config).unwrap();
+            config.push_str(&format!(
+                "allow_unix_sockets = [\"{}\"]\n",
+                case.outside("agent")
+            ));
+            std::fs::write(&demo.config, config).unwrap();
+        }
+        let ctx = Context::load(&demo.settings()).expect("context");
+        ctx.policy(&demo.chat, &[]).expect("policy")
+    };
+    let without = policy(false);
+    let with = policy(true);
+    for (policy, abi, unix_by_seccomp, fully) in [
+        (&without, 7, true, true),
+        (&without, 9, false, true),
+        (&with, 7, false, false),
+        (&with, 9, false, true),
+    ] {
+        let mut seccomp = Vec::new();
+        for namespaces in [true, false] {
+            let plan = launch::linux::compile(
+                policy,
+                Kernel {
+                    landlock_abi: abi,
+                    namespaces,
+                },
+            )
+            .unwrap();
+            let what = format!(
+                "ABI {abi}, allowlist {}, namespaces {namespaces}",
+                policy.unix_socket_allow.len()
+            );
+            let s = &plan.seccomp;
+            assert_eq!(
+                !s.socket_families.contains(&SocketFamily::Unix),
+                unix_by_seccomp,
+                "{what}"
+            );
+            assert_eq!(s.unix_pairs_stream_only, unix_by_seccomp, "{what}");
+            assert!(
+                s.refuse_io_uring
+                    && s.refuse_other_abis
+                    && s.refuse_setuid_bits
+                    && s.refuse_exploit_surface,
+                "{what}"
+            );
+            for kept in [
+                SocketFamily::Inet,
+                SocketFamily::Inet6,
+                SocketFamily::NetlinkRoute,
+            ] {
+                assert!(s.socket_families.contains(&kept), "{what}: {kept:?}");
+            }
+            let unix = plan
+                .guarantees
+                .iter()
+                .find(|g| g.is(sandbox_core::Promise::UnixSockets))
+                .unwrap_or_else(|| panic!("{what}: no guarantee about unix sockets"));
+            assert_eq!(
+                matches!(unix.enforcement, Enforcement::Fully),
+                fully,
+                "{what}: {unix:?}"
+            );
+            if abi >= 9 {
+                assert!(
+                    unix.by.contains("ResolveUnix") && unix.by.contains("io_uring"),
+                    "{what}: {unix:?}"
+                );
+            } else if unix_by_seccomp {
+                assert!(
+                    unix.by.contains("socketpair") && unix.by.contains("io_uring"),
+                    "{what}: {unix:?}"
+                );
+            }
+            // The plan travels as JSON: the families by name.
+            let json = serde_json::to_value(&plan).unwrap();
+            assert!(
+                json["seccomp"]["socket_families"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&"netlink-route".into())
+            );
+            seccomp.push(plan.seccomp);
+        }
+        assert_eq!(
+            seccomp[0], seccomp[1],
+            "the fallback gets another filter (ABI {abi})"
+        );
+    }
+}
+
 #[test]
 fn io_uring_cannot_reach_a_unix_socket_server_outside() {
     let test = "io_uring_cannot_reach_a_unix_socket_server_outside";
