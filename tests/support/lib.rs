@@ -1,10 +1,12 @@
 //! Shared fixtures for the cross-crate tests in this folder: where the binary is, whether the
-//! kernel can confine (a missing Landlock is a loud skip, or a failure where CI requires it), and
-//! the real CLIs ([`real_clis`]).
+//! kernel can confine (a missing Landlock is a loud skip, or a failure where CI requires it), the
+//! real CLIs ([`real_clis`]), an ordinary user to run launches as ([`users`]) and the C probes
+//! ([`probes`]).
 
 use std::io::Write;
 use std::path::PathBuf;
 
+pub mod probes;
 pub mod real_clis;
 pub mod users;
 
@@ -52,9 +54,9 @@ pub fn confinement_available(test: &str) -> bool {
     if std::env::var(REQUIRE_LANDLOCK).as_deref() == Ok("1") {
         panic!("{test}: {problem}, and {REQUIRE_LANDLOCK}=1 requires real confinement");
     }
-    eprintln!(
+    say(&format!(
         "\n!!! SKIPPED {test}: {problem}. Real confinement cannot be tested on this machine. \
          Set {REQUIRE_LANDLOCK}=1 to make this an error.\n"
-    );
+    ));
     false
 }

@@ -29,11 +29,17 @@ pub struct TestUser {
 impl TestUser {
     /// The test user, created when missing. `None` when this process is not root (then the
     /// tests run as an ordinary user already) or the user cannot be created; both are said on
-    /// the real stderr, naming `test`.
+    /// the real stderr, naming `test`. Where CI asks for real confinement
+    /// (`CLI_SANDBOX_REQUIRE_LANDLOCK=1`), root failing to create the user is a failure.
     pub fn get(test: &str) -> Option<TestUser> {
         static USER: OnceLock<Result<TestUser, String>> = OnceLock::new();
         match USER.get_or_init(create) {
             Ok(user) => Some(user.clone()),
+            Err(why)
+                if is_root() && std::env::var(crate::REQUIRE_LANDLOCK).as_deref() == Ok("1") =>
+            {
+                panic!("{test}: the ordinary-user runs cannot be made: {why}")
+            }
             Err(why) => {
                 say(&format!(
                     "\n!!! {test}: the ordinary-user runs are left out: {why}\n"
@@ -75,9 +81,13 @@ pub fn command_as(user: Option<&TestUser>, program: impl AsRef<OsStr>) -> Comman
     }
 }
 
-fn create() -> Result<TestUser, String> {
+fn is_root() -> bool {
     // SAFETY: geteuid has no failure and touches no memory.
-    if unsafe { libc::geteuid() } != 0 {
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn create() -> Result<TestUser, String> {
+    if !is_root() {
         return Err("this process is not root, so it already is an ordinary user".into());
     }
     if Command::new("setpriv").arg("--version").output().is_err() {

@@ -212,6 +212,7 @@ fn confine_in_namespace(
     filters: &[seccompiler::BpfProgram],
 ) -> Result<(), ApplyError> {
     mounts::build(ns)?;
+    super::descriptors::check_standard_descriptors()?;
     caps::drop_all()?;
     landlock::restrict_self(plan)?;
     for filter in filters {
@@ -229,6 +230,7 @@ fn exec_in_place(
     program: &[CString],
     workdir: &CString,
 ) -> Result<Never, ApplyError> {
+    super::descriptors::check_standard_descriptors()?;
     sys::cloexec_from_3()?;
     // SAFETY: geteuid has no failure and touches no memory.
     if unsafe { libc::geteuid() } == 0 {

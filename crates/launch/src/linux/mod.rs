@@ -2,12 +2,15 @@
 //! ruleset and a seccomp filter ([`plan`], with [`frozen`] where namespaces cannot be made),
 //! applied by the `cli-sandbox exec` helper ([`apply`], Linux only), one file per mechanism:
 //! `mounts` (the mount passes), `process` (the helper, init and the program; how a launch ends),
-//! `caps`, `landlock`, `seccomp`, and `sys` (the system-call wrappers they share).
+//! `caps`, `landlock`, `seccomp`, `descriptors` (the standard descriptors the program inherits),
+//! and `sys` (the system-call wrappers they share).
 
 #[cfg(target_os = "linux")]
 pub mod apply;
 #[cfg(target_os = "linux")]
 mod caps;
+#[cfg(target_os = "linux")]
+mod descriptors;
 mod frozen;
 #[cfg(target_os = "linux")]
 mod landlock;

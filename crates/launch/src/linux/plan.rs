@@ -150,13 +150,30 @@ impl FsRight {
     }
 }
 
-/// The seccomp filter's part of the plan.
+/// The seccomp filter's part of the plan: which system calls the program may not make. Each
+/// refusal and its reason is in `seccomp.rs`, where the filter is built; docs/linux.md has the
+/// list for people.
+///
+/// Every field is a refusal the kernel cannot express otherwise on this machine; they stay on
+/// with Landlock ABI 9 too except the two that only serve to keep unix sockets in
+/// (`socket_families` without [`SocketFamily::Unix`], `unix_pairs_stream_only`), which
+/// `ResolveUnix` replaces there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeccompPlan {
-    /// Refuse `socket(AF_UNIX, ...)` (`socketpair` stays allowed): the only way to keep a
-    /// confined process from asking a server started outside (tmux, the session bus, a CLI's
-    /// daemon) to act for it, on kernels without `ResolveUnix`.
-    pub refuse_unix_socket_create: bool,
+    /// The only families `socket()` may create (an allowlist: a family this list does not know
+    /// is refused, vsock to the hypervisor's host and netlink messages to processes outside
+    /// among them). `Unix` is missing below Landlock ABI 9: then seccomp is what keeps a
+    /// confined process from asking a server started outside (tmux, the session bus, journald,
+    /// a CLI's daemon) to act for it.
+    pub socket_families: Vec<SocketFamily>,
+    /// `socketpair()` only for unix stream and seqpacket pairs: a datagram pair (or a "raw"
+    /// one, which the kernel makes a datagram pair) can send to any datagram socket outside,
+    /// and be connected to one. Set when `socket_families` leaves out `Unix`.
+    pub unix_pairs_stream_only: bool,
+    /// Refuse `io_uring_setup`, `io_uring_enter` and `io_uring_register` (ENOSYS, as if the
+    /// kernel had no io_uring, so that libraries fall back): a ring makes sockets, connects
+    /// and opens files without the system calls this filter sees.
+    pub refuse_io_uring: bool,
     /// Refuse the calls that could undo or escape the mounts: mount, umount2, pivot_root,
     /// setns, unshare, the new mount API, and clone with namespace flags.
     pub refuse_namespace_and_mount_calls: bool,
@@ -165,6 +182,67 @@ pub struct SeccompPlan {
     pub refuse_terminal_injection: bool,
     /// Refuse the kernel keyring calls (keys are shared with processes outside).
     pub refuse_keyring: bool,
+    /// Refuse giving a file the setuid or setgid bit (the chmod family, and creating a file
+    /// with such a mode): a root chat would leave a root program for the machine to run later.
+    pub refuse_setuid_bits: bool,
+    /// Refuse what no CLI needs and kernel exploits use: `bpf`, `perf_event_open`,
+    /// `userfaultfd`, `personality` flags that switch off memory protections,
+    /// `open_by_handle_at`, `pidfd_getfd`.
+    pub refuse_exploit_surface: bool,
+    /// Refuse the x32 system calls on x86_64 (the same calls under other numbers, which a
+    /// filter keyed by number would let through). The i386 calls (`int 0x80`, `socketcall`)
+    /// end the process: the filter's architecture check.
+    pub refuse_other_abis: bool,
+}
+
+impl SeccompPlan {
+    /// Every refusal on; unix sockets and datagram pairs refused when `unix_by_seccomp` (below
+    /// Landlock ABI 9 without an allowlist, where nothing else keeps them in).
+    pub(super) fn new(unix_by_seccomp: bool) -> SeccompPlan {
+        // The families the CLIs and their tools were measured to need (node, git, python,
+        // curl, `getaddrinfo`, `os.networkInterfaces()`, `ss`).
+        let mut socket_families = Vec::new();
+        if !unix_by_seccomp {
+            socket_families.push(SocketFamily::Unix);
+        }
+        socket_families.extend([
+            SocketFamily::Inet,
+            SocketFamily::Inet6,
+            SocketFamily::NetlinkRoute,
+            SocketFamily::NetlinkSockDiag,
+        ]);
+        SeccompPlan {
+            socket_families,
+            unix_pairs_stream_only: unix_by_seccomp,
+            refuse_io_uring: true,
+            refuse_namespace_and_mount_calls: true,
+            refuse_terminal_injection: true,
+            refuse_keyring: true,
+            refuse_setuid_bits: true,
+            refuse_exploit_surface: true,
+            refuse_other_abis: true,
+        }
+    }
+}
+
+/// A socket family (with its protocol, for netlink) that `socket()` may create inside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SocketFamily {
+    /// `AF_UNIX`, when Landlock's `ResolveUnix` mediates pathname connects (ABI >= 9) or an
+    /// allowlist of sockets is configured (then every unix socket is reachable, and the plan
+    /// says so).
+    Unix,
+    /// `AF_INET`: the network is open ("everything the person can use").
+    Inet,
+    /// `AF_INET6`, likewise.
+    Inet6,
+    /// `AF_NETLINK` with `NETLINK_ROUTE`: the interface and address list (`getifaddrs`,
+    /// `getaddrinfo`'s address checks, node's `os.networkInterfaces()`, `ip`).
+    NetlinkRoute,
+    /// `AF_NETLINK` with `NETLINK_SOCK_DIAG`: the socket list `ss` reads (what `/proc/net`
+    /// shows anyway).
+    NetlinkSockDiag,
 }
 
 /// Everything the helper does, in order.
@@ -612,6 +690,8 @@ impl Common {
     pub fn new(policy: &Policy, abi: u32) -> Common {
         let unix_allowlist = !policy.unix_socket_allow.is_empty();
         let resolve_unix = abi >= ABI_RESOLVE_UNIX;
+        // Below ABI 9 without an allowlist, seccomp is what keeps unix sockets in.
+        let unix_by_seccomp = !resolve_unix && !unix_allowlist;
         let handled = FsRight::all_up_to(abi);
         let open_rights: Vec<FsRight> = handled
             .iter()
@@ -646,27 +726,16 @@ impl Common {
                 "Landlock (no mount, umount, pivot_root for a confined process; no make_char/make_block), seccomp, no capabilities",
                 Enforcement::Fully,
             ),
-            Guarantee::new(
-                Promise::UnixSockets,
-                if resolve_unix {
-                    "Landlock ResolveUnix (ABI 9), allowlisted sockets only"
-                } else {
-                    "seccomp refuses socket(AF_UNIX); abstract sockets also scoped by Landlock"
-                },
-                if resolve_unix || !unix_allowlist {
-                    Enforcement::Fully
-                } else {
-                    Enforcement::Not(format!(
-                        "an allowlist is configured and this kernel (Landlock ABI {abi}) cannot allow single sockets: every unix socket is reachable"
-                    ))
-                },
-            ),
+            unix_sockets_guarantee(abi, unix_allowlist),
             Guarantee::new(Promise::Terminal, "seccomp", Enforcement::Fully),
             Guarantee::new(
                 Promise::Keyring,
                 "seccomp refuses keyctl, add_key, request_key",
                 Enforcement::Fully,
             ),
+            socket_families_guarantee(),
+            setuid_bits_guarantee(),
+            kernel_surface_guarantee(),
             Guarantee::new(
                 Promise::LoopbackTcp,
                 "nothing: the network is shared with the machine",
@@ -681,12 +750,7 @@ impl Common {
             open_rights,
             scopes,
             unix_rules,
-            seccomp: SeccompPlan {
-                refuse_unix_socket_create: !resolve_unix && !unix_allowlist,
-                refuse_namespace_and_mount_calls: true,
-                refuse_terminal_injection: true,
-                refuse_keyring: true,
-            },
+            seccomp: SeccompPlan::new(unix_by_seccomp),
             guarantees,
         }
     }
@@ -700,4 +764,80 @@ impl Common {
             log_denials: self.abi >= ABI_AUDIT_LOG,
         }
     }
+}
+
+/// What keeps unix-socket servers started outside out of reach, on this kernel with this
+/// configuration. Below ABI 9 it is seccomp, which has to close every system call that creates,
+/// re-points or smuggles a unix socket (see `seccomp.rs`, tested by `tests/ways_out.rs`).
+fn unix_sockets_guarantee(abi: u32, unix_allowlist: bool) -> Guarantee {
+    let descriptors = "a standard descriptor that could reach a socket elsewhere (a unix datagram socket, an unconnected one, another family) refused at start, while a stream socket the launcher connected and gave as stdin, stdout or stderr reaches its peer";
+    if abi >= ABI_RESOLVE_UNIX {
+        return Guarantee::new(
+            Promise::UnixSockets,
+            format!(
+                "Landlock ResolveUnix (ABI 9) on every pathname socket outside but the allowlisted ones, whatever the call; abstract sockets scoped; seccomp refuses io_uring; {descriptors}"
+            ),
+            Enforcement::Fully,
+        );
+    }
+    if unix_allowlist {
+        return Guarantee::new(
+            Promise::UnixSockets,
+            "nothing: an allowlist is configured",
+            Enforcement::Not(format!(
+                "an allowlist is configured and this kernel (Landlock ABI {abi}) cannot allow single sockets: every unix socket is reachable"
+            )),
+        );
+    }
+    let scoped = if abi >= ABI_SCOPING {
+        "; abstract sockets also scoped by Landlock"
+    } else {
+        ""
+    };
+    Guarantee::new(
+        Promise::UnixSockets,
+        format!(
+            "seccomp: socket(AF_UNIX) refused, socketpair(AF_UNIX) only for stream and seqpacket pairs (they cannot be re-pointed), io_uring refused, only the native system call ABI; {descriptors}{scoped}"
+        ),
+        Enforcement::Fully,
+    )
+}
+
+/// A guarantee the promise list does not name yet: said here in full, with its own id.
+fn seccomp_guarantee(id: &str, what: &str, by: &str, enforcement: Enforcement) -> Guarantee {
+    Guarantee {
+        id: id.to_owned(),
+        what: what.to_owned(),
+        by: by.to_owned(),
+        enforcement,
+    }
+}
+
+fn socket_families_guarantee() -> Guarantee {
+    seccomp_guarantee(
+        "socket-families",
+        "no socket of another family reaches past the network stack: vsock (the hypervisor's host), netlink messages to processes outside (NETLINK_USERSOCK), Bluetooth, AF_ALG and every family not named here",
+        "seccomp: socket() creates only inet, inet6, netlink route and sock_diag sockets (and unix ones where the unix-socket line says so), socketpair() only unix pairs; io_uring refused; only the native system call ABI",
+        Enforcement::Fully,
+    )
+}
+
+fn setuid_bits_guarantee() -> Guarantee {
+    seccomp_guarantee(
+        "setuid-bits",
+        "no file gets a setuid or setgid bit from inside (a root chat would leave a root program for the machine to run later)",
+        "seccomp: chmod, fchmod, fchmodat, fchmodat2, and open, openat, creat, mknod, mknodat creating a file with such a mode, refused; openat2 and io_uring, whose modes a filter cannot read, refused with ENOSYS; writing to such a file clears the bit (no capabilities)",
+        Enforcement::Fully,
+    )
+}
+
+fn kernel_surface_guarantee() -> Guarantee {
+    seccomp_guarantee(
+        "kernel-surface",
+        "kernel interfaces no CLI needs and kernel exploits use are refused: io_uring, bpf, perf_event_open, userfaultfd (and /dev/userfaultfd), personality flags that switch off memory protections, open_by_handle_at, pidfd_getfd",
+        "seccomp (ENOSYS where a library falls back on it, EPERM otherwise)",
+        Enforcement::Partly(
+            "a list of the interfaces most used against the kernel, not an allowlist of system calls: every other call stays open to a kernel bug".into(),
+        ),
+    )
 }

@@ -1,39 +1,183 @@
-//! The seccomp part of the Linux plan, built with `seccompiler`.
+//! The seccomp part of the Linux plan: the system calls a confined program may not make, built
+//! with `seccompiler` from the plan's [`SeccompPlan`] and installed by the helper after
+//! Landlock, so that the program and everything it starts inherit it.
+//!
+//! What it is for: the ways out that neither the mounts nor Landlock can name on this kernel.
+//! Most of them are one class, "a unix socket reaches a server started outside" (a tmux server,
+//! the session bus, journald, a CLI's daemon would then act for the chat, unconfined). Below
+//! Landlock ABI 9 nothing mediates a pathname connect, so this filter has to close every system
+//! call that creates, re-points or smuggles such a socket:
+//!
+//! - `socket()`: an allowlist of families. `AF_UNIX` is left out below ABI 9; every family not
+//!   named is refused, so that one we did not think of (or one a future kernel adds) is closed
+//!   too. Among those refused on purpose: `AF_VSOCK` (the hypervisor's host: this may be a VM),
+//!   `AF_NETLINK` with any protocol but route and sock_diag (`NETLINK_USERSOCK` carries messages
+//!   to any process outside that bound one, measured without privileges), `AF_ALG`, `AF_PACKET`,
+//!   Bluetooth, and the module-backed rarities whose first use would load a kernel module.
+//! - `socketpair()`: unix pairs only, and below ABI 9 only stream and seqpacket pairs. A
+//!   connected stream or seqpacket socket cannot be pointed elsewhere (the kernel answers
+//!   `connect()` with EISCONN, and ignores or refuses a `sendto()` address), also after its peer
+//!   is closed; a datagram pair can `sendto()` any datagram socket outside and be `connect()`ed
+//!   to one, and `SOCK_RAW` gives a datagram pair too.
+//! - io_uring: `IORING_OP_SOCKET` and `IORING_OP_CONNECT` make and connect a socket without the
+//!   two calls above. The three io_uring calls are refused with ENOSYS, "as if the kernel had no
+//!   io_uring" (the Nix sandbox's choice), so that libuv, tokio and liburing users fall back.
+//!   Refusing `io_uring_enter` and `io_uring_register` too, not only `io_uring_setup`, closes a
+//!   ring made elsewhere and handed in.
+//! - Other system call ABIs: on x86_64 the x32 ABI offers the same calls under other numbers,
+//!   which a filter keyed by number would let through, so they are refused; the i386 ABI
+//!   (`int 0x80`, with `socketcall` multiplexing every socket call) fails the filters'
+//!   architecture check, which ends the process.
+//! - A socket taken from elsewhere: `pidfd_getfd` is refused (and Landlock refuses it for any
+//!   process outside the sandbox's domain anyway); `/proc/<pid>/fd/N` of a socket cannot be
+//!   opened (ENXIO); `SCM_RIGHTS` only arrives over a socket already connected, which below ABI
+//!   9 means a pair made inside or a standard descriptor the launcher gave, checked at start by
+//!   `descriptors.rs`.
+//!
+//! With Landlock ABI 9, `ResolveUnix` mediates pathname sockets in the kernel (for `connect` and
+//! `sendmsg` alike, whichever call made the socket) and the scope `abstract-unix-socket` covers
+//! abstract ones, so `AF_UNIX` and every pair are allowed there. What stays: io_uring (its socket
+//! operation would create a family the allowlist refuses), the family allowlist, the other ABIs.
+//!
+//! Beside the sockets, a few refusals the other layers cannot make: mount and namespace calls,
+//! terminal injection, the keyring, setuid/setgid bits, and a short list of kernel interfaces no
+//! CLI needs that kernel exploits use, as Docker's default profile refuses them.
+//!
+//! What it is not: an allowlist of system calls. Everything not named here is allowed; file
+//! access is the mounts' and Landlock's business, signals and ptrace the PID namespace's and
+//! Landlock's.
+//!
+//! Arguments are compared as 32-bit words (`SeccompCmpArgLen::Dword`) where the kernel reads an
+//! `int` or `unsigned int`: the kernel ignores the upper half of the register, so a comparison of
+//! the full 64 bits could be dodged by setting it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
+    SeccompRule, TargetArch, sock_filter,
 };
 
-use super::plan::SeccompPlan;
+use super::plan::{SeccompPlan, SocketFamily};
 
 const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
+/// `_IO(0xAA, 0x00)` on `/dev/userfaultfd`: a userfaultfd without the system call.
+const USERFAULTFD_IOC_NEW: u64 = 0xAA00;
+const NETLINK_ROUTE: u64 = 0;
+const NETLINK_SOCK_DIAG: u64 = 4;
+/// The low bits of `socket()`'s and `socketpair()`'s type that name the type (the rest are
+/// `SOCK_NONBLOCK` and `SOCK_CLOEXEC`).
+const SOCK_TYPE_MASK: u64 = 0xf;
+/// `__O_TMPFILE`: the bit of `O_TMPFILE` that makes `open` create an unnamed file (which
+/// `linkat` can then name), the same value on every architecture built here.
+const O_TMPFILE_BIT: u64 = 0o20000000;
+const SETUID_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+/// `fchmodat2` is 452 on every architecture (numbers were unified before Linux 6.6 added it);
+/// the libc crate names it only for some.
+const SYS_FCHMODAT2: libc::c_long = 452;
+/// Personas `personality()` may set, as Docker's default profile allows them: the Linux default
+/// (0), `PER_LINUX32` (8), `UNAME26` (0x20000), both (0x20008), and the query (0xffffffff). The
+/// others set flags such as `READ_IMPLIES_EXEC` or `ADDR_NO_RANDOMIZE`, which switch off the
+/// memory protections of every program the chat runs next.
+const ALLOWED_PERSONAS: [u64; 5] = [0, 0x8, 0x20000, 0x20008, 0xffff_ffff];
 
-/// The filters to install, in order. Two, because seccompiler gives one action per filter:
-/// EPERM for what is refused, ENOSYS for `clone3` (its flags sit behind a pointer that a
-/// filter cannot read, and ENOSYS makes the C library fall back to `clone`, whose flags it can).
+/// The system calls that one filter refuses, with the conditions under which it does.
+#[derive(Default)]
+struct Refusals {
+    always: BTreeSet<i64>,
+    when: BTreeMap<i64, Vec<SeccompRule>>,
+}
+
+impl Refusals {
+    /// Refuses `nr` whatever its arguments.
+    fn always(&mut self, nr: libc::c_long) {
+        self.always.insert(nr);
+    }
+
+    /// Refuses `nr` when all of `conditions` hold (one rule; rules of one call are alternatives).
+    fn when(
+        &mut self,
+        nr: libc::c_long,
+        conditions: &[(u8, SeccompCmpOp, u64)],
+    ) -> Result<(), String> {
+        let conditions = conditions
+            .iter()
+            .map(|(arg, op, value)| {
+                SeccompCondition::new(*arg, SeccompCmpArgLen::Dword, op.clone(), *value)
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let rule = SeccompRule::new(conditions).map_err(|e| e.to_string())?;
+        self.when.entry(nr).or_default().push(rule);
+        Ok(())
+    }
+
+    /// Refuses `nr` when argument `arg` has the setuid or the setgid bit.
+    fn with_setuid_mode(&mut self, nr: libc::c_long, arg: u8) -> Result<(), String> {
+        for bit in SETUID_BITS {
+            self.when(nr, &[(arg, SeccompCmpOp::MaskedEq(bit), bit)])?;
+        }
+        Ok(())
+    }
+
+    /// Refuses an `open` that creates a file (`O_CREAT`, or `O_TMPFILE`) with the setuid or
+    /// setgid bit in its mode. Without those flags the kernel ignores the mode, and so does this.
+    fn creating_setuid(&mut self, nr: libc::c_long, flags: u8, mode: u8) -> Result<(), String> {
+        for create in [libc::O_CREAT as u64, O_TMPFILE_BIT] {
+            for bit in SETUID_BITS {
+                self.when(
+                    nr,
+                    &[
+                        (flags, SeccompCmpOp::MaskedEq(create), create),
+                        (mode, SeccompCmpOp::MaskedEq(bit), bit),
+                    ],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn program(self, errno: i32, arch: TargetArch) -> Result<BpfProgram, String> {
+        let mut rules = self.when;
+        for nr in self.always {
+            // No rule: refused whatever the arguments (conditional rules for it are moot).
+            rules.insert(nr, Vec::new());
+        }
+        let filter = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno as u32),
+            arch,
+        )
+        .map_err(|e| e.to_string())?;
+        BpfProgram::try_from(filter).map_err(|e| e.to_string())
+    }
+}
+
+/// The filters to install, in order. seccompiler gives one action per filter, so there are
+/// several: EPERM for what is refused outright; ENOSYS for what a library should take as "this
+/// kernel lacks it" and work around; and, on x86_64, the x32 guard, which seccompiler cannot
+/// express (it matches system calls by number, not by range).
 pub fn filters(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, String> {
     let arch = target_arch()?;
-    let mut refused: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    let always = |map: &mut BTreeMap<i64, Vec<SeccompRule>>, nr: libc::c_long| {
-        map.insert(nr, Vec::new());
-    };
-    let on = |arg: u8, op: SeccompCmpOp, value: u64| -> Result<SeccompRule, String> {
-        let cond = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
-            .map_err(|e| e.to_string())?;
-        SeccompRule::new(vec![cond]).map_err(|e| e.to_string())
-    };
+    let mut eperm = Refusals::default();
+    let mut enosys = Refusals::default();
 
-    if plan.refuse_unix_socket_create {
-        refused.insert(
-            libc::SYS_socket,
-            vec![on(0, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?],
-        );
+    sockets(plan, &mut eperm)?;
+    if plan.refuse_io_uring {
+        // A ring creates, connects and opens without the calls this filter sees (see above).
+        for nr in [
+            libc::SYS_io_uring_setup,
+            libc::SYS_io_uring_enter,
+            libc::SYS_io_uring_register,
+        ] {
+            enosys.always(nr);
+        }
     }
     if plan.refuse_namespace_and_mount_calls {
+        // Undoing or escaping the mounts. Landlock already refuses mount changes to a confined
+        // process, and no capability is left; this is the third wall.
         for nr in [
             libc::SYS_mount,
             libc::SYS_umount2,
@@ -48,9 +192,11 @@ pub fn filters(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, String> {
             libc::SYS_fspick,
             libc::SYS_mount_setattr,
         ] {
-            always(&mut refused, nr);
+            eperm.always(nr);
         }
-        let namespace_flags = [
+        // A new user namespace would give back every capability inside it, and with them the
+        // mount calls; the other namespaces would hide what the sandbox set up.
+        for flag in [
             libc::CLONE_NEWNS,
             libc::CLONE_NEWUSER,
             libc::CLONE_NEWPID,
@@ -58,52 +204,216 @@ pub fn filters(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, String> {
             libc::CLONE_NEWUTS,
             libc::CLONE_NEWIPC,
             libc::CLONE_NEWCGROUP,
-        ];
-        let mut clone_rules = Vec::new();
-        for flag in namespace_flags {
+        ] {
             let flag = flag as u64;
-            clone_rules.push(on(0, SeccompCmpOp::MaskedEq(flag), flag)?);
+            eperm.when(libc::SYS_clone, &[(0, SeccompCmpOp::MaskedEq(flag), flag)])?;
         }
-        refused.insert(libc::SYS_clone, clone_rules);
+        // clone3's flags sit behind a pointer that a filter cannot read; ENOSYS makes the C
+        // library fall back to clone, whose flags it can.
+        enosys.always(libc::SYS_clone3);
     }
     if plan.refuse_terminal_injection {
-        refused.insert(
-            libc::SYS_ioctl,
-            vec![
-                on(1, SeccompCmpOp::Eq, TIOCSTI)?,
-                on(1, SeccompCmpOp::Eq, TIOCLINUX)?,
-            ],
-        );
-    }
-    if plan.refuse_keyring {
-        for nr in [libc::SYS_keyctl, libc::SYS_add_key, libc::SYS_request_key] {
-            always(&mut refused, nr);
+        // Keystrokes pushed into the terminal run in the person's shell once the CLI exits.
+        for request in [TIOCSTI, TIOCLINUX] {
+            eperm.when(libc::SYS_ioctl, &[(1, SeccompCmpOp::Eq, request)])?;
         }
     }
+    if plan.refuse_keyring {
+        // The user and session keyrings are shared with the person's processes outside.
+        for nr in [libc::SYS_keyctl, libc::SYS_add_key, libc::SYS_request_key] {
+            eperm.always(nr);
+        }
+    }
+    if plan.refuse_setuid_bits {
+        setuid_bits(&mut eperm, &mut enosys)?;
+    }
+    if plan.refuse_exploit_surface {
+        exploit_surface(&mut eperm, &mut enosys)?;
+    }
 
-    let mut programs = Vec::new();
-    let eperm = SeccompFilter::new(
-        refused,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
-    .map_err(|e| e.to_string())?;
-    programs.push(BpfProgram::try_from(eperm).map_err(|e| e.to_string())?);
-
-    if plan.refuse_namespace_and_mount_calls {
-        let mut clone3 = BTreeMap::new();
-        clone3.insert(libc::SYS_clone3, Vec::new());
-        let enosys = SeccompFilter::new(
-            clone3,
-            SeccompAction::Allow,
-            SeccompAction::Errno(libc::ENOSYS as u32),
-            arch,
-        )
-        .map_err(|e| e.to_string())?;
-        programs.push(BpfProgram::try_from(enosys).map_err(|e| e.to_string())?);
+    let mut programs = vec![
+        eperm.program(libc::EPERM, arch)?,
+        enosys.program(libc::ENOSYS, arch)?,
+    ];
+    if plan.refuse_other_abis
+        && let Some(guard) = other_abis_guard()
+    {
+        programs.push(guard);
     }
     Ok(programs)
+}
+
+/// `socket()` and `socketpair()`: see the module doc for why each family and pair is refused.
+fn sockets(plan: &SeccompPlan, eperm: &mut Refusals) -> Result<(), String> {
+    let allowed = &plan.socket_families;
+    let mut families: Vec<u64> = Vec::new();
+    for family in allowed {
+        let number = match family {
+            SocketFamily::Unix => libc::AF_UNIX,
+            SocketFamily::Inet => libc::AF_INET,
+            SocketFamily::Inet6 => libc::AF_INET6,
+            SocketFamily::NetlinkRoute | SocketFamily::NetlinkSockDiag => libc::AF_NETLINK,
+        } as u64;
+        if !families.contains(&number) {
+            families.push(number);
+        }
+    }
+    // Any family not allowed: one rule whose conditions all hold when the family is none of them.
+    let other_family: Vec<(u8, SeccompCmpOp, u64)> =
+        families.iter().map(|f| (0, SeccompCmpOp::Ne, *f)).collect();
+    if other_family.is_empty() {
+        eperm.always(libc::SYS_socket);
+    } else {
+        eperm.when(libc::SYS_socket, &other_family)?;
+    }
+    // Netlink with a protocol not allowed.
+    if families.contains(&(libc::AF_NETLINK as u64)) {
+        let mut other_protocol = vec![(0, SeccompCmpOp::Eq, libc::AF_NETLINK as u64)];
+        for (family, protocol) in [
+            (SocketFamily::NetlinkRoute, NETLINK_ROUTE),
+            (SocketFamily::NetlinkSockDiag, NETLINK_SOCK_DIAG),
+        ] {
+            if allowed.contains(&family) {
+                other_protocol.push((2, SeccompCmpOp::Ne, protocol));
+            }
+        }
+        eperm.when(libc::SYS_socket, &other_protocol)?;
+    }
+
+    // Pairs: unix only (no other family makes pairs that anything here needs).
+    eperm.when(
+        libc::SYS_socketpair,
+        &[(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)],
+    )?;
+    if plan.unix_pairs_stream_only {
+        // Every type but stream and seqpacket, named one by one: an allowlist, since a filter
+        // cannot say "masked value not equal".
+        for kind in 0..=SOCK_TYPE_MASK {
+            if kind == libc::SOCK_STREAM as u64 || kind == libc::SOCK_SEQPACKET as u64 {
+                continue;
+            }
+            eperm.when(
+                libc::SYS_socketpair,
+                &[(1, SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK), kind)],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A root chat (uid 0 without capabilities still owns root's files) could otherwise make a
+/// root-owned program setuid, in the home, `/tmp` or a grant, for the person or the machine to
+/// run later, outside. Every way a mode reaches the kernel is refused when it carries the
+/// setuid or the setgid bit; writing to a setuid file clears the bit (no `CAP_FSETID` inside).
+fn setuid_bits(eperm: &mut Refusals, enosys: &mut Refusals) -> Result<(), String> {
+    eperm.with_setuid_mode(libc::SYS_fchmod, 1)?;
+    eperm.with_setuid_mode(libc::SYS_fchmodat, 2)?;
+    eperm.with_setuid_mode(SYS_FCHMODAT2, 2)?;
+    eperm.with_setuid_mode(libc::SYS_mknodat, 2)?;
+    eperm.creating_setuid(libc::SYS_openat, 2, 3)?;
+    #[cfg(target_arch = "x86_64")]
+    {
+        // The older calls that only x86_64 still has.
+        eperm.with_setuid_mode(libc::SYS_chmod, 1)?;
+        eperm.with_setuid_mode(libc::SYS_creat, 1)?;
+        eperm.with_setuid_mode(libc::SYS_mknod, 1)?;
+        eperm.creating_setuid(libc::SYS_open, 1, 2)?;
+    }
+    // openat2's mode is inside a struct behind a pointer, which a filter cannot read. ENOSYS:
+    // the callers (systemd, Rust and Go libraries) fall back to openat, which it can.
+    enosys.always(libc::SYS_openat2);
+    Ok(())
+}
+
+/// Interfaces no CLI or its tools were seen to use, and that kernel exploits do; refused as
+/// Docker's default profile refuses them (it allows them only with capabilities a chat never
+/// has). ENOSYS where a library is likely to probe for the feature and do without it.
+fn exploit_surface(eperm: &mut Refusals, enosys: &mut Refusals) -> Result<(), String> {
+    // eBPF programs and maps: a verifier bug is a kernel compromise (unprivileged use is off
+    // by default, but that is a sysctl the machine may have changed).
+    enosys.always(libc::SYS_bpf);
+    // Performance counters: a long record of kernel bugs and of side channels on processes
+    // outside; nothing here profiles.
+    enosys.always(libc::SYS_perf_event_open);
+    // userfaultfd stalls the kernel mid-copy at a moment of the caller's choosing, which turns
+    // a race in the kernel into a reliable exploit. The device gives the same thing.
+    enosys.always(libc::SYS_userfaultfd);
+    eperm.when(
+        libc::SYS_ioctl,
+        &[(1, SeccompCmpOp::Eq, USERFAULTFD_IOC_NEW)],
+    )?;
+    // Personas that switch off memory protections (see ALLOWED_PERSONAS).
+    let other_persona: Vec<(u8, SeccompCmpOp, u64)> = ALLOWED_PERSONAS
+        .iter()
+        .map(|p| (0, SeccompCmpOp::Ne, *p))
+        .collect();
+    eperm.when(libc::SYS_personality, &other_persona)?;
+    // Opening a file by handle goes around every mount (the "shocker" escape from containers);
+    // it needs CAP_DAC_READ_SEARCH, which no chat keeps, and is refused here again so that one
+    // mistake is not enough.
+    eperm.always(libc::SYS_open_by_handle_at);
+    // Taking a descriptor out of another process: a connected socket or an open folder of a
+    // process that kept one (init, a process outside in the fallback without a PID namespace,
+    // where Landlock refuses it too).
+    eperm.always(libc::SYS_pidfd_getfd);
+    Ok(())
+}
+
+/// x86_64 only: refuses every system call numbered in the x32 range (`__X32_SYSCALL_BIT` set,
+/// below the sign bit), EPERM. On a kernel built without x32 they fail anyway (ENOSYS); with
+/// x32 they are `socket`, `connect` and the rest under numbers the other filters do not name.
+/// EPERM rather than the kernel's ENOSYS, so that a test can tell this guard from the kernel.
+/// Hand-written because seccompiler matches numbers, not ranges; eight instructions.
+fn other_abis_guard() -> Option<BpfProgram> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+        const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+        const SIGN_BIT: u32 = 0x8000_0000;
+        // Offsets in `struct seccomp_data`: nr at 0, arch at 4.
+        const NR: u32 = 0;
+        const ARCH: u32 = 4;
+        let stmt = |code: u32, k: u32| sock_filter {
+            code: code as u16,
+            jt: 0,
+            jf: 0,
+            k,
+        };
+        let jump = |code: u32, k: u32, jt: u8, jf: u8| sock_filter {
+            code: code as u16,
+            jt,
+            jf,
+            k,
+        };
+        let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+        let ret = libc::BPF_RET | libc::BPF_K;
+        Some(vec![
+            stmt(load, ARCH),
+            // Another architecture: end the process, as the other filters do.
+            jump(
+                libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+                AUDIT_ARCH_X86_64,
+                1,
+                0,
+            ),
+            stmt(ret, libc::SECCOMP_RET_KILL_PROCESS),
+            stmt(load, NR),
+            // At or above the sign bit: not x32 (negative numbers, which the kernel refuses).
+            jump(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K, SIGN_BIT, 2, 0),
+            jump(
+                libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K,
+                X32_SYSCALL_BIT,
+                0,
+                1,
+            ),
+            stmt(ret, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+            stmt(ret, libc::SECCOMP_RET_ALLOW),
+        ])
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
 }
 
 fn target_arch() -> Result<TargetArch, String> {
@@ -112,5 +422,29 @@ fn target_arch() -> Result<TargetArch, String> {
         "aarch64" => Ok(TargetArch::aarch64),
         "riscv64" => Ok(TargetArch::riscv64),
         other => Err(format!("seccomp filters are not built for {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filters_build_for_both_kinds_of_kernel_and_fit_the_kernels_limit() {
+        for unix_by_seccomp in [true, false] {
+            let programs = filters(&SeccompPlan::new(unix_by_seccomp)).unwrap();
+            assert!(programs.len() >= 2);
+            for program in programs {
+                // BPF_MAXINSNS: the kernel refuses longer programs.
+                assert!(program.len() <= 4096, "{} instructions", program.len());
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_allowlist_refuses_every_socket() {
+        let mut p = SeccompPlan::new(true);
+        p.socket_families.clear();
+        assert!(filters(&p).is_ok());
     }
 }
