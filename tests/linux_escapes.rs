@@ -91,6 +91,37 @@ impl Fixture {
         self.step(&[], &argv)
     }
 
+    /// The Landlock-only fallback's launch of `argv` (the plan compiled as if user namespaces
+    /// could not be made), as the fixture's user.
+    fn exec_frozen(&self, grants: &[String], argv: &[&str]) -> Command {
+        let demo = &self.demo;
+        let mut ctx = launch::Context::load(&demo.settings()).unwrap();
+        ctx.privileged = self.user.is_none();
+        let grants: Vec<_> = grants
+            .iter()
+            .map(|g| sandbox_core::GrantRequest::parse(g))
+            .collect();
+        let policy = ctx.policy(&demo.chat, &grants).unwrap();
+        ctx.ensure_runtime(&policy).unwrap();
+        let mut kernel = launch::linux::this_kernel();
+        kernel.namespaces = false;
+        let plan = launch::linux::compile(&policy, kernel).unwrap();
+        let plan_file = demo
+            .root
+            .join(format!("frozen-plan-{}.json", rand_suffix()));
+        std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();
+        let mut cmd = command_as(self.user.as_ref(), cli_sandbox());
+        cmd.arg("exec")
+            .arg("--policy")
+            .arg(&plan_file)
+            .arg("--")
+            .args(argv)
+            .env("HOME", &demo.home)
+            .current_dir(&demo.runtime)
+            .stdin(Stdio::null());
+        cmd
+    }
+
     /// The same Python program as the fixture's user, unconfined: the control.
     fn python_unconfined(&self, program: &str, args: &[&str]) -> Command {
         let mut cmd = command_as(self.user.as_ref(), PYTHON);
@@ -766,6 +797,18 @@ fn machine_probes(tag: &str) -> Vec<MachineProbe> {
             what: "a system folder",
         });
     }
+    // A new entry in the machine's /dev (where a root chat in the fallback could otherwise
+    // remove /dev/null and put a file in its place).
+    let in_dev = PathBuf::from(format!("/dev/cli-sandbox-test-{tag}"));
+    let (seen, gone) = (in_dev.clone(), in_dev.clone());
+    probes.push(MachineProbe {
+        arg: format!("write:{}=x", in_dev.display()),
+        happened: Box::new(move || seen.exists()),
+        undo: Box::new(move || {
+            let _ = std::fs::remove_file(&gone);
+        }),
+        what: "a new file in the machine's /dev",
+    });
     // A root-owned program outside every writable place, made setuid.
     let program = PathBuf::from(format!("/usr/local/lib/cli-sandbox-test-program-{tag}"));
     std::fs::create_dir_all("/usr/local/lib").unwrap();
@@ -855,6 +898,23 @@ fn a_root_chat_cannot_change_the_machine() {
     assert!(
         changed.is_empty(),
         "a root chat changed {changed:?}:\n{}",
+        text(&out)
+    );
+
+    // The Landlock-only fallback: the same, by Landlock's rights and seccomp.
+    let mut argv = vec![PYTHON, "-c", CHANGE_THE_MACHINE];
+    argv.extend(&args);
+    let out = output(f.exec_frozen(&[], &argv));
+    let mut changed = Vec::new();
+    for p in &probes {
+        if (p.happened)() {
+            changed.push(p.what);
+        }
+        (p.undo)();
+    }
+    assert!(
+        changed.is_empty(),
+        "a root chat changed {changed:?} in the fallback:\n{}",
         text(&out)
     );
     // And the places a root chat may write stay writable: the home and /tmp.

@@ -61,11 +61,18 @@ pub enum Promise {
     Helper,
     /// TCP servers on the loopback interface outside the sandbox.
     LoopbackTcp,
+    /// No socket of another family reaches past the network stack (vsock, netlink to processes
+    /// outside, ...).
+    SocketFamilies,
+    /// No file gets a setuid or setgid bit from inside.
+    SetuidBits,
+    /// Kernel interfaces no CLI needs and exploits use are refused.
+    KernelSurface,
 }
 
 impl Promise {
     /// Every promise, in the order reports list them.
-    pub const ALL: [Promise; 16] = [
+    pub const ALL: [Promise; 19] = [
         Promise::ProtectedRoot,
         Promise::Pinned,
         Promise::Refused,
@@ -82,6 +89,9 @@ impl Promise {
         Promise::Ipc,
         Promise::Helper,
         Promise::LoopbackTcp,
+        Promise::SocketFamilies,
+        Promise::SetuidBits,
+        Promise::KernelSurface,
     ];
 
     /// A stable name, kebab-case.
@@ -103,6 +113,9 @@ impl Promise {
             Promise::Ipc => "ipc",
             Promise::Helper => "helper",
             Promise::LoopbackTcp => "loopback-tcp",
+            Promise::SocketFamilies => "socket-families",
+            Promise::SetuidBits => "setuid-bits",
+            Promise::KernelSurface => "kernel-surface",
         }
     }
 
@@ -145,6 +158,15 @@ impl Promise {
                 "the sandbox's own processes hold no descriptor the chat can take, cannot be read or traced, and take no word from it"
             }
             Promise::LoopbackTcp => "TCP servers on the loopback interface outside out of reach",
+            Promise::SocketFamilies => {
+                "no socket of another family reaches past the network stack: vsock (the hypervisor's host), netlink messages to processes outside (NETLINK_USERSOCK), Bluetooth, AF_ALG and every family not allowed"
+            }
+            Promise::SetuidBits => {
+                "no file gets a setuid or setgid bit from inside (a root chat would leave a root program for the machine to run later)"
+            }
+            Promise::KernelSurface => {
+                "kernel interfaces no CLI needs and kernel exploits use are refused: io_uring, bpf, perf_event_open, userfaultfd, personality flags that switch off memory protections, open_by_handle_at, pidfd_getfd"
+            }
         }
     }
 }

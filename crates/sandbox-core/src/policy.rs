@@ -358,13 +358,28 @@ pub const KERNEL_SECRETS_LINUX: &[&str] = &[
 ];
 
 /// The places a chat may write when the launcher runs as root, besides its home, its grants and its
-/// runtime, on Linux: the temporary folders, the sandbox's own `/dev` (its devices and `/dev/shm`)
-/// and its own `/proc` (a process's own files, such as `oom_score_adj`; the kernel's tunables and
-/// secrets in it are closed by their own rule, which comes first). The configuration adds to it
+/// runtime, on Linux: the temporary folders, the harmless devices and the terminals (written, not
+/// created or removed: the rest of `/dev` is read-only), `/dev/shm`, and the sandbox's own `/proc`
+/// (a process's own files, such as `oom_score_adj`; the kernel's tunables and secrets in it are
+/// closed by their own rule, which comes first). The configuration adds to it
 /// (`[policy] writable`).
-pub const WRITABLE_AS_ROOT: &[&str] = &["/tmp", "/var/tmp", "/dev", "/proc"];
+pub const WRITABLE_AS_ROOT: &[&str] = &[
+    "/tmp",
+    "/var/tmp",
+    "/dev/shm",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/proc",
+];
 /// The same on macOS: the temporary folders (`/tmp` and `/var/tmp` resolve under `/private`), the
-/// per-user ones under `/var/folders` (`$TMPDIR`), and `/dev`.
+/// per-user ones under `/var/folders` (`$TMPDIR`), and `/dev` (whose terminals have no fixed
+/// names; devfs holds nothing else a chat could write).
 pub const WRITABLE_AS_ROOT_MACOS: &[&str] = &["/tmp", "/var/tmp", "/var/folders", "/dev"];
 
 /// A persistence path closed to writing by `harden` (absolute; canonical, or the path of a

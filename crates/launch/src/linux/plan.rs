@@ -469,7 +469,7 @@ pub fn compile(
         policy
             .writable
             .iter()
-            .filter(|p| !matches!(p.to_str(), Some("/dev" | "/proc")))
+            .filter(|p| !p.starts_with("/dev") && !p.starts_with("/proc"))
             .cloned()
             .collect()
     });
@@ -804,37 +804,25 @@ fn unix_sockets_guarantee(abi: u32, unix_allowlist: bool) -> Guarantee {
 }
 
 /// A guarantee the promise list does not name yet: said here in full, with its own id.
-fn seccomp_guarantee(id: &str, what: &str, by: &str, enforcement: Enforcement) -> Guarantee {
-    Guarantee {
-        id: id.to_owned(),
-        what: what.to_owned(),
-        by: by.to_owned(),
-        enforcement,
-    }
-}
-
 fn socket_families_guarantee() -> Guarantee {
-    seccomp_guarantee(
-        "socket-families",
-        "no socket of another family reaches past the network stack: vsock (the hypervisor's host), netlink messages to processes outside (NETLINK_USERSOCK), Bluetooth, AF_ALG and every family not named here",
+    Guarantee::new(
+        Promise::SocketFamilies,
         "seccomp: socket() creates only inet, inet6, netlink route and sock_diag sockets (and unix ones where the unix-socket line says so), socketpair() only unix pairs; io_uring refused; only the native system call ABI",
         Enforcement::Fully,
     )
 }
 
 fn setuid_bits_guarantee() -> Guarantee {
-    seccomp_guarantee(
-        "setuid-bits",
-        "no file gets a setuid or setgid bit from inside (a root chat would leave a root program for the machine to run later)",
+    Guarantee::new(
+        Promise::SetuidBits,
         "seccomp: chmod, fchmod, fchmodat, fchmodat2, and open, openat, creat, mknod, mknodat creating a file with such a mode, refused; openat2 and io_uring, whose modes a filter cannot read, refused with ENOSYS; writing to such a file clears the bit (no capabilities)",
         Enforcement::Fully,
     )
 }
 
 fn kernel_surface_guarantee() -> Guarantee {
-    seccomp_guarantee(
-        "kernel-surface",
-        "kernel interfaces no CLI needs and kernel exploits use are refused: io_uring, bpf, perf_event_open, userfaultfd (and /dev/userfaultfd), personality flags that switch off memory protections, open_by_handle_at, pidfd_getfd",
+    Guarantee::new(
+        Promise::KernelSurface,
         "seccomp (ENOSYS where a library falls back on it, EPERM otherwise)",
         Enforcement::Partly(
             "a list of the interfaces most used against the kernel, not an allowlist of system calls: every other call stays open to a kernel bug".into(),

@@ -763,6 +763,7 @@ fn as_root_the_system_is_read_only_outside_the_home_the_temporary_folders_and_th
         "/usr/local/bin/x",
         "/etc/profile.d/x.sh",
         "/var/spool/cron/root",
+        "/dev/new-file",
     ] {
         let v = p.decide(Op::Write, Path::new(path));
         assert_eq!((v.allowed, v.rule.name()), (false, "system"), "{path}");
@@ -773,6 +774,7 @@ fn as_root_the_system_is_read_only_outside_the_home_the_temporary_folders_and_th
         "/tmp/x",
         "/var/tmp/x",
         "/dev/shm/x",
+        "/dev/null",
         "/srv/data/x",
         &format!("{wf}/doc.md"),
         &format!("{RUNTIMES}/chat-1/out"),
