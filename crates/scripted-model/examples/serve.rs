@@ -43,6 +43,7 @@ fn main() {
     let model = ScriptedModel::start(Script {
         steps,
         closing: "done".into(),
+        fail_with: None,
     })
     .expect("start");
     println!("{}", model.base_url());

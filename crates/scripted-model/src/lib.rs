@@ -88,6 +88,9 @@ pub struct Script {
     pub steps: Vec<Step>,
     /// Said once every step has been played (and to requests that offer no tools).
     pub closing: String,
+    /// Answer every model request with this HTTP status instead (a failing server: the test
+    /// that a CLI with retries off gives up in seconds).
+    pub fail_with: Option<u16>,
 }
 
 /// A request the CLI sent, as received.
@@ -259,6 +262,17 @@ fn answer(shared: &Shared, method: Method, uri: Uri, body: Bytes) -> Response {
         log.requests.push(request);
         return other_endpoint(&method);
     };
+    if let Some(status) = shared.script.fail_with {
+        log.requests.push(request);
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return Response::builder()
+            .status(status)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(
+                r#"{"error": {"type": "api_error", "message": "the scripted model fails on purpose"}}"#,
+            ))
+            .expect("a valid response");
+    }
     request.offered = dialect.offered_tools(&json);
     let results = dialect.tool_results(&json);
     let done = results.len();

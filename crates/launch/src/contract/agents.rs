@@ -22,8 +22,9 @@
 //! one whose every attempt was refused.
 //!
 //! Gemini's file tools refuse, on their own, any path outside its workspace (the working folder
-//! and the grants); those attempts would measure Gemini, not the sandbox, so its file tools are
-//! only played inside the workspace (its shell tool plays everything).
+//! and the grants), and Claude's `Read` refuses a file it takes for binary (`.sqlite`); those
+//! attempts would measure the CLI, not the sandbox, so they are left to the shell tool, which
+//! plays everything.
 //!
 //! What it is not: a test of the CLIs' models or prompts. The scripted model never reads the
 //! prompt. Cursor, Muse and Agy cannot be installed here and have no known local-model setup, so
@@ -232,7 +233,7 @@ pub fn run(options: &AgentOptions, facts: &Facts) -> Result<AgentReport, Error> 
         outside: &outside,
         tmp: &scratch_tmp,
         bridge_script: &bridge_script,
-        panes: panes.as_ref(),
+        panes: panes.as_ref().ok(),
         person_mcp: None,
         last_summary: None,
     };
@@ -272,10 +273,8 @@ pub fn run(options: &AgentOptions, facts: &Facts) -> Result<AgentReport, Error> 
         }
         for &shape in &options.shapes {
             let shape_name = shape_name(shape);
-            if shape == Shape::Tmux && world.panes.is_none() {
-                report
-                    .errors
-                    .push(format!("{cli} (tmux): tmux is not installed"));
+            if let (Shape::Tmux, Err(why)) = (shape, &panes) {
+                report.errors.push(format!("{cli} (tmux): {why}"));
                 continue;
             }
             if cli == "pi" {
@@ -392,7 +391,16 @@ impl World<'_> {
             path.starts_with(&self.policy.runtime)
                 || self.policy.grants.iter().any(|g| path.starts_with(&g.path))
         };
-        let usable = |path: &Path| cli != "gemini" || in_workspace(path);
+        // Where a CLI's own file tool refuses by itself, the attempt would measure the CLI, not
+        // the sandbox: Gemini's outside its workspace, Claude's `Read` of a file it takes for
+        // binary by its extension ("cannot read binary files": `.sqlite`, `.db`), and so its
+        // `Edit` of one, which needs a `Read` first. Those go through the shell tool only.
+        let binary = |path: &Path| path.extension().is_some_and(|e| e == "sqlite" || e == "db");
+        let usable = |path: &Path| match cli {
+            "gemini" => in_workspace(path),
+            "claude" => !binary(path),
+            _ => true,
+        };
         let mut reads = Vec::new();
         let mut writes = Vec::new();
         for a in file_actions {
@@ -437,12 +445,13 @@ impl World<'_> {
                             format!("write ({write_tool})"),
                         ));
                     } else {
-                        // The secret stays, so that the shell's read of the same file still
-                        // finds it; a line-based patch (Codex) needs the whole line.
+                        // The edit adds a line after the file's whole content, which stays as it
+                        // was: the shell's read of the same file still finds the secret, and a
+                        // line-based patch (Codex) matches whole lines.
                         let old = existing.to_owned();
                         let new = match old.strip_suffix('\n') {
-                            Some(line) => format!("{line} {token}\n"),
-                            None => format!("{old} {token}"),
+                            Some(content) => format!("{content}\n{token}\n"),
+                            None => format!("{old}\n{token}"),
                         };
                         writes.push(planned(
                             Step::Edit {
@@ -588,6 +597,7 @@ impl World<'_> {
         let model = ScriptedModel::start(Script {
             steps: plan.iter().map(|p| p.step.clone()).collect(),
             closing: "done".to_owned(),
+            fail_with: None,
         })
         .map_err(|e| Error::Io {
             what: "the scripted model".into(),
@@ -716,119 +726,58 @@ impl World<'_> {
         }
     }
 
-    /// The person's own settings that point the CLI at the scripted model, written into the demo
-    /// home before each launch (the launch's pre-trust then adds its entries), and the variables
-    /// the person would have set.
+    /// The person's own settings that point the CLI at the scripted model (see
+    /// [`point_at_scripted_model`]), plus, for a bridge launch, MCP servers (and a Pi extension)
+    /// of the person's own that must not start.
     fn person_setup(&self, cli: &str, base_url: &str) -> Result<Vec<(String, String)>, Error> {
         let home = &self.demo.home;
-        let write = |relative: &str, text: String| -> Result<(), Error> {
-            let path = home.join(relative);
-            let io = |e| Error::Io {
+        let io = |path: PathBuf| {
+            move |e| Error::Io {
                 what: format!("`{}`", path.display()),
                 source: e,
-            };
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(io)?;
             }
-            std::fs::write(&path, text).map_err(io)
         };
-        let person_server = self.person_mcp.as_ref().map(|marker| {
-            json!({
-                "command": "node",
-                "args": [self.bridge_script.display().to_string()],
-                "env": {
-                    "CLI_SANDBOX_BRIDGE_MARKER": marker.with_extension("called").display().to_string(),
-                    "CLI_SANDBOX_STARTED_MARKER": marker.display().to_string(),
-                },
-            })
+        let env = point_at_scripted_model(cli, home, base_url).map_err(io(home.clone()))?;
+        let Some(marker) = &self.person_mcp else {
+            return Ok(env);
+        };
+        let server = json!({
+            "command": "node",
+            "args": [self.bridge_script.display().to_string()],
+            "env": {
+                "CLI_SANDBOX_BRIDGE_MARKER": marker.with_extension("called").display().to_string(),
+                "CLI_SANDBOX_STARTED_MARKER": marker.display().to_string(),
+            },
         });
-        let mut env = Vec::new();
         match cli {
-            "codex" => {
-                let mut text = format!(
-                    "# The demo person's own settings: a local provider (the scripted model).\n\
-                     model_provider = \"scripted\"\nmodel = \"gpt-5.5\"\n\n\
-                     [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{base_url}/v1\"\n\
-                     wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n\
-                     [analytics]\nenabled = false\n\n[otel]\nmetrics_exporter = \"none\"\n\n\
-                     [features]\nplugins = false\n\n\
-                     [notice.model_migrations]\n\"gpt-5.5\" = \"gpt-6-sol\"\n"
-                );
-                if let Some(marker) = &self.person_mcp {
-                    text.push_str(&format!(
-                        "\n[mcp_servers.mine]\ncommand = \"node\"\nargs = [{:?}]\nenv = {{ CLI_SANDBOX_STARTED_MARKER = {:?} }}\n",
-                        self.bridge_script.display().to_string(),
-                        marker.display().to_string()
-                    ));
-                }
-                write(".codex/config.toml", text)?;
-            }
             "claude" => {
-                let key = "sk-ant-scripted-model-not-a-key";
-                let mut state = json!({
-                    "hasCompletedOnboarding": true,
-                    "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
-                });
-                if let Some(server) = &person_server {
-                    state["mcpServers"] = json!({ "mine": server });
-                    // A project `.mcp.json` in the working folder, as a cloned repository has.
-                    let project = json!({ "mcpServers": { "proj": server } });
-                    let path = self.policy.runtime.join(".mcp.json");
-                    std::fs::write(&path, project.to_string()).map_err(|e| Error::Io {
-                        what: format!("`{}`", path.display()),
-                        source: e,
-                    })?;
-                }
-                write(".claude.json", state.to_string())?;
-                env.extend([
-                    ("ANTHROPIC_BASE_URL".to_owned(), base_url.to_owned()),
-                    ("ANTHROPIC_API_KEY".to_owned(), key.to_owned()),
-                    (
-                        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_owned(),
-                        "1".to_owned(),
-                    ),
-                    ("CLAUDE_CODE_MAX_RETRIES".to_owned(), "0".to_owned()),
-                ]);
-            }
-            "gemini" => {
-                let settings = json!({
-                    "security": {"auth": {"selectedType": "gemini-api-key"}},
-                    "privacy": {"usageStatisticsEnabled": false},
-                    // A model of its own: "auto" first asks a routing model, which this script
-                    // does not speak.
-                    "model": {"name": "gemini-2.5-flash"},
-                });
-                write(".gemini/settings.json", settings.to_string())?;
-                env.extend([
-                    (
-                        "GEMINI_API_KEY".to_owned(),
-                        "scripted-model-not-a-key".to_owned(),
-                    ),
-                    ("GOOGLE_GEMINI_BASE_URL".to_owned(), base_url.to_owned()),
-                ]);
+                let path = home.join(".claude.json");
+                let text = std::fs::read_to_string(&path).map_err(io(path.clone()))?;
+                let mut state: serde_json::Value =
+                    serde_json::from_str(&text).unwrap_or_else(|_| json!({}));
+                state["mcpServers"] = json!({ "mine": server });
+                std::fs::write(&path, state.to_string()).map_err(io(path.clone()))?;
+                // A project `.mcp.json` in the working folder, as a cloned repository has.
+                let project = self.policy.runtime.join(".mcp.json");
+                std::fs::write(
+                    &project,
+                    json!({ "mcpServers": { "proj": server } }).to_string(),
+                )
+                .map_err(io(project.clone()))?;
             }
             "pi" => {
-                let models = json!({"providers": {"scripted": {
-                    "baseUrl": format!("{base_url}/v1"),
-                    "api": "openai-completions",
-                    "apiKey": "scripted-model-not-a-key",
-                    "models": [{"id": "scripted"}],
-                }}});
-                write(".pi/agent/models.json", models.to_string())?;
-                write(
-                    ".pi/agent/settings.json",
-                    json!({"defaultProvider": "scripted", "defaultModel": "scripted"}).to_string(),
-                )?;
-                if let Some(marker) = &self.person_mcp {
-                    // An extension of the person's own, which a bridge-only launch must not load.
-                    write(
-                        ".pi/agent/extensions/mine.js",
-                        format!(
-                            "require(\"node:fs\").writeFileSync({:?}, \"loaded\");\nmodule.exports = function () {{}};\n",
-                            marker.display().to_string()
-                        ),
-                    )?;
-                }
+                // An extension of the person's own, which a bridge-only launch must not load.
+                let path = home.join(".pi/agent/extensions/mine.js");
+                let parent = path.parent().unwrap_or(home).to_owned();
+                std::fs::create_dir_all(&parent).map_err(io(parent))?;
+                std::fs::write(
+                    &path,
+                    format!(
+                        "require(\"node:fs\").writeFileSync({:?}, \"loaded\");\nmodule.exports = function () {{}};\n",
+                        marker.display().to_string()
+                    ),
+                )
+                .map_err(io(path.clone()))?;
             }
             _ => {}
         }
@@ -856,6 +805,95 @@ impl World<'_> {
             env.remove(k);
         }
         env
+    }
+}
+
+/// Writes, into `home`, the settings a person would have that point `cli` at a local model at
+/// `base_url` (the scripted model), with the switches that keep it off the network and make a
+/// failing model fail fast; returns the variables the person would set. Nothing for a CLI this
+/// layer does not know.
+pub fn point_at_scripted_model(
+    cli: &str,
+    home: &Path,
+    base_url: &str,
+) -> std::io::Result<Vec<(String, String)>> {
+    let write = |relative: &str, text: String| -> std::io::Result<()> {
+        let path = home.join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, text)
+    };
+    let var = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    match cli {
+        "codex" => {
+            // A model Codex has metadata for (with an unknown one its tools lack
+            // `apply_patch`), and its successor's announcement recorded as seen.
+            write(
+                ".codex/config.toml",
+                format!(
+                    "# The demo person's own settings: a local provider (the scripted model).\n\
+                     model_provider = \"scripted\"\nmodel = \"gpt-5.5\"\n\n\
+                     [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{base_url}/v1\"\n\
+                     wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n\
+                     [analytics]\nenabled = false\n\n[otel]\nmetrics_exporter = \"none\"\n\n\
+                     [features]\nplugins = false\n\n\
+                     [notice.model_migrations]\n\"gpt-5.5\" = \"gpt-6-sol\"\n"
+                ),
+            )?;
+            Ok(Vec::new())
+        }
+        "claude" => {
+            // The person approved their key once (Claude records its last 20 characters).
+            let key = "sk-ant-scripted-model-not-a-key";
+            let state = json!({
+                "hasCompletedOnboarding": true,
+                "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+            });
+            write(".claude.json", state.to_string())?;
+            Ok(vec![
+                var("ANTHROPIC_BASE_URL", base_url),
+                var("ANTHROPIC_API_KEY", key),
+                var("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+                var("CLAUDE_CODE_MAX_RETRIES", "0"),
+            ])
+        }
+        "gemini" => {
+            let settings = json!({
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                "privacy": {"usageStatisticsEnabled": false},
+                // A model of its own: "auto" first asks a routing model for a choice.
+                "model": {"name": "gemini-2.5-flash"},
+                // No retries: a failing model fails the launch at once, not after ten tries.
+                "general": {"maxAttempts": 1, "retryFetchErrors": false},
+            });
+            write(".gemini/settings.json", settings.to_string())?;
+            Ok(vec![
+                var("GEMINI_API_KEY", "scripted-model-not-a-key"),
+                var("GOOGLE_GEMINI_BASE_URL", base_url),
+            ])
+        }
+        "pi" => {
+            let models = json!({"providers": {"scripted": {
+                "baseUrl": format!("{base_url}/v1"),
+                "api": "openai-completions",
+                "apiKey": "scripted-model-not-a-key",
+                "models": [{"id": "scripted"}],
+            }}});
+            write(".pi/agent/models.json", models.to_string())?;
+            write(
+                ".pi/agent/settings.json",
+                json!({
+                    "defaultProvider": "scripted",
+                    "defaultModel": "scripted",
+                    // No retries: a failing model fails the launch at once.
+                    "retry": {"enabled": false, "provider": {"maxRetries": 0}},
+                })
+                .to_string(),
+            )?;
+            Ok(Vec::new())
+        }
+        _ => Ok(Vec::new()),
     }
 }
 
@@ -924,20 +962,25 @@ struct Panes {
 }
 
 impl Panes {
-    fn start(demo: &Demo) -> Option<Panes> {
+    fn start(demo: &Demo) -> Result<Panes, String> {
         let socket = demo.root.join("agents-tmux.sock");
-        let ok = Command::new("tmux")
+        let out = Command::new("tmux")
             .arg("-S")
             .arg(&socket)
             .args(["-f", "/dev/null", "new-session", "-d", "-s", "agents"])
             .args(["-x", "200", "-y", "50", "sleep 3600"])
             .env_remove("TMUX")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then_some(Panes { socket })
+            .output();
+        match out {
+            Ok(out) if out.status.success() => Ok(Panes { socket }),
+            Ok(out) => Err(format!(
+                "tmux new-session failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => Err(format!("tmux cannot be started ({e}): install tmux")),
+        }
     }
 
     fn tmux(&self) -> Command {
