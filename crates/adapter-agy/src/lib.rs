@@ -19,6 +19,10 @@
 //! | interactive prompt | `-i <prompt>` | reported |
 //! | model | `--model=<model>` | reported |
 //!
+//! Screens that can stop an interactive (tmux) launch: only what the flags above report (trust,
+//! approvals), all REPORTED; the CLI cannot be installed here, so no screen was seen or checked
+//! (model announcements, key approval, update prompts: unknown).
+//!
 //! Decisions where the facts were silent, and what is out of reach:
 //!
 //! - **Terminal sandbox.** No per-launch switch is known that keeps the person's

@@ -17,6 +17,17 @@
 //! | `DISABLE_AUTOUPDATER=1` | no self-update from inside a chat | reported by CLI-FACTS, set always |
 //! | `CLAUDECODE` removed | a CLI started from inside a Claude Code session must not think it is nested | REPORTED only (2.1.197 `-p` runs with it set) |
 //!
+//! Screens that can stop an interactive (tmux) launch before the first prompt or at the first
+//! tool call (issue 17; "settled" says who keeps it away, "may the launch?" the decision):
+//!
+//! | screen | settled by | may the launch settle it? | checked |
+//! |---|---|---|---|
+//! | "Quick safety check … Yes, I trust this folder" | pre-trust entry (above) | yes: the chat's own folder | yes (`real_clis`) |
+//! | bypass-permissions warning | `skipDangerousModePermissionPrompt` in `--settings` | yes: our sandbox replaces its permission stops | yes |
+//! | project `.mcp.json` approval | `enableAllProjectMcpServers` in `--settings` (with `--strict-mcp-config` none of them starts) | yes: nothing is started by it | yes (`contract --agents`: the project server does not start) |
+//! | "Detected a custom API key … Do you want to use this API key?" (`ANTHROPIC_API_KEY` in the environment, not yet in `customApiKeyResponses.approved`) | NOT settled by the launch | **no**: approving records, in the person's `~/.claude.json`, consent to bill that key for every later interactive Claude, their own unconfined use included, and a key in the environment may be there for another program; the person approves it once, or the provider passes its own key | the screen and the entry: CLI-FACTS and the `real_clis` tests |
+//! | onboarding, theme | `hasCompletedOnboarding`, left to the person (see below) | no: the person's own first run | yes |
+//!
 //! Decisions where the facts were silent:
 //!
 //! - Every flag that takes several values is written `--flag=value`, and the prompt comes after

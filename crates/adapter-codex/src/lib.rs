@@ -16,6 +16,17 @@
 //! | headless | `exec --json --skip-git-repo-check`, stdin `/dev/null` (`exec` reads a piped stdin to EOF) | yes |
 //! | MCP isolation | one `-c mcp_servers={<each person's server>={enabled=false}, <bridge>={command=…}}` | yes: `codex mcp list` shows them disabled and a stand-in server does not start |
 //!
+//! Screens that can stop an interactive (tmux) launch before the first prompt or at the first
+//! tool call (issue 17; "settled" says who keeps it away, "may the launch?" the decision):
+//!
+//! | screen | settled by | may the launch settle it? | checked |
+//! |---|---|---|---|
+//! | "Trust this folder?" | pre-trust entry for the workdir (above) | yes: the chat's own folder | yes (`real_clis`) |
+//! | approvals, sandbox warnings | `--dangerously-bypass-approvals-and-sandbox` (confined only) | yes: our sandbox replaces them | yes |
+//! | "Codex just got an upgrade … Try new model / Use existing model" (the configured model has an announced successor) | NOT settled: Codex records it as seen in `[notice.model_migrations] "<model>" = "<successor>"`, and the successor is known only to Codex's own model catalog, not to the adapter | yes in principle (it changes no model: "use existing model" is the default), but there is no per-launch switch to say so; the contract's person has the entry | the screen and the entry: CLI-FACTS (2026-12-01); not re-checked here |
+//! | login screen | the person's own login or provider | no: the person's credentials | yes (a local provider gets past it) |
+//! | update prompt, telemetry | none seen with `check_for_update_on_startup` untouched and no network | left to the person | REPORTED |
+//!
 //! Decisions where the facts were silent:
 //!
 //! - `-c` merges tables deeply, so a server is disabled by merging `enabled=false` into it. The

@@ -16,6 +16,10 @@
 //! | model | `--model <model>` | reported |
 //! | MCP isolation | `--approve-mcps` is never passed: servers not approved for a workspace are silently not loaded, and each chat's runtime is a new workspace | reported |
 //!
+//! Screens that can stop an interactive (tmux) launch: only what the flags above report (trust,
+//! approvals), all REPORTED; the CLI cannot be installed here, so no screen was seen or checked
+//! (model announcements, key approval, update prompts: unknown).
+//!
 //! Decisions where the facts were silent, and what is out of reach:
 //!
 //! - `--force` goes with the sandbox switch (confined only), not with pre-trust: it is an

@@ -18,6 +18,17 @@
 //! | headless | `--output-format=stream-json --prompt=<prompt>`, stdin `/dev/null` (`-p` appends a piped stdin) | parses |
 //! | interactive prompt | `--prompt-interactive=<prompt>` (a bare positional prompt would also start interactively, but could be taken for a subcommand) | parses |
 //!
+//! Screens that can stop an interactive (tmux) launch before the first prompt or at the first
+//! tool call (issue 17; "settled" says who keeps it away, "may the launch?" the decision):
+//!
+//! | screen | settled by | may the launch settle it? | checked |
+//! |---|---|---|---|
+//! | folder trust (headless: exit 55) | pre-trust entry for the workdir | yes: the chat's own folder | yes |
+//! | "Do you trust the following folders being added to this workspace?" (each `--include-directories` folder) | pre-trust entry for each grant | yes: the chat's own grants | yes (`contract --agents`, tmux shape with a grant) |
+//! | approvals | `--approval-mode=yolo` (confined only) | yes | yes |
+//! | auth method choice | the person's `security.auth.selectedType` | no: the person's credentials | yes (without it headless exits 41) |
+//! | "True color not detected" | a warning line, not a stop | n/a | yes (seen in the pane) |
+//!
 //! Decisions where the facts were silent:
 //!
 //! - Values are written `--flag=value` so array flags swallow nothing and a prompt that starts

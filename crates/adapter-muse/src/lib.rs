@@ -12,6 +12,10 @@
 //! | pre-trust | `--trust-workspace` (on its own, so trust holds even where `--yolo` is not passed) | reported |
 //! | headless | `exec --json`, stdin `/dev/null` | reported |
 //!
+//! Screens that can stop an interactive (tmux) launch: only what the flags above report (trust,
+//! approvals), all REPORTED; the CLI cannot be installed here, so no screen was seen or checked
+//! (model announcements, key approval, update prompts: unknown).
+//!
 //! Decisions where the facts were silent, and what is out of reach:
 //!
 //! - **MCP isolation is out of reach.** Muse reads MCP servers from

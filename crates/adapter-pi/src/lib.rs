@@ -16,6 +16,10 @@
 //! | no start-up downloads | `--offline` and `PI_OFFLINE=1` | parses |
 //! | headless | `-p --mode json`, stdin `/dev/null` (`-p` merges a piped stdin and waits for EOF) | yes |
 //!
+//! Screens that can stop an interactive (tmux) launch: none seen with 0.73.1 (no trust, no
+//! approval, no key dialog; `contract --agents` runs its tmux shape with no key pressed). A
+//! missing model or key is an error line, not a stop.
+//!
 //! Decisions where the facts were silent, and what is out of reach:
 //!
 //! - **The bridge is an extension file.** Pi 0.73.1 has no MCP client and no MCP flag; it loads
