@@ -29,6 +29,16 @@ use serde_json::Value;
 
 const PINNED: [&str; 4] = ["codex", "claude", "gemini", "pi"];
 
+/// One test of this file at a time: each drives several real CLIs, and side by side on a small
+/// machine they would compete for the launch's time limit.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// `cli-sandbox contract --agents --json ARGS` with the pinned CLIs on PATH.
 fn agents(args: &[&str], wrap: Option<&[&str]>) -> (Option<i32>, Value, String) {
     let mut argv: Vec<String> = Vec::new();
@@ -85,6 +95,7 @@ fn cli_args() -> Vec<&'static str> {
 
 #[test]
 fn the_layer_passes_for_the_pinned_clis_in_both_shapes() {
+    let _serial = one_at_a_time();
     let test = "the_layer_passes_for_the_pinned_clis_in_both_shapes";
     if !confinement_available(test) || !all_pinned(test) {
         return;
@@ -143,6 +154,7 @@ fn the_layer_passes_for_the_pinned_clis_in_both_shapes() {
 
 #[test]
 fn the_control_run_without_the_sandbox_lets_the_refused_actions_through() {
+    let _serial = one_at_a_time();
     let test = "the_control_run_without_the_sandbox_lets_the_refused_actions_through";
     if !confinement_available(test) || !all_pinned(test) {
         return;
@@ -204,6 +216,7 @@ fn stand_in_cli(dir: &Path, mode: &str) -> PathBuf {
 
 #[test]
 fn a_cli_that_hangs_or_fails_is_reported_and_the_layer_goes_on() {
+    let _serial = one_at_a_time();
     let test = "a_cli_that_hangs_or_fails_is_reported_and_the_layer_goes_on";
     if !confinement_available(test) {
         return;
@@ -265,6 +278,7 @@ fn a_cli_that_hangs_or_fails_is_reported_and_the_layer_goes_on() {
 
 #[test]
 fn inside_a_network_namespace_with_only_loopback_the_layer_still_passes() {
+    let _serial = one_at_a_time();
     let test = "inside_a_network_namespace_with_only_loopback_the_layer_still_passes";
     if !confinement_available(test) || !all_pinned(test) {
         return;
@@ -400,6 +414,7 @@ fn outside_loopback(connects: &[String]) -> Vec<&String> {
 
 #[test]
 fn the_scripted_model_drives_each_clis_own_tools_and_records_what_it_sends() {
+    let _serial = one_at_a_time();
     let test = "the_scripted_model_drives_each_clis_own_tools_and_records_what_it_sends";
     if !all_pinned(test) {
         return;
@@ -502,6 +517,7 @@ fn the_scripted_model_drives_each_clis_own_tools_and_records_what_it_sends() {
 
 #[test]
 fn with_retries_off_a_failing_model_fails_each_cli_in_seconds() {
+    let _serial = one_at_a_time();
     let test = "with_retries_off_a_failing_model_fails_each_cli_in_seconds";
     if !all_pinned(test) {
         return;
