@@ -24,7 +24,7 @@
 //! | screen | settled by | may the launch settle it? | checked |
 //! |---|---|---|---|
 //! | folder trust (headless: exit 55) | pre-trust entry for the workdir | yes: the chat's own folder | yes |
-//! | "Do you trust the following folders being added to this workspace?" (each `--include-directories` folder) | pre-trust entry for each grant | yes: the chat's own grants | yes (`contract --agents`, tmux shape with a grant) |
+//! | "Do you trust the following folders being added to this workspace?" (each `--include-directories` folder not trusted) | pre-trust entry for each grant | yes: the chat's own grants | yes (`tests/screens.rs`: without the entry the dialog comes up beside the first turn, the prompt given at start still runs, and then the dialog holds the pane, so the next message typed answers it; with it, no dialog) |
 //! | approvals | `--approval-mode=yolo` (confined only) | yes | yes |
 //! | auth method choice | the person's `security.auth.selectedType` | no: the person's credentials | yes (without it headless exits 41) |
 //! | "True color not detected" | a warning line, not a stop | n/a | yes (seen in the pane) |

@@ -52,6 +52,15 @@ const STAND_IN_BRIDGE: &str = include_str!("stand_in_bridge.js");
 /// The prompt every launch is given at start (the scripted model ignores it).
 const PROMPT: &str = "Run the scripted steps.";
 
+/// The person's keys for the scripted model: stand-ins, never real keys. The adapters read the
+/// launcher's own environment (the CLI inherits it), so these must be in the environment of the
+/// process that calls [`run`] (the `cli-sandbox` binary sets them before anything else runs);
+/// [`run`] refuses to start otherwise, rather than let a caller's real key reach a CLI.
+pub const PERSON_KEYS: &[(&str, &str)] = &[
+    ("ANTHROPIC_API_KEY", "sk-ant-scripted-model-not-a-key"),
+    ("GEMINI_API_KEY", "scripted-model-not-a-key"),
+];
+
 /// The CLIs this layer knows how to point at a local model.
 pub const KNOWN: [&str; 4] = ["codex", "claude", "gemini", "pi"];
 
@@ -182,6 +191,13 @@ fn tool_names(cli: &str) -> [&'static str; 4] {
 
 /// Runs the layer on a demo layout built under `options.root`.
 pub fn run(options: &AgentOptions, facts: &Facts) -> Result<AgentReport, Error> {
+    for (name, value) in PERSON_KEYS {
+        if std::env::var(name).as_deref() != Ok(*value) {
+            return Err(Error::Other(format!(
+                "the model-driven layer needs {name}={value} (a stand-in) in its own environment, as the person's key: set it before calling it"
+            )));
+        }
+    }
     let started = Instant::now();
     let io = |what: &str| {
         let what = what.to_owned();
@@ -828,7 +844,8 @@ pub fn point_at_scripted_model(
     match cli {
         "codex" => {
             // A model Codex has metadata for (with an unknown one its tools lack
-            // `apply_patch`), and its successor's announcement recorded as seen.
+            // `apply_patch`); it has an announced successor the person has not seen, which the
+            // launch marks as seen for the TUI (the adapter's `MODEL_MIGRATIONS`).
             write(
                 ".codex/config.toml",
                 format!(
@@ -837,19 +854,16 @@ pub fn point_at_scripted_model(
                      [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{base_url}/v1\"\n\
                      wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n\
                      [analytics]\nenabled = false\n\n[otel]\nmetrics_exporter = \"none\"\n\n\
-                     [features]\nplugins = false\n\n\
-                     [notice.model_migrations]\n\"gpt-5.5\" = \"gpt-6-sol\"\n"
+                     [features]\nplugins = false\n"
                 ),
             )?;
             Ok(Vec::new())
         }
         "claude" => {
-            // The person approved their key once (Claude records its last 20 characters).
-            let key = "sk-ant-scripted-model-not-a-key";
-            let state = json!({
-                "hasCompletedOnboarding": true,
-                "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
-            });
+            // A key in the environment the person was never asked about: the launch approves
+            // it for the TUI (see the Claude adapter's screens).
+            let key = PERSON_KEYS[0].1;
+            let state = json!({ "hasCompletedOnboarding": true });
             write(".claude.json", state.to_string())?;
             Ok(vec![
                 var("ANTHROPIC_BASE_URL", base_url),
@@ -869,7 +883,7 @@ pub fn point_at_scripted_model(
             });
             write(".gemini/settings.json", settings.to_string())?;
             Ok(vec![
-                var("GEMINI_API_KEY", "scripted-model-not-a-key"),
+                var("GEMINI_API_KEY", PERSON_KEYS[1].1),
                 var("GOOGLE_GEMINI_BASE_URL", base_url),
             ])
         }

@@ -53,6 +53,13 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
         // SAFETY: the binary is single-threaded here; nothing else reads the environment yet.
         unsafe { std::env::remove_var(var) };
     }
+    if args.agents {
+        for (name, value) in launch::contract::agents::PERSON_KEYS {
+            // The person's keys are stand-ins: the caller's own never reach a CLI.
+            // SAFETY: still single-threaded, as above.
+            unsafe { std::env::set_var(name, value) };
+        }
+    }
     let clis: Vec<String> = if args.clis.is_empty() {
         registry::AGENTWORKS_CLIS
             .iter()
