@@ -19,6 +19,17 @@
 //! | interactive prompt | `-i <prompt>` | reported |
 //! | model | `--model=<model>` | reported |
 //!
+//! Screens that can stop an interactive (tmux) launch, all REPORTED (the CLI cannot be
+//! installed here; public notes on agy 1.0.x, read through the search tool):
+//!
+//! | screen | settled by | may the launch settle it? |
+//! |---|---|---|
+//! | workspace trust (the exact folder) | pre-trust entry in `trustedWorkspaces` (above) | yes: the chat's own folder |
+//! | tool approvals | `--dangerously-skip-permissions` (confined only) | yes: our sandbox replaces them |
+//! | first login (OAuth in a browser) | not settled | no: the person's credentials |
+//! | start-up self-update | `AGY_CLI_DISABLE_AUTO_UPDATE=T` in the environment | yes: an update belongs to the person, not to a chat |
+//! | an empty `mcp_config.json` reported as an error at every start | not settled | no: the person's file; reported as an error line, not a stop |
+//!
 //! Decisions where the facts were silent, and what is out of reach:
 //!
 //! - **Terminal sandbox.** No per-launch switch is known that keeps the person's
@@ -114,7 +125,11 @@ impl CliAdapter for Agy {
     }
 
     fn env(&self, _req: &LaunchRequest) -> EnvChanges {
-        EnvChanges::default()
+        let mut env = EnvChanges::default();
+        // No self-update (and no update check) from inside a chat.
+        env.set
+            .insert("AGY_CLI_DISABLE_AUTO_UPDATE".to_owned(), "T".to_owned());
+        env
     }
 
     fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {

@@ -17,6 +17,17 @@
 //! | `DISABLE_AUTOUPDATER=1` | no self-update from inside a chat | reported by CLI-FACTS, set always |
 //! | `CLAUDECODE` removed | a CLI started from inside a Claude Code session must not think it is nested | REPORTED only (2.1.197 `-p` runs with it set) |
 //!
+//! Screens that can stop an interactive (tmux) launch before the first prompt or at the first
+//! tool call (issue 17; "settled" says who keeps it away, "may the launch?" the decision):
+//!
+//! | screen | settled by | may the launch settle it? | checked |
+//! |---|---|---|---|
+//! | "Quick safety check … Yes, I trust this folder" | pre-trust entry (above) | yes: the chat's own folder | yes (`real_clis`) |
+//! | bypass-permissions warning | `skipDangerousModePermissionPrompt` in `--settings` | yes: our sandbox replaces its permission stops | yes |
+//! | project `.mcp.json` approval | `enableAllProjectMcpServers` in `--settings` (with `--strict-mcp-config` none of them starts) | yes: nothing is started by it | yes (`contract --agents`: the project server does not start) |
+//! | "Detected a custom API key … Do you want to use this API key?" (`ANTHROPIC_API_KEY` in the environment, neither approved nor rejected in `customApiKeyResponses`) | tmux shape: the key's name (its last 20 characters, as Claude records it) added to `customApiKeyResponses.approved` in the person's `~/.claude.json`, under the lock, atomically | **yes, with a limit**: the key is in the environment the person runs AgentWorks' Claude chats with, and the headless shape (`-p`) already uses it without asking, so approving it makes the two shapes agree; nothing secret is written; a key the person *rejected* stays rejected (the launch adds nothing, Claude uses the login). The cost, stated: the approval is Claude's own, persistent, so the person's own interactive Claude with that key in its environment no longer asks either. No per-launch way was found: `apiKeyHelper` in `--settings` still shows the dialog while the variable is set | yes (`tests/screens.rs`: the dialog without it, work with it) |
+//! | onboarding, theme | `hasCompletedOnboarding`, left to the person (see below) | no: the person's own first run | yes |
+//!
 //! Decisions where the facts were silent:
 //!
 //! - Every flag that takes several values is written `--flag=value`, and the prompt comes after
@@ -81,19 +92,24 @@ impl CliAdapter for Claude {
                 .to_owned(),
             fix: "use a working folder whose path is UTF-8".to_owned(),
         })?;
+        let file = state_file(req, person)?;
+        let mut edits = vec![FileEdit {
+            file: file.clone(),
+            format: FileFormat::Json,
+            keys: vec![
+                "projects".to_owned(),
+                workdir.to_owned(),
+                "hasTrustDialogAccepted".to_owned(),
+            ],
+            value: true.into(),
+            create_mode: 0o600,
+            action: Default::default(),
+        }];
+        if let Some(approval) = key_approval(req, person, &file)? {
+            edits.push(approval);
+        }
         Ok(PreTrust {
-            edits: vec![FileEdit {
-                file: state_file(req, person)?,
-                format: FileFormat::Json,
-                keys: vec![
-                    "projects".to_owned(),
-                    workdir.to_owned(),
-                    "hasTrustDialogAccepted".to_owned(),
-                ],
-                value: true.into(),
-                create_mode: 0o600,
-                action: Default::default(),
-            }],
+            edits,
             args: Vec::new(),
         })
     }
@@ -193,6 +209,61 @@ fn merge_settings(args: impl Iterator<Item = String>) -> (Option<String>, Vec<St
     }
     let merged = (!merged.is_empty()).then(|| settings(Value::Object(merged)));
     (merged, rest)
+}
+
+/// How Claude names an approved or rejected key in `customApiKeyResponses`: its last 20
+/// characters.
+fn key_name(key: &str) -> &str {
+    let start = key.char_indices().rev().nth(19).map_or(0, |(at, _)| at);
+    &key[start..]
+}
+
+/// In the tmux shape, `ANTHROPIC_API_KEY` in the environment that the person has neither
+/// approved nor rejected raises "Detected a custom API key ... Do you want to use this API key?";
+/// this approves it (see the crate doc for why). A key the person rejected stays rejected.
+fn key_approval(
+    req: &LaunchRequest,
+    person: &dyn PersonFiles,
+    file: &Path,
+) -> Result<Option<FileEdit>, AdapterError> {
+    if req.shape != Shape::Tmux {
+        return Ok(None);
+    }
+    let Some(key) = person.var("ANTHROPIC_API_KEY").filter(|k| !k.is_empty()) else {
+        return Ok(None);
+    };
+    let name = key_name(&key);
+    let text = person.read(file).map_err(|source| AdapterError::Read {
+        file: file.to_owned(),
+        source,
+    })?;
+    let state: Value = match text.as_deref().map(serde_json::from_str::<Value>) {
+        None => Value::Null,
+        Some(Ok(state)) => state,
+        Some(Err(e)) => {
+            return Err(AdapterError::Unparsable {
+                file: file.to_owned(),
+                reason: format!("line {}: {e}", e.line()),
+            });
+        }
+    };
+    let listed = |list: &str| {
+        state
+            .pointer(&format!("/customApiKeyResponses/{list}"))
+            .and_then(Value::as_array)
+            .is_some_and(|names| names.iter().any(|n| n.as_str() == Some(name)))
+    };
+    if listed("approved") || listed("rejected") {
+        return Ok(None);
+    }
+    Ok(Some(FileEdit {
+        file: file.to_owned(),
+        format: FileFormat::Json,
+        keys: vec!["customApiKeyResponses".to_owned(), "approved".to_owned()],
+        value: name.into(),
+        create_mode: 0o600,
+        action: sandbox_core::EditAction::AddToList,
+    }))
 }
 
 /// `$CLAUDE_CONFIG_DIR/.claude.json`, or `~/.claude.json`.

@@ -16,6 +16,17 @@
 //! | headless | `exec --json --skip-git-repo-check`, stdin `/dev/null` (`exec` reads a piped stdin to EOF) | yes |
 //! | MCP isolation | one `-c mcp_servers={<each person's server>={enabled=false}, <bridge>={command=…}}` | yes: `codex mcp list` shows them disabled and a stand-in server does not start |
 //!
+//! Screens that can stop an interactive (tmux) launch before the first prompt or at the first
+//! tool call (issue 17; "settled" says who keeps it away, "may the launch?" the decision):
+//!
+//! | screen | settled by | may the launch settle it? | checked |
+//! |---|---|---|---|
+//! | "Trust this folder?" | pre-trust entry for the workdir (above) | yes: the chat's own folder | yes (`real_clis`) |
+//! | approvals, sandbox warnings | `--dangerously-bypass-approvals-and-sandbox` (confined only) | yes: our sandbox replaces them | yes |
+//! | "Meet GPT-6 Sol … 1. Try new model 2. Use existing model" (the chat's model has an announced successor) | per launch, TUI only: `-c notice.model_migrations={"<model>"="<successor>"}` from [`MODEL_MIGRATIONS`] (the successor must be the catalog's own: any other value, or `-m`, still shows it); nothing is written to the person's file | yes: it keeps the model the person chose (what "Use existing model" does) and leaves the announcement for the person's own next run | yes (`tests/screens.rs`: the screen without it, work with it) |
+//! | login screen | the person's own login or provider | no: the person's credentials | yes (a local provider gets past it) |
+//! | update prompt, telemetry | none seen with `check_for_update_on_startup` untouched and no network | left to the person | REPORTED |
+//!
 //! Decisions where the facts were silent:
 //!
 //! - `-c` merges tables deeply, so a server is disabled by merging `enabled=false` into it. The
@@ -82,7 +93,7 @@ impl CliAdapter for Codex {
                 create_mode: 0o600,
                 action: Default::default(),
             }],
-            args: Vec::new(),
+            args: migration_seen(req, person)?,
         })
     }
 
@@ -182,25 +193,35 @@ fn config_file(req: &LaunchRequest, person: &dyn PersonFiles) -> Result<PathBuf,
     }
 }
 
-/// The names under `[mcp_servers]` in the person's config.
-fn person_servers(file: &Path, person: &dyn PersonFiles) -> Result<Vec<String>, AdapterError> {
+/// The person's config, parsed; `None` when the file does not exist.
+fn person_doc(
+    file: &Path,
+    person: &dyn PersonFiles,
+) -> Result<Option<toml_edit::DocumentMut>, AdapterError> {
     let text = person.read(file).map_err(|source| AdapterError::Read {
         file: file.to_owned(),
         source,
     })?;
     let Some(text) = text else {
+        return Ok(None);
+    };
+    text.parse()
+        .map(Some)
+        .map_err(|e: toml_edit::TomlError| AdapterError::Unparsable {
+            file: file.to_owned(),
+            reason: format!(
+                "line {}: {}",
+                line_of(&text, e.span().map_or(0, |s| s.start)),
+                e.message()
+            ),
+        })
+}
+
+/// The names under `[mcp_servers]` in the person's config.
+fn person_servers(file: &Path, person: &dyn PersonFiles) -> Result<Vec<String>, AdapterError> {
+    let Some(doc) = person_doc(file, person)? else {
         return Ok(Vec::new());
     };
-    let doc: toml_edit::DocumentMut =
-        text.parse()
-            .map_err(|e: toml_edit::TomlError| AdapterError::Unparsable {
-                file: file.to_owned(),
-                reason: format!(
-                    "line {}: {}",
-                    line_of(&text, e.span().map_or(0, |s| s.start)),
-                    e.message()
-                ),
-            })?;
     let Some(servers) = doc.get("mcp_servers") else {
         return Ok(Vec::new());
     };
@@ -211,6 +232,47 @@ fn person_servers(file: &Path, person: &dyn PersonFiles) -> Result<Vec<String>, 
             reason: "`mcp_servers` is not a table".to_owned(),
         })?;
     Ok(servers.iter().map(|(name, _)| name.to_owned()).collect())
+}
+
+/// The announced successors of 0.171.0's bundled model catalog (`codex debug models
+/// --bundled`, each model's `upgrade.model`; `tests/screens.rs` compares this table with the
+/// real catalog, so a new version that announces others fails there first).
+pub const MODEL_MIGRATIONS: &[(&str, &str)] = &[
+    ("gpt-5.5", "gpt-6-sol"),
+    ("gpt-5.6-sol", "gpt-6-sol"),
+    ("gpt-5.6-terra", "gpt-6-sol"),
+    ("gpt-5.6-luna", "gpt-6-luna"),
+];
+
+/// `-c notice.model_migrations={"<model>"="<successor>"}` for the TUI when the chat's model (the
+/// request's, else the person's `model`) has an announced successor: the announcement counts as
+/// seen for this launch only, and the model stays the one the person chose.
+fn migration_seen(
+    req: &LaunchRequest,
+    person: &dyn PersonFiles,
+) -> Result<Vec<String>, AdapterError> {
+    if req.shape != Shape::Tmux {
+        return Ok(Vec::new());
+    }
+    let model = match &req.model {
+        Some(model) => Some(model.clone()),
+        None => person_doc(&config_file(req, person)?, person)?
+            .and_then(|doc| doc.get("model").and_then(|m| m.as_str()).map(str::to_owned)),
+    };
+    let Some((model, successor)) = model.and_then(|m| {
+        MODEL_MIGRATIONS
+            .iter()
+            .find(|(from, _)| *from == m)
+            .map(|(from, to)| (*from, *to))
+    }) else {
+        return Ok(Vec::new());
+    };
+    let mut seen = toml_edit::InlineTable::new();
+    seen.insert(model, successor.into());
+    Ok(vec![
+        "-c".to_owned(),
+        format!("notice.model_migrations={}", seen.to_string().trim()),
+    ])
 }
 
 fn line_of(text: &str, offset: usize) -> usize {

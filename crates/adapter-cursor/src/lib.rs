@@ -16,6 +16,16 @@
 //! | model | `--model <model>` | reported |
 //! | MCP isolation | `--approve-mcps` is never passed: servers not approved for a workspace are silently not loaded, and each chat's runtime is a new workspace | reported |
 //!
+//! Screens that can stop an interactive (tmux) launch, all REPORTED (the CLI cannot be
+//! installed here; public notes read through the search tool):
+//!
+//! | screen | settled by | may the launch settle it? |
+//! |---|---|---|
+//! | workspace trust on the first run in a folder (choices a / w / q) | `--trust` | yes: the chat's own folder |
+//! | command approvals | `--force` (confined only) | yes: our sandbox replaces them |
+//! | MCP server approval | never asked: `--approve-mcps` is not passed, unapproved servers are not loaded | n/a |
+//! | first login (a browser) | not settled (`CURSOR_API_KEY` is the person's) | no: the person's credentials |
+//!
 //! Decisions where the facts were silent, and what is out of reach:
 //!
 //! - `--force` goes with the sandbox switch (confined only), not with pre-trust: it is an

@@ -11,11 +11,23 @@
 //! | own sandbox off (confined) | `GEMINI_SANDBOX=false` (it overrides the flag) and `--sandbox=false` | parses |
 //! | approvals off (confined) | `--approval-mode=yolo` (quietly reduced to the default in an untrusted folder, hence the trust entry) | parses |
 //! | pre-trust | `{"<workdir>": "TRUST_FOLDER"}` in the person's `~/.gemini/trustedFolders.json` (`GEMINI_CLI_TRUSTED_FOLDERS_PATH`, else `$GEMINI_CLI_HOME/.gemini/…`, as 0.61.0's source reads them), created 0600 | yes: headless in the workdir no longer exits 55 |
+//! | added folders trusted | the same entry for each grant: in the tmux shape 0.61.0 asks "Do you trust the following folders being added to this workspace?" for every `--include-directories` folder not in the file, even in a trusted working folder | yes: `contract --agents` runs the tmux shape with a grant and no key pressed |
 //! | MCP isolation | `--allowed-mcp-server-names=<bridge>`, or a name no server has when there is no bridge (an empty list allows every server) | parses |
 //! | the bridge | written into the chat's own workspace settings, `<workdir>/.gemini/settings.json` `mcpServers.<bridge>` (there is no per-launch MCP flag; workspace settings load in a trusted folder) | written; not started in a test (no login) |
 //! | grants | `--include-directories=<grant>` each (Full) | parses |
 //! | headless | `--output-format=stream-json --prompt=<prompt>`, stdin `/dev/null` (`-p` appends a piped stdin) | parses |
 //! | interactive prompt | `--prompt-interactive=<prompt>` (a bare positional prompt would also start interactively, but could be taken for a subcommand) | parses |
+//!
+//! Screens that can stop an interactive (tmux) launch before the first prompt or at the first
+//! tool call (issue 17; "settled" says who keeps it away, "may the launch?" the decision):
+//!
+//! | screen | settled by | may the launch settle it? | checked |
+//! |---|---|---|---|
+//! | folder trust (headless: exit 55) | pre-trust entry for the workdir | yes: the chat's own folder | yes |
+//! | "Do you trust the following folders being added to this workspace?" (each `--include-directories` folder not trusted) | pre-trust entry for each grant | yes: the chat's own grants | yes (`tests/screens.rs`: without the entry the dialog comes up beside the first turn, the prompt given at start still runs, and then the dialog holds the pane, so the next message typed answers it; with it, no dialog) |
+//! | approvals | `--approval-mode=yolo` (confined only) | yes | yes |
+//! | auth method choice | the person's `security.auth.selectedType` | no: the person's credentials | yes (without it headless exits 41) |
+//! | "True color not detected" | a warning line, not a stop | n/a | yes (seen in the pane) |
 //!
 //! Decisions where the facts were silent:
 //!
@@ -23,6 +35,17 @@
 //!   with `-` stays a prompt.
 //! - Only [`Mode::Full`]: the CLI has no switch that turns all of its built-in tools off
 //!   (`--approval-mode=plan` still reads files), so bridge-only is not offered.
+//! - **The home is not in Gemini's workspace.** Gemini's own file tools refuse any path outside
+//!   the working folder and the `--include-directories` folders ("Path not in workspace"), on
+//!   their own. The policy leaves the home open, and the chat reaches it through the shell tool
+//!   anyway, so adding it would change no guarantee; it would cost: Gemini lists and scans its
+//!   workspace folders for context (the whole home at every start), and every added folder must be
+//!   trusted in the person's `trustedFolders.json`, where trusting the home would trust every
+//!   folder under it for the person's own, unconfined use of Gemini. So the workspace is the
+//!   chat's runtime and its grants; the home is reached through `run_shell_command`.
+//! - Each grant is trusted persistently (not per run): `--skip-trust` and
+//!   `GEMINI_CLI_TRUST_WORKSPACE` cover the working folder only. A grant is a folder of the chat's
+//!   own workflow, which the person's AgentWorks already chose to open to the chat.
 //! - The bridge's workspace-settings entry is a [`FileEdit`] on the chat's runtime, not on the
 //!   person's files; it travels with the pre-trust edits because that is the launcher's one way
 //!   to write a file before the CLI starts.
@@ -73,14 +96,26 @@ impl CliAdapter for Gemini {
                 .to_owned(),
             fix: "use a working folder whose path is UTF-8".to_owned(),
         })?;
-        let mut edits = vec![FileEdit {
-            file: trusted_folders_file(req, person)?,
+        let trusted = trusted_folders_file(req, person)?;
+        let trust = |folder: &str| FileEdit {
+            file: trusted.clone(),
             format: FileFormat::Json,
-            keys: vec![workdir.to_owned()],
+            keys: vec![folder.to_owned()],
             value: "TRUST_FOLDER".into(),
             create_mode: 0o600,
             action: Default::default(),
-        }];
+        };
+        let mut edits = vec![trust(workdir)];
+        if req.mode == Mode::Full {
+            for grant in &req.grants {
+                let path = grant.path.to_str().ok_or_else(|| AdapterError::Setting {
+                    file: grant.path.clone(),
+                    problem: "the grant's path is not valid UTF-8, so it cannot be a key in trustedFolders.json".to_owned(),
+                    fix: "grant a folder whose path is UTF-8".to_owned(),
+                })?;
+                edits.push(trust(path));
+            }
+        }
         if let Some(bridge) = &req.mcp_bridge {
             edits.push(FileEdit {
                 file: req.workdir.join(".gemini/settings.json"),

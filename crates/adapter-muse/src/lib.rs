@@ -12,6 +12,11 @@
 //! | pre-trust | `--trust-workspace` (on its own, so trust holds even where `--yolo` is not passed) | reported |
 //! | headless | `exec --json`, stdin `/dev/null` | reported |
 //!
+//! Screens that can stop an interactive (tmux) launch, all REPORTED: workspace trust and
+//! approvals, settled by `--trust-workspace` and `--yolo` (above; may the launch? yes: the chat's
+//! own folder, and our sandbox replaces its approvals). Nothing else is known (the CLI cannot be
+//! installed here and no public notes on its first-run screens were found).
+//!
 //! Decisions where the facts were silent, and what is out of reach:
 //!
 //! - **MCP isolation is out of reach.** Muse reads MCP servers from

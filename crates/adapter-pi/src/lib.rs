@@ -11,26 +11,48 @@
 //! |---|---|---|
 //! | own sandbox off | nothing: Pi has no sandbox, no approval prompt, no trust screen | yes |
 //! | built-in tools off | `--no-builtin-tools` | parses |
-//! | MCP isolation | `--no-extensions`: Pi has no MCP of its own, only extensions may add it | parses |
+//! | MCP isolation | `--no-extensions`: Pi has no MCP of its own, only extensions may add it | yes: the contract's request records offer the model only the bridge's tools |
+//! | the bridge | `-e <workdir>/.cli-sandbox-pi-bridge.js`, an extension the launch writes ([`LaunchFile`]); explicit `-e` paths load under `--no-extensions` | yes: `contract --agents` calls the stand-in bridge's tool through it |
 //! | no start-up downloads | `--offline` and `PI_OFFLINE=1` | parses |
-//! | headless | `-p --mode json`, stdin `/dev/null` (`-p` merges a piped stdin and waits for EOF) | parses |
+//! | headless | `-p --mode json`, stdin `/dev/null` (`-p` merges a piped stdin and waits for EOF) | yes |
+//!
+//! Screens that can stop an interactive (tmux) launch: none seen with 0.73.1 (no trust, no
+//! approval, no key dialog; `contract --agents` runs its tmux shape with no key pressed). A
+//! missing model or key is an error line, not a stop.
 //!
 //! Decisions where the facts were silent, and what is out of reach:
 //!
-//! - **The bridge is not given.** Pi reaches an MCP server only through an extension file passed
-//!   with `-e <file>`; a [`sandbox_core::McpServer`] is a command line, not such a file, and an
-//!   adapter writes no file. So a Pi launch has no tool at all until the launcher ships a bridge
-//!   extension and passes `-e` in `extra_args` (explicit `-e` paths still load under
-//!   `--no-extensions`).
+//! - **The bridge is an extension file.** Pi 0.73.1 has no MCP client and no MCP flag; it loads
+//!   extensions (JavaScript or TypeScript, through jiti) with `-e <file>`. The launch writes
+//!   `assets/mcp-bridge.js` with the [`sandbox_core::McpServer`] embedded as JSON into the chat's
+//!   working folder (mode 0600: the bridge's environment may hold a token), replaced whole at
+//!   every launch. The extension starts the bridge as a stdio MCP server (`initialize`,
+//!   `tools/list`), registers each of its tools as a Pi tool with the server's own JSON schema,
+//!   forwards each call (`tools/call`) and ends the server with the session. With
+//!   `--no-builtin-tools` those are the only tools the model is offered. The file sits in the
+//!   chat's own folder, so the chat could change it between launches; it is rewritten before each
+//!   launch, and inside our sandbox it runs confined like Pi itself.
 //! - Grants are not passed: Pi has no `--add-dir`, and with no tools it reads nothing itself.
 //! - Pi's parser has no `--`: a message starting with `-` is taken for an option and one
 //!   starting with `@` for a file to attach (checked). Such a prompt gets one leading space, which
 //!   Pi keeps as text (checked).
 
+use std::path::PathBuf;
+
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchRequest, Mode, PersonFiles, PreTrust,
-    Shape,
+    AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchFile, LaunchRequest, Mode, PersonFiles,
+    PreTrust, Shape,
 };
+
+/// The extension that gives Pi the MCP bridge (`/*BRIDGE*/ null` is replaced by the server).
+const BRIDGE_EXTENSION: &str = include_str!("../assets/mcp-bridge.js");
+
+/// The extension's name inside the working folder.
+pub const BRIDGE_FILE: &str = ".cli-sandbox-pi-bridge.js";
+
+fn bridge_file(req: &LaunchRequest) -> PathBuf {
+    req.workdir.join(BRIDGE_FILE)
+}
 
 /// The Pi coding agent.
 #[derive(Debug, Clone, Copy, Default)]
@@ -69,6 +91,23 @@ impl CliAdapter for Pi {
         Ok(vec!["--no-extensions".to_owned()])
     }
 
+    fn files(&self, req: &LaunchRequest) -> Result<Vec<LaunchFile>, AdapterError> {
+        let Some(bridge) = &req.mcp_bridge else {
+            return Ok(Vec::new());
+        };
+        let server = serde_json::json!({
+            "name": bridge.name,
+            "command": bridge.command,
+            "args": bridge.args,
+            "env": bridge.env,
+        });
+        Ok(vec![LaunchFile {
+            path: bridge_file(req),
+            text: BRIDGE_EXTENSION.replacen("/*BRIDGE*/ null", &server.to_string(), 1),
+            mode: 0o600,
+        }])
+    }
+
     fn env(&self, _req: &LaunchRequest) -> EnvChanges {
         let mut env = EnvChanges::default();
         env.set.insert("PI_OFFLINE".to_owned(), "1".to_owned());
@@ -84,6 +123,10 @@ impl CliAdapter for Pi {
         args.extend(parts.own_sandbox_off);
         args.extend(parts.pre_trust);
         args.extend(parts.mcp);
+        if req.mcp_bridge.is_some() {
+            args.push("-e".to_owned());
+            args.push(bridge_file(req).to_string_lossy().into_owned());
+        }
         args.push("--offline".to_owned());
         if let Some(model) = &req.model {
             args.push("--model".to_owned());

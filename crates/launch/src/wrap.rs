@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use sandbox_core::platform::{self, Facts};
 use sandbox_core::{
-    Backend, CliAdapter, Decision, EnvChanges, FileEdit, LaunchRequest, McpServer, Mode, Policy,
-    Shape, Stdin,
+    Backend, CliAdapter, Decision, EnvChanges, FileEdit, LaunchFile, LaunchRequest, McpServer,
+    Mode, Policy, Shape, Stdin,
 };
 use serde::Serialize;
 
@@ -53,6 +53,9 @@ pub struct LandlockArgs {
     pub stdin: Stdin,
     /// Entries written to the person's files before launch (by `run` / `LandlockCmd`).
     pub pre_trust: Vec<FileEdit>,
+    /// Files of the launch's own written into the working folder before launch (Pi's bridge
+    /// extension), with the pre-trust entries.
+    pub files: Vec<LaunchFile>,
     /// The compiled Linux plan the helper reads, when the backend is Landlock.
     pub plan_file: Option<PathBuf>,
 }
@@ -101,6 +104,16 @@ impl LandlockArgs {
             confined: decision.backend != Backend::None,
         };
         let launch = adapter.launch(&request, &RealPersonFiles)?;
+        for file in &launch.files {
+            if file.path.parent() != Some(policy.runtime.as_path()) {
+                return Err(Error::Other(format!(
+                    "the {} adapter asked to write `{}`, which is not directly inside the working folder `{}`",
+                    adapter.name(),
+                    file.path.display(),
+                    policy.runtime.display()
+                )));
+            }
+        }
         let mut command: Vec<OsString> = vec![program.clone().into_os_string()];
         command.extend(launch.args.iter().map(OsString::from));
         let command_len = command.len();
@@ -116,16 +129,21 @@ impl LandlockArgs {
             cwd: policy.runtime,
             stdin: launch.stdin,
             pre_trust: launch.pre_trust,
+            files: launch.files,
             plan_file,
         })
     }
 
-    /// Writes the pre-trust entries into the person's files (under a lock, atomically).
+    /// Writes the pre-trust entries into the person's files (under a lock, atomically), then
+    /// the launch's own files into the working folder.
     pub fn pre_trust(&self) -> Result<(), Error> {
         for edit in &self.pre_trust {
             // The person's file could not take the entry (unparsable, a key of another type): the
             // launch stops, and the person has a file to fix, so it is bad input.
             person_files::apply(edit).map_err(|e| Error::BadInput(e.to_string()))?;
+        }
+        for file in &self.files {
+            write_launch_file(file)?;
         }
         Ok(())
     }
@@ -158,6 +176,32 @@ impl LandlockArgs {
         }
         cmd
     }
+}
+
+/// Writes one of the launch's own files: a new temporary file in the same folder (created
+/// exclusively, so that nothing the chat planted there is opened), then renamed over the name.
+/// A rename replaces a symlink the chat may have left at the name, never the file it points
+/// to, and the folder itself is the runtime the launcher created (checked in `prepare`).
+fn write_launch_file(file: &LaunchFile) -> Result<(), Error> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let io = |e: std::io::Error| Error::Io {
+        what: format!("`{}`", file.path.display()),
+        source: e,
+    };
+    let dir = file
+        .path
+        .parent()
+        .ok_or_else(|| Error::Other(format!("`{}` has no folder", file.path.display())))?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".cli-sandbox-")
+        .permissions(std::fs::Permissions::from_mode(file.mode))
+        .tempfile_in(dir)
+        .map_err(io)?;
+    temp.write_all(file.text.as_bytes()).map_err(io)?;
+    temp.as_file().sync_all().map_err(io)?;
+    temp.persist(&file.path).map_err(|e| io(e.error))?;
+    Ok(())
 }
 
 /// `LandlockCmd`: the launch as a ready `tokio::process::Command`, pre-trust applied.

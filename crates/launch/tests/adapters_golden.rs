@@ -97,6 +97,25 @@ fn render(program: &str, launch: &CliLaunch) -> String {
         )
         .unwrap();
     }
+    if !launch.files.is_empty() {
+        writeln!(out, "files:").unwrap();
+    }
+    for f in &launch.files {
+        // The text is the extension with the bridge embedded: its bridge line is what varies.
+        let bridge = f
+            .text
+            .lines()
+            .find(|l| l.starts_with("const BRIDGE ="))
+            .unwrap_or("(no bridge line)");
+        writeln!(
+            out,
+            "  {} (mode {:o}, {} lines): {bridge}",
+            f.path.display(),
+            f.mode,
+            f.text.lines().count()
+        )
+        .unwrap();
+    }
     out
 }
 

@@ -98,6 +98,18 @@ pub struct PreTrust {
     pub args: Vec<String>,
 }
 
+/// A file of the launch's own that the launcher writes into the chat's runtime before the CLI
+/// starts (Pi's MCP bridge extension): not a person's file, so it is not a [`FileEdit`]. The
+/// path is directly inside the working folder (the launcher refuses any other); the file is
+/// replaced whole, atomically, at every launch, so that nothing the chat left there is loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchFile {
+    pub path: PathBuf,
+    pub text: String,
+    /// The file's mode (0600 when it holds the bridge's environment).
+    pub mode: u32,
+}
+
 /// The assembled launch of a CLI (the program itself is found by the launcher).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CliLaunch {
@@ -105,6 +117,9 @@ pub struct CliLaunch {
     pub env: EnvChanges,
     pub stdin: Stdin,
     pub pre_trust: Vec<FileEdit>,
+    /// Files the launch writes into the working folder before the CLI starts.
+    #[serde(default)]
+    pub files: Vec<LaunchFile>,
 }
 
 /// Read access to the person's own files (their CLI settings), given by the launcher so that
@@ -179,6 +194,13 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
     /// prompt in the order this CLI's parser wants.
     fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String>;
 
+    /// Files of the launch's own written into the working folder before start (none by
+    /// default).
+    fn files(&self, req: &LaunchRequest) -> Result<Vec<LaunchFile>, AdapterError> {
+        let _ = req;
+        Ok(Vec::new())
+    }
+
     /// Where stdin comes from: `/dev/null` in the headless shape, where every CLI we know would
     /// otherwise wait for EOF on a pipe; the terminal in a tmux pane.
     fn stdin(&self, req: &LaunchRequest) -> Stdin {
@@ -228,6 +250,7 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
             env,
             stdin: self.stdin(req),
             pre_trust: pre_trust.edits,
+            files: self.files(req)?,
         })
     }
 }

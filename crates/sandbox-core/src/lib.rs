@@ -28,7 +28,7 @@ mod policy;
 
 pub use adapter::{
     AdapterError, ArgvParts, CliAdapter, CliLaunch, EditAction, EnvChanges, FileEdit, FileFormat,
-    LaunchRequest, McpServer, PersonFiles, PreTrust, Stdin,
+    LaunchFile, LaunchRequest, McpServer, PersonFiles, PreTrust, Stdin,
 };
 pub use config::{CliConfig, Config, ConfigError, LayoutConfig, PolicyConfig};
 pub use error::PolicyError;

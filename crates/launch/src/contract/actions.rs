@@ -38,6 +38,17 @@ pub struct Action {
     pub script: String,
     #[serde(skip)]
     pub evidence: Evidence,
+    /// For a plain read or write of one file: that file, so that a CLI's own file tools can
+    /// attempt the same (the model-driven layer, `contract::agents`).
+    #[serde(skip)]
+    pub file: Option<FileTarget>,
+}
+
+/// The one file a plain read or write action reads or writes.
+#[derive(Debug, Clone)]
+pub struct FileTarget {
+    pub op: Op,
+    pub path: PathBuf,
 }
 
 /// What on the disk proves an action succeeded.
@@ -98,11 +109,21 @@ pub fn actions(
                 rule: describe(&verdict.rule),
                 script,
                 evidence,
+                file: None,
             });
         };
+    // The plain reads and writes of one file, by id (set on their actions at the end).
+    let mut plain_files: Vec<(String, FileTarget)> = Vec::new();
     let marker = |id: &str| markers.join(id);
 
     let mut read = |id: &str, what: &str, path: &Path| {
+        plain_files.push((
+            id.to_owned(),
+            FileTarget {
+                op: Op::Read,
+                path: path.to_owned(),
+            },
+        ));
         let secret = demo.secret(path).to_owned();
         path_action(
             id,
@@ -168,6 +189,13 @@ pub fn actions(
     );
 
     let mut write = |id: &str, what: &str, path: &Path| {
+        plain_files.push((
+            id.to_owned(),
+            FileTarget {
+                op: Op::Write,
+                path: path.to_owned(),
+            },
+        ));
         path_action(
             id,
             format!("write {what}"),
@@ -232,8 +260,9 @@ pub fn actions(
         "create a new file in /tmp".into(),
         Op::Write,
         &tmp_probe,
+        // A pipe, not `$(mktemp)`: Gemini's shell tool refuses any command substitution.
         format!(
-            "f=$(mktemp) && printf '%s' {t} > \"$f\" && printf '%s' \"$f\" > {m}",
+            "mktemp | while read -r f; do printf '%s' {t} > \"$f\" && printf '%s' \"$f\" > {m}; done",
             t = q(Path::new(token)),
             m = q(&marker("tmp-create"))
         ),
@@ -389,6 +418,13 @@ pub fn actions(
         );
     }
 
+    for action in &mut list {
+        action.file = plain_files
+            .iter()
+            .find(|(id, _)| *id == action.id)
+            .map(|(_, target)| target.clone());
+    }
+
     let way_out = |id: &str, what: &str, rule: &str, script: String, evidence| Action {
         id: id.to_owned(),
         what: what.to_owned(),
@@ -396,6 +432,7 @@ pub fn actions(
         rule: format!("way out: {rule}"),
         script,
         evidence,
+        file: None,
     };
     if let Some(socket) = &outside.tmux_socket {
         let evidence_file = demo.outside.join(format!("tmux-{token}"));

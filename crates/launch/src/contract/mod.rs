@@ -2,6 +2,8 @@
 //! real under the exact launch, with verdicts read from the disk.
 
 pub mod actions;
+#[cfg(feature = "agents")]
+pub mod agents;
 pub mod run;
 
 use std::io;
@@ -11,7 +13,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use actions::{Action, Evidence, OutsideTargets, actions, harness_script};
+pub use actions::{Action, Evidence, FileTarget, OutsideTargets, actions, harness_script};
 
 use crate::demo::Demo;
 

@@ -23,12 +23,42 @@ pub struct ContractArgs {
     /// (for the test that proves the contract notices).
     #[arg(long, hide = true, value_name = "PATH")]
     broken_grant_for_testing: Option<PathBuf>,
+    /// The model-driven layer instead: each installed real CLI, launched as the provider
+    /// launches it in both shapes, plays every action with its own tools against a scripted
+    /// model on 127.0.0.1 (default: every registered CLI; those not installed are skipped).
+    #[arg(long)]
+    agents: bool,
+    /// With --agents: only this shape (default: both).
+    #[arg(long, value_name = "SHAPE", requires = "agents", value_parser = ["tmux", "structured"])]
+    shape: Option<String>,
+    /// With --agents: how long one launch may take, in seconds.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 60,
+        requires = "agents"
+    )]
+    launch_timeout: u64,
+    /// The control run of --agents: the same launches with the sandbox's wrapper left out, to
+    /// show that the layer measures the sandbox (its refused actions must then succeed).
+    #[arg(long, hide = true, requires = "agents")]
+    agents_without_sandbox_for_testing: bool,
+    /// With --agents: this program in place of each CLI's own (a CLI that hangs or fails).
+    #[arg(long, hide = true, value_name = "PATH", requires = "agents")]
+    agents_program_for_testing: Option<PathBuf>,
 }
 
 pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode, Error> {
     for var in CLEARED_ENV {
         // SAFETY: the binary is single-threaded here; nothing else reads the environment yet.
         unsafe { std::env::remove_var(var) };
+    }
+    if args.agents {
+        for (name, value) in launch::contract::agents::PERSON_KEYS {
+            // The person's keys are stand-ins: the caller's own never reach a CLI.
+            // SAFETY: still single-threaded, as above.
+            unsafe { std::env::set_var(name, value) };
+        }
     }
     let clis: Vec<String> = if args.clis.is_empty() {
         registry::AGENTWORKS_CLIS
@@ -63,6 +93,15 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
         (None, Some(t)) => t.path().to_owned(),
         (None, None) => unreachable!("one of the two is set"),
     };
+    if args.agents {
+        return agents(
+            args,
+            clis_given(args),
+            &root,
+            temp,
+            args.keep || state_root.is_some(),
+        );
+    }
     let options = Options {
         clis,
         root: root.clone(),
@@ -85,6 +124,113 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
             // Kept on purpose: the person asked to inspect it.
             let _ = temp.keep();
         }
+    }
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The CLIs named with `--cli`, or every registered one.
+fn clis_given(args: &ContractArgs) -> Vec<String> {
+    if args.clis.is_empty() {
+        registry::names().into_iter().map(str::to_owned).collect()
+    } else {
+        args.clis.clone()
+    }
+}
+
+fn agents(
+    args: &ContractArgs,
+    clis: Vec<String>,
+    root: &std::path::Path,
+    temp: Option<tempfile::TempDir>,
+    keep: bool,
+) -> Result<ExitCode, Error> {
+    use launch::contract::agents::{Actual, AgentOptions};
+    use sandbox_core::Shape;
+    let shapes = match args.shape.as_deref() {
+        Some("tmux") => vec![Shape::Tmux],
+        Some(_) => vec![Shape::Structured],
+        None => vec![Shape::Structured, Shape::Tmux],
+    };
+    let options = AgentOptions {
+        clis,
+        root: root.to_owned(),
+        helper: launch::wrap::helper_binary(None)?,
+        shapes,
+        limit: std::time::Duration::from_secs(args.launch_timeout),
+        progress: !args.json,
+        without_sandbox_for_testing: args.agents_without_sandbox_for_testing,
+        program_for_testing: args.agents_program_for_testing.clone(),
+    };
+    let facts = launch::facts::probe_thoroughly();
+    let report = launch::contract::agents::run(&options, &facts)?;
+    if args.json {
+        crate::print_json(&report)?;
+    } else {
+        println!("backend: {:?}", report.backend);
+        if !report.sandbox {
+            println!(
+                "!!! CONTROL RUN: the sandbox is OFF; refused actions are expected to succeed"
+            );
+        }
+        println!(
+            "{:<7} {:<10} {:<24} {:<24} {:<9} actual",
+            "cli", "shape", "tool", "action", "expected"
+        );
+        for row in &report.rows {
+            let actual = match (row.passed, row.actual) {
+                (true, Actual::Allowed) => "allowed".to_owned(),
+                (true, Actual::Refused) => "refused".to_owned(),
+                (_, a) => format!("!! {a:?}").to_uppercase(),
+            };
+            let expected = match row.expected {
+                Verdict::Allowed => "allowed",
+                Verdict::Refused => "refused",
+            };
+            println!(
+                "{:<7} {:<10} {:<24} {:<24} {:<9} {actual}{}",
+                row.cli,
+                row.shape,
+                row.tool,
+                row.action,
+                expected,
+                if row.passed {
+                    String::new()
+                } else {
+                    format!("  ({})", row.detail)
+                }
+            );
+        }
+        for l in &report.launches {
+            println!(
+                "launch {} {} ({}): {:.1} s, {} requests, {} of {} tool results{}",
+                l.cli,
+                l.shape,
+                l.what,
+                l.seconds,
+                l.requests,
+                l.results,
+                l.steps,
+                if l.finished { "" } else { ", NOT FINISHED" }
+            );
+        }
+        for s in &report.skipped {
+            println!("!!! {s}");
+        }
+        for e in &report.errors {
+            println!("!! {e}");
+        }
+        println!("took {:.1} s", report.seconds);
+        println!("{} passed, {} failed", report.passed, report.failed);
+        if keep {
+            println!("demo layout kept at {}", report.layout.display());
+        }
+    }
+    if keep && let Some(temp) = temp {
+        let _ = temp.keep();
     }
     Ok(if report.ok() {
         ExitCode::SUCCESS
