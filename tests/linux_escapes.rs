@@ -1043,8 +1043,9 @@ fn sysv_ipc_and_message_queues_of_processes_outside_are_out_of_reach() {
     }
     let f = fixture(None);
     let demo = &f.demo;
-    let run = |confined: bool| -> (String, String) {
-        let key = (std::process::id() % 100_000 + if confined { 1 } else { 0 }) as i32 + 7_000_000;
+    // How: 0 unconfined (the control), 1 the namespace plan, 2 the Landlock-only fallback.
+    let run = |how: u32| -> (String, String) {
+        let key = (std::process::id() % 100_000 * 3 + how) as i32 + 7_000_000;
         let name = format!("/cli-sandbox-{key}");
         let token = format!("ipc-secret-{key}");
         let ready = demo.outside.join(format!("ipc-ready-{key}"));
@@ -1066,10 +1067,12 @@ fn sysv_ipc_and_message_queues_of_processes_outside_are_out_of_reach() {
             evidence.display().to_string(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = if confined {
-            output(f.python(IPC_THIEF, &args))
-        } else {
-            output(f.python_unconfined(IPC_THIEF, &args))
+        let mut argv = vec![PYTHON, "-c", IPC_THIEF];
+        argv.extend(&args);
+        let out = match how {
+            0 => output(f.python_unconfined(IPC_THIEF, &args)),
+            1 => output(f.python(IPC_THIEF, &args)),
+            _ => output(f.exec_frozen(&[], &argv)),
         };
         drop(owner.stdin.take());
         let left = owner.wait_with_output().unwrap();
@@ -1077,26 +1080,28 @@ fn sysv_ipc_and_message_queues_of_processes_outside_are_out_of_reach() {
         assert!(out.status.success(), "{}", text(&out));
         (seen, String::from_utf8_lossy(&left.stdout).into_owned())
     };
-    let (seen, left) = run(false);
+    let (seen, left) = run(0);
     assert_eq!(
         seen.matches("ipc-secret").count(),
         3,
         "control: the thief cannot reach them: {seen:?}"
     );
     assert!(left.contains("owned-by-the-chat"), "control: {left}");
-    let (seen, left) = run(true);
-    assert!(
-        !seen.contains("ipc-secret"),
-        "the chat read IPC of a process outside: {seen:?}"
-    );
-    assert!(
-        !left.contains("owned-by-the-chat"),
-        "the chat wrote a segment outside: {left}"
-    );
-    assert!(
-        left.contains("msg-left"),
-        "the chat took a message outside: {left}"
-    );
+    for (how, plan) in [(1, "namespace plan"), (2, "fallback")] {
+        let (seen, left) = run(how);
+        assert!(
+            !seen.contains("ipc-secret"),
+            "{plan}: the chat read IPC of a process outside: {seen:?}"
+        );
+        assert!(
+            !left.contains("owned-by-the-chat"),
+            "{plan}: the chat wrote a segment outside: {left}"
+        );
+        assert!(
+            left.contains("msg-left"),
+            "{plan}: the chat took a message outside: {left}"
+        );
+    }
 }
 
 // ---------- grants ----------

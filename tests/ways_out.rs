@@ -458,6 +458,10 @@ fn the_plan_says_what_keeps_unix_sockets_in_on_each_kind_of_kernel() {
             );
             seccomp.push(plan.seccomp);
         }
+        // The same filter, but that the fallback, which has no IPC namespace, also refuses the
+        // machine's SysV IPC and message queues.
+        assert!(!seccomp[0].refuse_shared_ipc && seccomp[1].refuse_shared_ipc);
+        seccomp[1].refuse_shared_ipc = false;
         assert_eq!(
             seccomp[0], seccomp[1],
             "the fallback gets another filter (ABI {abi})"

@@ -23,7 +23,7 @@ use sandbox_core::{Access, Policy, Promise};
 
 use super::plan::{
     Common, Enforcement, EntryKind, FsRight, Guarantee, Kernel, LandlockRule, LaunchDisk,
-    LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, outermost_existing_roots,
+    LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, SeccompPlan, outermost_existing_roots,
 };
 
 /// `/proc` and `/sys`: reading rights only in this plan, whatever the uid. (Landlock names paths,
@@ -235,9 +235,9 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
     ));
     guarantees.push(Guarantee::new(
         Promise::Ipc,
-        "nothing",
-        Enforcement::Not(
-            "no IPC namespace without user namespaces: SysV IPC objects and POSIX message queues of processes outside are reachable as their permissions allow".into(),
+        "seccomp: the SysV IPC and POSIX message queue calls refused (no IPC namespace without user namespaces)",
+        Enforcement::Partly(
+            "POSIX shared memory and semaphores are files in the machine's /dev/shm, where the chat can reach those of processes outside that its uid may open".into(),
         ),
     ));
     guarantees.push(Guarantee::new(
@@ -255,7 +255,10 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         create_home_dirs: Vec::new(),
         namespaces: None,
         landlock: common.landlock(rules),
-        seccomp: common.seccomp,
+        seccomp: SeccompPlan {
+            refuse_shared_ipc: true,
+            ..common.seccomp
+        },
         guarantees,
     }
 }

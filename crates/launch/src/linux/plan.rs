@@ -193,6 +193,11 @@ pub struct SeccompPlan {
     /// filter keyed by number would let through). The i386 calls (`int 0x80`, `socketcall`)
     /// end the process: the filter's architecture check.
     pub refuse_other_abis: bool,
+    /// Refuse SysV IPC (shared memory, semaphores, message queues) and POSIX message queues
+    /// (ENOSYS, as a kernel built without them): set where the chat has no IPC namespace of its
+    /// own (the Landlock-only plan), where they are the machine's, shared with processes outside.
+    #[serde(default)]
+    pub refuse_shared_ipc: bool,
 }
 
 impl SeccompPlan {
@@ -220,6 +225,7 @@ impl SeccompPlan {
             refuse_keyring: true,
             refuse_setuid_bits: true,
             refuse_exploit_surface: true,
+            refuse_shared_ipc: false,
             refuse_other_abis: true,
         }
     }

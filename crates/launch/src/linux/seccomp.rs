@@ -227,6 +227,35 @@ pub fn filters(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, String> {
     if plan.refuse_setuid_bits {
         setuid_bits(&mut eperm, &mut enosys)?;
     }
+    if plan.refuse_shared_ipc {
+        // Without an IPC namespace these are the machine's: a segment, a semaphore or a queue
+        // of a process outside, by its key or name, as far as its permissions go (a chat runs
+        // as the same uid as the other chats). ENOSYS: as a kernel built without them, which
+        // programs that can do without them expect. (POSIX shared memory and semaphores are
+        // files in /dev/shm, closed by the file rules.)
+        for nr in [
+            libc::SYS_shmget,
+            libc::SYS_shmat,
+            libc::SYS_shmctl,
+            libc::SYS_shmdt,
+            libc::SYS_semget,
+            libc::SYS_semop,
+            libc::SYS_semtimedop,
+            libc::SYS_semctl,
+            libc::SYS_msgget,
+            libc::SYS_msgsnd,
+            libc::SYS_msgrcv,
+            libc::SYS_msgctl,
+            libc::SYS_mq_open,
+            libc::SYS_mq_unlink,
+            libc::SYS_mq_timedsend,
+            libc::SYS_mq_timedreceive,
+            libc::SYS_mq_notify,
+            libc::SYS_mq_getsetattr,
+        ] {
+            enosys.always(nr);
+        }
+    }
     if plan.refuse_exploit_surface {
         exploit_surface(&mut eperm, &mut enosys)?;
     }
