@@ -1521,3 +1521,91 @@ mod kinds {
         }
     }
 }
+
+#[test]
+fn security_md_names_every_promise_and_every_test_it_cites_exists() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../SECURITY.md"))
+        .expect("SECURITY.md");
+    for promise in sandbox_core::Promise::ALL {
+        assert!(
+            doc.contains(&format!("`{}`", promise.id())),
+            "SECURITY.md's table of promises does not name `{}`",
+            promise.id()
+        );
+    }
+    // Every `linux_escapes::name` it cites is a test of this file (a renamed test must not leave
+    // the page pointing at nothing).
+    let source = include_str!("linux_escapes.rs");
+    for cited in doc.split("linux_escapes::").skip(1) {
+        let name: String = cited
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        let name = name.trim_end_matches('_').rsplit("::").next().unwrap_or("");
+        if name.is_empty() {
+            continue;
+        }
+        assert!(
+            source.contains(&format!("fn {name}")),
+            "SECURITY.md cites linux_escapes::{name}, which is not a test here"
+        );
+    }
+}
+
+#[test]
+fn security_md_says_what_the_plans_report_for_each_promise() {
+    // SAFETY: geteuid has no failure and touches no memory.
+    if unsafe { libc::geteuid() } != 0 {
+        say(
+            "!!! SKIPPED security_md_says_what_the_plans_report_for_each_promise: the table is for a root launcher's plans, and this is not root",
+        );
+        return;
+    }
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../SECURITY.md"))
+        .expect("SECURITY.md");
+    let f = fixture(None);
+    let ctx = launch::Context::load(&f.demo.settings()).unwrap();
+    let policy = ctx
+        .policy(
+            &f.demo.chat,
+            &[sandbox_core::GrantRequest::parse(&f.demo.grant_arg())],
+        )
+        .unwrap();
+    let word = |e: &sandbox_core::Enforcement| match e {
+        sandbox_core::Enforcement::Fully => "fully",
+        sandbox_core::Enforcement::Partly(_) => "partly",
+        sandbox_core::Enforcement::Not(_) => "not",
+    };
+    for (column, namespaces) in [(2, true), (3, false)] {
+        let kernel = launch::linux::plan::Kernel {
+            landlock_abi: 7,
+            namespaces,
+        };
+        let plan = launch::linux::compile(&policy, kernel).unwrap();
+        for promise in sandbox_core::Promise::ALL {
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", promise.id())))
+                .unwrap_or_else(|| panic!("no row for `{}`", promise.id()));
+            let cell = row.split('|').nth(column).unwrap().trim();
+            let said = cell.split([' ', ',', '(']).next().unwrap();
+            if !["fully", "partly", "not"].contains(&said) {
+                continue; // a conditional cell ("with `harden`: ..."), said in words
+            }
+            let reported: Vec<&str> = plan
+                .guarantees
+                .iter()
+                .filter(|g| g.is(promise))
+                .map(|g| word(&g.enforcement))
+                .collect();
+            if reported.is_empty() {
+                continue; // not reported by this plan for this policy (harden off, ...)
+            }
+            assert!(
+                reported.contains(&said),
+                "SECURITY.md says `{}` is {said} (namespaces: {namespaces}); the plan reports {reported:?}",
+                promise.id()
+            );
+        }
+    }
+}
