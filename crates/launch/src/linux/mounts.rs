@@ -20,8 +20,12 @@
 //!    back inside it from pass 2 (read-only grants made read-only with every mount beneath).
 //! 8. **Entries.** Refused entries and blocked programs covered by unreadable stand-ins;
 //!    hardened paths bound read-only onto themselves.
-//! 9. **Seal.** The stand-ins' own mount is detached (the covers keep it alive, nothing names
-//!    it) and `/dev` is made read-only.
+//! 9. **Seal.** `/dev` is made read-only.
+//!
+//! The stand-ins (an empty file and an empty folder, mode 0) live in a tmpfs that is never
+//! attached anywhere (`fsopen`/`fsmount`): each cover is a copy of one of them attached at its
+//! target, and nothing has to be unmounted (an unmount waits for an RCU grace period, which was
+//! the largest single cost of a launch).
 
 use std::collections::HashSet;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -29,15 +33,11 @@ use std::path::{Path, PathBuf};
 
 use super::plan::{MountStep, NamespacePlan};
 use super::sys::{
-    ApplyError, attach_tree, clone_tree, detach, fail, fd_path, make_read_only, mkdir, mount,
-    open_no_symlinks, touch,
+    ApplyError, attach_tree, clone_handle, clone_tree, detached_tmpfs, fail, fd_path, make_in,
+    make_read_only, mkdir, mount, open_no_symlinks, touch,
 };
 use sandbox_core::Access;
 
-/// A small read-only tmpfs holding the empty, unreadable stand-ins for what is hidden.
-const STAND_INS: &str = "/dev/.cli-sandbox-stand-ins";
-const HIDDEN_FILE: &str = "/dev/.cli-sandbox-stand-ins/file";
-const HIDDEN_DIR: &str = "/dev/.cli-sandbox-stand-ins/dir";
 const DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
 
 /// Every pass, in order (see the module's documentation).
@@ -70,17 +70,17 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
             None,
         )?;
     }
-    stand_ins()?;
+    let stand_ins = StandIns::make()?;
     for step in &ns.kernel {
-        cover(step)?;
+        stand_ins.cover(step)?;
     }
     masks(ns, sources.bind_back)?;
     for step in &ns.mounts {
-        cover(step)?;
+        stand_ins.cover(step)?;
     }
-    let stand_ins = Path::new(STAND_INS);
-    detach(stand_ins)?;
-    std::fs::remove_dir(stand_ins).map_err(|e| fail("remove the stand-ins' folder", e))?;
+    // Kept open until init ends (close-on-exec: the program never has them): closing the last
+    // descriptor of a mount attached nowhere unmounts it, with the grace period this avoids.
+    std::mem::forget(stand_ins);
     if ns.minimal_dev {
         mount(
             None,
@@ -201,26 +201,46 @@ fn minimal_dev(devices: &[(&str, OwnedFd)]) -> Result<(), ApplyError> {
     Ok(())
 }
 
-/// The stand-ins' tmpfs: an empty file and an empty folder, both mode 0, read-only.
-fn stand_ins() -> Result<(), ApplyError> {
-    let stand_ins = Path::new(STAND_INS);
-    mkdir(stand_ins, 0o700)?;
-    mount(
-        Some(Path::new("tmpfs")),
-        stand_ins,
-        Some("tmpfs"),
-        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        Some("mode=0700,size=4k"),
-    )?;
-    touch(Path::new(HIDDEN_FILE), 0)?;
-    mkdir(Path::new(HIDDEN_DIR), 0)?;
-    mount(
-        None,
-        stand_ins,
-        None,
-        libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        None,
-    )
+/// The empty, unreadable stand-ins for what is covered: a file and a folder of mode 0 in a
+/// read-only tmpfs attached nowhere, reached through these handles only.
+struct StandIns {
+    /// The tmpfs itself: while a descriptor holds it, its files can be copied from.
+    _tmpfs: OwnedFd,
+    file: OwnedFd,
+    dir: OwnedFd,
+}
+
+impl StandIns {
+    fn make() -> Result<StandIns, ApplyError> {
+        let tmpfs = detached_tmpfs(&[("mode", "0700"), ("size", "4k")])?;
+        let file = make_in(&tmpfs, "file", false)?;
+        let dir = make_in(&tmpfs, "dir", true)?;
+        make_read_only(Some(tmpfs.as_fd()), Path::new("the stand-ins"))?;
+        Ok(StandIns {
+            _tmpfs: tmpfs,
+            file,
+            dir,
+        })
+    }
+
+    /// Pass 6 and 8: one entry covered by a stand-in of its kind, or bound read-only onto
+    /// itself. A symlink is covered as the name it is (a mount can sit on a symlink's own
+    /// entry: `move_mount` does not follow the target's last link).
+    fn cover(&self, step: &MountStep) -> Result<(), ApplyError> {
+        match step {
+            MountStep::Hide { path, dir } => {
+                let source = if *dir { &self.dir } else { &self.file };
+                let tree = clone_handle(source, "a stand-in")?;
+                attach_tree(&tree, path)
+            }
+            MountStep::ReadOnly { path, dir } => {
+                let tree = clone_tree(path, *dir)?;
+                make_read_only(Some(tree.as_fd()), path)?;
+                attach_tree(&tree, path)
+            }
+            MountStep::Pin { .. } | MountStep::Mask { .. } => Ok(()),
+        }
+    }
 }
 
 /// Pass 7: each protected root covered, this chat's folders attached back inside.
@@ -264,22 +284,4 @@ fn masks(ns: &NamespacePlan, mut sources: impl Iterator<Item = OwnedFd>) -> Resu
         )?;
     }
     Ok(())
-}
-
-/// Pass 6 and 8: one entry covered by a stand-in of its kind, or bound read-only onto itself.
-/// A symlink is covered as the name it is (a mount can sit on a symlink's own entry).
-fn cover(step: &MountStep) -> Result<(), ApplyError> {
-    match step {
-        MountStep::Hide { path, dir } => {
-            let source = if *dir { HIDDEN_DIR } else { HIDDEN_FILE };
-            let tree = clone_tree(Path::new(source), *dir)?;
-            attach_tree(&tree, path)
-        }
-        MountStep::ReadOnly { path, dir } => {
-            let tree = clone_tree(path, *dir)?;
-            make_read_only(Some(tree.as_fd()), path)?;
-            attach_tree(&tree, path)
-        }
-        MountStep::Pin { .. } | MountStep::Mask { .. } => Ok(()),
-    }
 }

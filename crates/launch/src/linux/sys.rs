@@ -182,6 +182,111 @@ pub(super) fn clone_tree(path: &Path, dir: bool) -> Result<OwnedFd, ApplyError> 
     })
 }
 
+/// A detached copy of what `handle` (an `O_PATH` descriptor, of any mount, attached or not)
+/// names.
+pub(super) fn clone_handle(handle: &OwnedFd, what: &str) -> Result<OwnedFd, ApplyError> {
+    let empty = CString::default();
+    // SAFETY: a valid descriptor and an empty C string, alive for the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            handle.as_raw_fd(),
+            empty.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_EMPTY_PATH as libc::c_uint,
+        )
+    };
+    owned(fd, || format!("take a copy of {what}"))
+}
+
+const FSOPEN_CLOEXEC: libc::c_uint = 1;
+const FSCONFIG_SET_STRING: libc::c_uint = 1;
+const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+const MOUNT_ATTR_NOSUID: libc::c_uint = 0x2;
+const MOUNT_ATTR_NODEV: libc::c_uint = 0x4;
+const MOUNT_ATTR_NOEXEC: libc::c_uint = 0x8;
+
+/// A new tmpfs that is attached nowhere (`fsopen`, `fsmount`): what is made in it is reached
+/// through the returned descriptor only, and nothing ever has to be unmounted (an unmount waits
+/// for an RCU grace period: milliseconds on a busy machine).
+pub(super) fn detached_tmpfs(options: &[(&str, &str)]) -> Result<OwnedFd, ApplyError> {
+    let name = CString::new("tmpfs").expect("static");
+    // SAFETY: a valid C string.
+    let fs = unsafe { libc::syscall(libc::SYS_fsopen, name.as_ptr(), FSOPEN_CLOEXEC) };
+    let fs = owned(fs, || "fsopen tmpfs".to_owned())?;
+    for (key, value) in options {
+        let key_c = CString::new(*key).expect("static option");
+        let value_c = CString::new(*value).expect("static option");
+        // SAFETY: a valid descriptor and two valid C strings.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_fsconfig,
+                fs.as_raw_fd(),
+                FSCONFIG_SET_STRING,
+                key_c.as_ptr(),
+                value_c.as_ptr(),
+                0,
+            )
+        };
+        if rc != 0 {
+            return Err(os_fail(format!("tmpfs option {key}={value}")));
+        }
+    }
+    // SAFETY: a valid descriptor; the other arguments are null as the command wants.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_fsconfig,
+            fs.as_raw_fd(),
+            FSCONFIG_CMD_CREATE,
+            std::ptr::null::<libc::c_char>(),
+            std::ptr::null::<libc::c_void>(),
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(os_fail("create a tmpfs"));
+    }
+    // SAFETY: a valid descriptor and flags.
+    let mnt = unsafe {
+        libc::syscall(
+            libc::SYS_fsmount,
+            fs.as_raw_fd(),
+            FSMOUNT_CLOEXEC,
+            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+        )
+    };
+    owned(mnt, || "mount a tmpfs".to_owned())
+}
+
+/// An `O_PATH` handle on `name` in the folder `dir`, created first (an empty file or folder of
+/// mode 0) when `create`.
+pub(super) fn make_in(dir: &OwnedFd, name: &str, folder: bool) -> Result<OwnedFd, ApplyError> {
+    let c = CString::new(name).expect("static name");
+    if folder {
+        // SAFETY: a valid descriptor and C string.
+        if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0) } != 0 {
+            return Err(os_fail(format!("make the stand-in folder {name}")));
+        }
+    } else {
+        // SAFETY: a valid descriptor and C string; the new descriptor is closed right away.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+                0,
+            )
+        };
+        drop(owned(fd as libc::c_long, || {
+            format!("make the stand-in file {name}")
+        })?);
+    }
+    let flags = libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    // SAFETY: a valid descriptor and C string.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
+    owned(fd as libc::c_long, || format!("open the stand-in {name}"))
+}
+
 /// Attaches a detached tree (from [`clone_tree`]) at `target`.
 pub(super) fn attach_tree(tree: &OwnedFd, target: &Path) -> Result<(), ApplyError> {
     let empty = CString::default();
@@ -202,15 +307,6 @@ pub(super) fn attach_tree(tree: &OwnedFd, target: &Path) -> Result<(), ApplyErro
             "attach the mounts at {}",
             target.display()
         )));
-    }
-    Ok(())
-}
-
-pub(super) fn detach(target: &Path) -> Result<(), ApplyError> {
-    let c = cstr(target)?;
-    // SAFETY: a valid C string.
-    if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
-        return Err(os_fail(format!("detach {}", target.display())));
     }
     Ok(())
 }
