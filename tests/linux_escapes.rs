@@ -1609,3 +1609,64 @@ fn security_md_says_what_the_plans_report_for_each_promise() {
         }
     }
 }
+
+#[test]
+fn the_older_kernels_way_of_covering_gives_the_same_verdicts_and_leaves_nothing_attached() {
+    let test =
+        "the_older_kernels_way_of_covering_gives_the_same_verdicts_and_leaves_nothing_attached";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture(None);
+    let demo = &f.demo;
+    let entries = plant_refused_entries(&demo.granted);
+    let evidence = demo.runtime.join("opened");
+    let ctx = launch::Context::load(&demo.settings()).unwrap();
+    let policy = ctx
+        .policy(
+            &demo.chat,
+            &[sandbox_core::GrantRequest::parse(&demo.grant_arg())],
+        )
+        .unwrap();
+    let mut plan = launch::linux::compile(&policy, launch::linux::this_kernel()).unwrap();
+    plan.namespaces.as_mut().unwrap().attach_stand_ins = true;
+    let plan_file = demo.root.join("attached-plan.json");
+    std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();
+    let mut script = format!(
+        "{PYTHON} -c '{}' {} {}",
+        OPEN_EACH.replace('\'', "'\\''"),
+        evidence.display(),
+        entries
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .chain([demo.granted.join("doc.md").display().to_string()])
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    script.push_str(&format!(
+        "; grep -c stand-ins /proc/self/mountinfo > {0}/mounts; ls -a /dev > {0}/dev",
+        demo.runtime.display()
+    ));
+    let out = output({
+        let mut cmd = Command::new(cli_sandbox());
+        cmd.arg("exec")
+            .arg("--policy")
+            .arg(&plan_file)
+            .args(["--", "/bin/sh", "-c", &script])
+            .env("HOME", &demo.home)
+            .stdin(Stdio::null());
+        cmd
+    });
+    assert!(out.status.success(), "{}", text(&out));
+    let seen = std::fs::read_to_string(&evidence).unwrap_or_default();
+    assert_eq!(
+        seen.lines().collect::<Vec<_>>(),
+        [format!("opened {}", demo.granted.join("doc.md").display())],
+        "{}",
+        text(&out)
+    );
+    let mounts = std::fs::read_to_string(demo.runtime.join("mounts")).unwrap();
+    assert_eq!(mounts.trim(), "0", "the stand-ins stayed attached");
+    let dev = std::fs::read_to_string(demo.runtime.join("dev")).unwrap();
+    assert!(!dev.contains("stand-ins"), "{dev}");
+}

@@ -25,7 +25,8 @@
 //! The stand-ins (an empty file and an empty folder, mode 0) live in a tmpfs that is never
 //! attached anywhere (`fsopen`/`fsmount`): each cover is a copy of one of them attached at its
 //! target, and nothing has to be unmounted (an unmount waits for an RCU grace period, which was
-//! the largest single cost of a launch).
+//! the largest single cost of a launch). Kernels before 6.15 cannot copy from such a mount: there
+//! it is attached for the time of the covers and detached after.
 
 use std::collections::HashSet;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -33,8 +34,8 @@ use std::path::{Path, PathBuf};
 
 use super::plan::{MountStep, NamespacePlan};
 use super::sys::{
-    ApplyError, attach_tree, clone_handle, clone_tree, detached_tmpfs, fail, fd_path, make_in,
-    make_read_only, mkdir, mount, open_no_symlinks, touch,
+    ApplyError, attach_tree, clone_handle, clone_tree, detach, detached_tmpfs, fail, fd_path,
+    make_in, make_read_only, mkdir, mount, open_no_symlinks, touch,
 };
 use sandbox_core::Access;
 
@@ -70,7 +71,7 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
             None,
         )?;
     }
-    let stand_ins = StandIns::make()?;
+    let stand_ins = StandIns::make(ns.attach_stand_ins)?;
     for step in &ns.kernel {
         stand_ins.cover(step)?;
     }
@@ -78,9 +79,7 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
     for step in &ns.mounts {
         stand_ins.cover(step)?;
     }
-    // Kept open until init ends (close-on-exec: the program never has them): closing the last
-    // descriptor of a mount attached nowhere unmounts it, with the grace period this avoids.
-    std::mem::forget(stand_ins);
+    stand_ins.done()?;
     if ns.minimal_dev {
         mount(
             None,
@@ -203,24 +202,71 @@ fn minimal_dev(devices: &[(&str, OwnedFd)]) -> Result<(), ApplyError> {
 
 /// The empty, unreadable stand-ins for what is covered: a file and a folder of mode 0 in a
 /// read-only tmpfs attached nowhere, reached through these handles only.
+///
+/// Kernels before 6.15 refuse to copy from a mount attached nowhere (`EINVAL`): there the tmpfs is
+/// attached at [`STAND_INS`] for the covers to be copied from, and detached once they are made,
+/// at the cost of the unmount's grace period.
 struct StandIns {
     /// The tmpfs itself: while a descriptor holds it, its files can be copied from.
-    _tmpfs: OwnedFd,
+    tmpfs: OwnedFd,
     file: OwnedFd,
     dir: OwnedFd,
+    /// Where it is attached, on a kernel that cannot copy from it otherwise.
+    attached: Option<PathBuf>,
 }
 
+/// Where the stand-ins are attached on an older kernel, for as long as the covers take.
+const STAND_INS: &str = "/dev/.cli-sandbox-stand-ins";
+
 impl StandIns {
-    fn make() -> Result<StandIns, ApplyError> {
+    /// `attach`: attach the tmpfs even where the kernel could copy from it attached nowhere (the
+    /// plan says so for the tests of the older kernels' way).
+    fn make(attach: bool) -> Result<StandIns, ApplyError> {
         let tmpfs = detached_tmpfs(&[("mode", "0700"), ("size", "4k")])?;
         let file = make_in(&tmpfs, "file", false)?;
         let dir = make_in(&tmpfs, "dir", true)?;
         make_read_only(Some(tmpfs.as_fd()), Path::new("the stand-ins"))?;
-        Ok(StandIns {
-            _tmpfs: tmpfs,
+        let mut stand_ins = StandIns {
+            tmpfs,
             file,
             dir,
-        })
+            attached: None,
+        };
+        let copies = match clone_handle(&stand_ins.file) {
+            Ok(_) => true,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => false,
+            Err(e) => return Err(fail("take a copy of a stand-in", e)),
+        };
+        if attach || !copies {
+            let at = PathBuf::from(STAND_INS);
+            mkdir(&at, 0o700)?;
+            attach_tree(&stand_ins.tmpfs, &at)?;
+            stand_ins.attached = Some(at);
+        }
+        Ok(stand_ins)
+    }
+
+    /// A copy of the file or folder stand-in, to attach over an entry.
+    fn copy(&self, dir: bool) -> Result<OwnedFd, ApplyError> {
+        match &self.attached {
+            None => clone_handle(if dir { &self.dir } else { &self.file })
+                .map_err(|e| fail("take a copy of a stand-in", e)),
+            Some(at) => clone_tree(&at.join(if dir { "dir" } else { "file" }), dir),
+        }
+    }
+
+    /// Done covering: on an older kernel, the attached tmpfs is detached (the covers keep what
+    /// they copied). Otherwise the descriptors stay open until init ends (close-on-exec: the
+    /// program never has them), because closing the last one of a mount attached nowhere
+    /// unmounts it, with the grace period this avoids.
+    fn done(self) -> Result<(), ApplyError> {
+        if let Some(at) = &self.attached {
+            detach(at)?;
+            std::fs::remove_dir(at).map_err(|e| fail("remove the stand-ins' folder", e))?;
+            return Ok(());
+        }
+        std::mem::forget(self);
+        Ok(())
     }
 
     /// Pass 6 and 8: one entry covered by a stand-in of its kind, or bound read-only onto
@@ -228,11 +274,7 @@ impl StandIns {
     /// entry: `move_mount` does not follow the target's last link).
     fn cover(&self, step: &MountStep) -> Result<(), ApplyError> {
         match step {
-            MountStep::Hide { path, dir } => {
-                let source = if *dir { &self.dir } else { &self.file };
-                let tree = clone_handle(source, "a stand-in")?;
-                attach_tree(&tree, path)
-            }
+            MountStep::Hide { path, dir } => attach_tree(&self.copy(*dir)?, path),
             MountStep::ReadOnly { path, dir } => {
                 let tree = clone_tree(path, *dir)?;
                 make_read_only(Some(tree.as_fd()), path)?;

@@ -315,6 +315,11 @@ pub struct NamespacePlan {
     /// Kernel tunables bound read-only onto themselves, and kernel secrets covered, once the
     /// chat's own `/proc` is mounted (after the other mounts: some lie in the new `/proc`).
     pub kernel: Vec<MountStep>,
+    /// Attach the stand-ins' tmpfs for the time of the covers, as on kernels before 6.15 (which
+    /// cannot copy from a mount attached nowhere, and get this way whatever the plan says). Set by
+    /// the tests of that way only.
+    #[serde(default)]
+    pub attach_stand_ins: bool,
 }
 
 /// What compiling needs to know about the file system at launch.
@@ -539,6 +544,7 @@ pub fn compile(
             ipc_namespace: true,
             system_read_only,
             kernel: kernel_steps,
+            attach_stand_ins: false,
         }),
         landlock: common.landlock(rules),
         seccomp: common.seccomp,

@@ -184,7 +184,7 @@ pub(super) fn clone_tree(path: &Path, dir: bool) -> Result<OwnedFd, ApplyError> 
 
 /// A detached copy of what `handle` (an `O_PATH` descriptor, of any mount, attached or not)
 /// names.
-pub(super) fn clone_handle(handle: &OwnedFd, what: &str) -> Result<OwnedFd, ApplyError> {
+pub(super) fn clone_handle(handle: &OwnedFd) -> io::Result<OwnedFd> {
     let empty = CString::default();
     // SAFETY: a valid descriptor and an empty C string, alive for the call.
     let fd = unsafe {
@@ -195,7 +195,11 @@ pub(super) fn clone_handle(handle: &OwnedFd, what: &str) -> Result<OwnedFd, Appl
             OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_EMPTY_PATH as libc::c_uint,
         )
     };
-    owned(fd, || format!("take a copy of {what}"))
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 const FSOPEN_CLOEXEC: libc::c_uint = 1;
@@ -307,6 +311,15 @@ pub(super) fn attach_tree(tree: &OwnedFd, target: &Path) -> Result<(), ApplyErro
             "attach the mounts at {}",
             target.display()
         )));
+    }
+    Ok(())
+}
+
+pub(super) fn detach(target: &Path) -> Result<(), ApplyError> {
+    let c = cstr(target)?;
+    // SAFETY: a valid C string.
+    if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+        return Err(os_fail(format!("detach {}", target.display())));
     }
     Ok(())
 }
