@@ -23,7 +23,7 @@ use sandbox_core::{Access, Policy, Promise};
 
 use super::plan::{
     Common, Enforcement, EntryKind, FsRight, Guarantee, Kernel, LandlockRule, LaunchDisk,
-    LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, outermost_existing_roots,
+    LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, loopback_guarantee, outermost_existing_roots,
 };
 
 /// Where a path stands for the rights an entry beside a frozen folder gets.
@@ -239,6 +239,8 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         Enforcement::Fully,
     ));
     guarantees.extend(common.guarantees.iter().cloned());
+    // `network = "isolated"` never gets here (`plan::compile` refuses it without namespaces).
+    guarantees.push(loopback_guarantee(None));
 
     LinuxPlan {
         version: PLAN_VERSION,

@@ -2,6 +2,7 @@
 //! ruleset and a seccomp filter ([`plan`], with [`frozen`] where namespaces cannot be made),
 //! applied by the `cli-sandbox exec` helper ([`apply`], Linux only), one file per mechanism:
 //! `mounts` (the mount passes), `process` (the helper, init and the program; how a launch ends),
+//! `network` (the chat's own network: pasta, started by the helper),
 //! `caps`, `landlock`, `seccomp`, and `sys` (the system-call wrappers they share).
 
 #[cfg(target_os = "linux")]
@@ -13,6 +14,8 @@ mod frozen;
 mod landlock;
 #[cfg(target_os = "linux")]
 mod mounts;
+#[cfg(target_os = "linux")]
+mod network;
 pub mod plan;
 #[cfg(target_os = "linux")]
 mod process;
