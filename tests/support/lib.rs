@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+pub mod process;
 pub mod real_clis;
 pub mod users;
 

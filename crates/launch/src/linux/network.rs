@@ -420,7 +420,7 @@ fn log_tail(log: OwnedFd) -> String {
 ///
 /// The kernel sends a packet for `127.0.0.1` or `::1` out of the outer interface when the
 /// socket is tied to it (`SO_BINDTODEVICE`, `SO_BINDTOIFINDEX`, `IP_UNICAST_IF`, an
-/// `IP_PKTINFO` or `IPV6_PKTINFO` naming it: none needs a capability), and pasta forwards such a
+/// `IP_PKTINFO` naming it: none needs a capability), and pasta forwards such a
 /// packet to the machine's loopback (measured; the replies never come back, but a UDP datagram
 /// or a TCP handshake reaches the server). A route of the `local` kind for `127.0.0.0/8` and
 /// `::1` through the outer interface, in the table the kernel reads first, makes those lookups
