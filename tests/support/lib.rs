@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 pub mod probes;
+pub mod process;
 pub mod real_clis;
 pub mod users;
 

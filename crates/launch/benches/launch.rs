@@ -385,6 +385,24 @@ mod table {
         (path, plan)
     }
 
+    /// The base plan with `network = "isolated"`, when this machine can build it (pasta).
+    fn isolated_plan(layouts: &Layouts, size: &Size) -> Option<PathBuf> {
+        let layout = layouts.for_size(size);
+        let mut policy = layout.policy(Os::Linux, size.grants);
+        policy.network = sandbox_core::Network::Isolated;
+        match launch::linux::compile(&policy, launch::linux::this_kernel()) {
+            Ok(plan) => {
+                let path = layouts.root().join("plan-isolated.json");
+                std::fs::write(&path, serde_json::to_vec(&plan).expect("serialize")).unwrap();
+                Some(path)
+            }
+            Err(e) => {
+                eprintln!("!!! the `network = \"isolated\"` row is left out: {e}");
+                None
+            }
+        }
+    }
+
     fn line(out: &mut String, text: impl AsRef<str>) {
         out.push_str(text.as_ref());
         out.push('\n');
@@ -509,6 +527,14 @@ mod table {
                 ));
             }
         }
+        // `network = "isolated"`: the base plan with a network of the chat's own (pasta).
+        if let Some(plan) = isolated_plan(&layouts, base) {
+            variants.push(Variant::new(
+                "exec isolated",
+                exec_argv(&bin, &plan, &truth),
+                home,
+            ));
+        }
         if opts.runs("launch") {
             let launches = measure("launches", &variants, opts.rounds);
             launch_tables(&mut out, &launches, has_bwrap, opts.baseline.is_some());
@@ -568,6 +594,12 @@ mod table {
             "step base",
             "`cli-sandbox step --chat ... --grant ... -- /bin/true`",
         ));
+        if s.labels.iter().any(|l| l == "exec isolated") {
+            rows.push((
+                "exec isolated",
+                "`exec` with `network = \"isolated\"` (pasta started, waited for, ended)",
+            ));
+        }
         if baseline {
             rows.push(("baseline exec base", "baseline `exec` (before the changes)"));
             rows.push(("baseline step base", "baseline `step` (before the changes)"));

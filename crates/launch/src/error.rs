@@ -34,6 +34,6 @@ impl Error {
                 | Error::Adapter(_)
                 | Error::UnknownCli { .. }
                 | Error::BadInput(_)
-        )
+        ) || matches!(self, Error::Plan(e) if e.is_bad_input())
     }
 }

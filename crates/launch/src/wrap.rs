@@ -256,6 +256,14 @@ pub fn wrap(
 ) -> Result<(Vec<OsString>, Option<PathBuf>), Error> {
     match backend {
         Backend::Seatbelt => {
+            // TODO(macOS): the Seatbelt profile has no rule for the machine's loopback yet
+            // (it would deny network-outbound to localhost); until it does, a chat that asks for
+            // a network of its own is refused here rather than given the shared one.
+            if policy.network == sandbox_core::Network::Isolated {
+                return Err(Error::BadInput(
+                    "`[policy] network = \"isolated\"` is not built for macOS (Seatbelt) yet: the launch is refused rather than run on the machine's network; set network = \"shared\"".into(),
+                ));
+            }
             let as_error = |e: crate::seatbelt::SeatbeltError| {
                 if e.is_bad_input() {
                     Error::BadInput(e.to_string())

@@ -49,6 +49,62 @@ pub struct PolicyConfig {
     /// chat may still write (everything else of the system is read-only to a root chat).
     #[serde(default)]
     pub writable: Vec<PathBuf>,
+    /// Whether a chat shares the machine's network (its loopback included) or gets one of its
+    /// own with outbound access only. See [`Network`].
+    #[serde(default)]
+    pub network: Network,
+}
+
+/// `[policy] network`: what the network of a chat is.
+///
+/// - `shared` (the default, by the owner's decision): the machine's network, as the person has
+///   it. Every TCP or UDP server on the machine's loopback (`127.0.0.1`, `::1`) is reachable:
+///   a database, a dev server, another chat's tool server, a CLI's own local server that acts
+///   for its clients.
+/// - `isolated`: a network of the chat's own. Its own loopback works (a CLI's server inside is
+///   reachable from inside); connections go out to the machine's other addresses and beyond,
+///   DNS works; the machine's loopback is out of reach. Only where the backend can build it
+///   (Linux with user namespaces, and `pasta`): anywhere else the launch is refused, never
+///   silently shared.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    #[default]
+    Shared,
+    Isolated,
+}
+
+impl Network {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::Shared => "shared",
+            Network::Isolated => "isolated",
+        }
+    }
+}
+
+/// By hand, so that a wrong value names the key and both values (serde's own message names
+/// neither the key nor, for a value of the wrong type, the values).
+impl<'de> Deserialize<'de> for Network {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Network, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Network;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(r#"policy.network: "shared" or "isolated""#)
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Network, E> {
+                match v {
+                    "shared" => Ok(Network::Shared),
+                    "isolated" => Ok(Network::Isolated),
+                    other => Err(E::custom(format!(
+                        r#"policy.network is "{other}": use "shared" (the machine's network, the default) or "isolated" (a network of the chat's own)"#
+                    ))),
+                }
+            }
+        }
+        d.deserialize_str(Visitor)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,6 +171,7 @@ mod tests {
         );
         assert_eq!(config.policy.refused, ["planning/", "*.sqlite"]);
         assert!(!config.policy.harden, "the example shows the default");
+        assert_eq!(config.policy.network, Network::Shared, "the default again");
         assert_eq!(
             config.program_for("codex").map(|p| p.to_str().unwrap()),
             Some("/opt/codex/bin/codex")
@@ -126,6 +183,31 @@ mod tests {
         let err = Config::parse("[policy]\nprotect = []\n", "x.toml").unwrap_err();
         assert_eq!(err.line, Some(2), "{err}");
         assert!(err.to_string().contains("protect"), "{err}");
+    }
+
+    #[test]
+    fn network_is_shared_unless_the_configuration_says_isolated() {
+        assert_eq!(Config::default().policy.network, Network::Shared);
+        let isolated = Config::parse("[policy]\nnetwork = \"isolated\"\n", "x.toml").unwrap();
+        assert_eq!(isolated.policy.network, Network::Isolated);
+        let shared = Config::parse("[policy]\nnetwork = \"shared\"\n", "x.toml").unwrap();
+        assert_eq!(shared.policy.network, Network::Shared);
+    }
+
+    #[test]
+    fn a_wrong_network_names_the_key_the_line_and_both_values() {
+        for (text, line) in [
+            ("[policy]\nnetwork = \"none\"\n", 2),
+            ("[policy]\nharden = false\nnetwork = true\n", 3),
+            ("[policy]\nnetwork = \"Isolated\"\n", 2),
+        ] {
+            let err = Config::parse(text, "x.toml").unwrap_err();
+            let message = err.to_string();
+            assert_eq!(err.line, Some(line), "{message}");
+            for word in ["policy.network", "\"shared\"", "\"isolated\""] {
+                assert!(message.contains(word), "{word} missing: {message}");
+            }
+        }
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub enum Promise {
     /// The sandbox's own processes hold nothing the chat may take, cannot be read or traced,
     /// and take no word from it.
     Helper,
-    /// TCP servers on the loopback interface outside the sandbox.
+    /// Servers on the machine's loopback (TCP and UDP, `127.0.0.1` and `::1`) outside the sandbox.
     LoopbackTcp,
     /// No socket of another family reaches past the network stack (vsock, netlink to processes
     /// outside, ...).
@@ -157,7 +157,9 @@ impl Promise {
             Promise::Helper => {
                 "the sandbox's own processes hold no descriptor the chat can take, cannot be read or traced, and take no word from it"
             }
-            Promise::LoopbackTcp => "TCP servers on the loopback interface outside out of reach",
+            Promise::LoopbackTcp => {
+                "servers on the machine's loopback outside (TCP and UDP, 127.0.0.1 and ::1: a database, a dev server, another chat's tool server) out of reach"
+            }
             Promise::SocketFamilies => {
                 "no socket of another family reaches past the network stack: vsock (the hypervisor's host), netlink messages to processes outside (NETLINK_USERSOCK), Bluetooth, AF_ALG and every family not allowed"
             }

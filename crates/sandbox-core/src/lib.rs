@@ -30,7 +30,7 @@ pub use adapter::{
     AdapterError, ArgvParts, CliAdapter, CliLaunch, EditAction, EnvChanges, FileEdit, FileFormat,
     LaunchFile, LaunchRequest, McpServer, PersonFiles, PreTrust, Stdin,
 };
-pub use config::{CliConfig, Config, ConfigError, LayoutConfig, PolicyConfig};
+pub use config::{CliConfig, Config, ConfigError, LayoutConfig, Network, PolicyConfig};
 pub use error::PolicyError;
 pub use guarantee::{Enforcement, Guarantee, Promise};
 pub use layout::{ChatId, Layout, LayoutInputs, Os};

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::path::{Resolver, canonicalize_lenient, check_absolute_clean, is_within};
-use crate::{ChatId, Config, Layout, Os, PolicyError};
+use crate::{ChatId, Config, Layout, Network, Os, PolicyError};
 
 /// How a CLI runs: with its own tools on inside our sandbox, or with only the MCP bridge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -442,6 +442,10 @@ pub struct Policy {
     /// `/dev`, and the configured ones; canonical, sorted, none inside another.
     #[serde(default)]
     pub writable: Vec<PathBuf>,
+    /// The machine's network (its loopback servers reachable) or one of the chat's own
+    /// (`[policy] network`). A backend that cannot build `isolated` refuses the launch.
+    #[serde(default)]
+    pub network: Network,
 }
 
 /// An operation `decide` answers for.
@@ -640,6 +644,7 @@ impl Policy {
             kernel_secrets,
             system_read_only: req.privileged,
             writable,
+            network: req.config.policy.network,
         };
         policy.check_grants_outside_refused_entries()?;
         Ok(policy)

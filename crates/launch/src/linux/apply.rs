@@ -17,7 +17,7 @@ use std::path::Path;
 use super::plan::{LinuxPlan, NamespacePlan, PLAN_VERSION};
 pub use super::sys::ApplyError;
 use super::sys::{self, cstr, fail, os_fail};
-use super::{caps, landlock, mounts, process, seccomp};
+use super::{caps, landlock, mounts, network, process, seccomp};
 
 /// The kernel's Landlock ABI (0 when Landlock is missing or disabled).
 pub fn kernel_landlock_abi() -> u32 {
@@ -96,6 +96,9 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     if ns.ipc_namespace {
         flags |= libc::CLONE_NEWIPC;
     }
+    if ns.network.is_some() {
+        flags |= libc::CLONE_NEWNET;
+    }
     let mut pidfd: RawFd = -1;
     // SAFETY: a fork-like clone (no new stack) of a single-threaded process; the kernel stores
     // init's pidfd in `pidfd`; the child runs only `process::run_init`, which never returns.
@@ -136,6 +139,17 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         sys::kill(init, libc::SIGKILL);
         return Err(e);
     }
+    // The chat's own network is up before init goes on (and so before the program starts).
+    let pasta = match &ns.network {
+        Some(net) => match network::Pasta::start(net, init) {
+            Ok(pasta) => Some(pasta),
+            Err(e) => {
+                sys::kill(init, libc::SIGKILL);
+                return Err(e);
+            }
+        },
+        None => None,
+    };
     go.write_all(b"g")
         .map_err(|e| fail("start the sandbox's init", e))?;
     drop(go);
@@ -144,6 +158,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
             pid: init,
             pidfd,
             report: report_read,
+            pasta,
         },
         signals,
     )
@@ -211,6 +226,9 @@ fn confine_in_namespace(
     ns: &NamespacePlan,
     filters: &[seccompiler::BpfProgram],
 ) -> Result<(), ApplyError> {
+    if let Some(net) = &ns.network {
+        network::keep_loopback_inside(net)?;
+    }
     mounts::build(ns)?;
     super::descriptors::check_standard_descriptors()?;
     caps::drop_all()?;

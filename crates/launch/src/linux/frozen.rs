@@ -23,7 +23,8 @@ use sandbox_core::{Access, Policy, Promise};
 
 use super::plan::{
     Common, Enforcement, EntryKind, FsRight, Guarantee, Kernel, LandlockRule, LaunchDisk,
-    LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, SeccompPlan, outermost_existing_roots,
+    LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, SeccompPlan, loopback_guarantee,
+    outermost_existing_roots,
 };
 
 /// `/proc` and `/sys`: reading rights only in this plan, whatever the uid. (Landlock names paths,
@@ -246,6 +247,8 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         Enforcement::Fully,
     ));
     guarantees.extend(common.guarantees.iter().cloned());
+    // `network = "isolated"` never gets here (`plan::compile` refuses it without namespaces).
+    guarantees.push(loopback_guarantee(None));
 
     LinuxPlan {
         version: PLAN_VERSION,

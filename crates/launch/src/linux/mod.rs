@@ -2,8 +2,9 @@
 //! ruleset and a seccomp filter ([`plan`], with [`frozen`] where namespaces cannot be made),
 //! applied by the `cli-sandbox exec` helper ([`apply`], Linux only), one file per mechanism:
 //! `mounts` (the mount passes), `process` (the helper, init and the program; how a launch ends),
-//! `caps`, `landlock`, `seccomp`, `descriptors` (the standard descriptors the program inherits),
-//! and `sys` (the system-call wrappers they share).
+//! `network` (the chat's own network: pasta, started by the helper), `caps`, `landlock`,
+//! `seccomp`, `descriptors` (the standard descriptors the program inherits), and `sys` (the
+//! system-call wrappers they share).
 
 #[cfg(target_os = "linux")]
 pub mod apply;
@@ -16,6 +17,8 @@ mod frozen;
 mod landlock;
 #[cfg(target_os = "linux")]
 mod mounts;
+#[cfg(target_os = "linux")]
+mod network;
 pub mod plan;
 #[cfg(target_os = "linux")]
 mod process;

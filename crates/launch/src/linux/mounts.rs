@@ -14,7 +14,8 @@
 //! 4. **Pins.** Every ancestor of a protected root (and of a hardened path) is bound onto
 //!    itself: a mount point cannot be renamed or removed (`EBUSY`).
 //! 5. **Devices and processes.** A fresh `/dev` (the harmless devices, a pty filesystem of the
-//!    sandbox's own, a private `/dev/shm`) and the chat's own `/proc` (PID namespace).
+//!    sandbox's own, a private `/dev/shm`) and the chat's own `/proc` (PID namespace). With a
+//!    network of the chat's own, its `/etc/resolv.conf` (`network::resolv_conf`).
 //! 6. **Kernel.** The kernel's tunables bound read-only onto themselves, its secrets covered.
 //! 7. **Masks.** An empty read-only tmpfs over each protected root, this chat's folders attached
 //!    back inside it from pass 2 (read-only grants made read-only with every mount beneath).
@@ -70,6 +71,9 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
             libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             None,
         )?;
+    }
+    if let Some(net) = &ns.network {
+        super::network::resolv_conf(net)?;
     }
     let stand_ins = StandIns::make(ns.attach_stand_ins)?;
     for step in &ns.kernel {

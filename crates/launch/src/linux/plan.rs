@@ -10,7 +10,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use sandbox_core::{Access, Policy, Promise};
+use sandbox_core::{Access, Network, Op, Policy, Promise};
 pub use sandbox_core::{Enforcement, EntryKind, Guarantee};
 use serde::{Deserialize, Serialize};
 
@@ -320,6 +320,137 @@ pub struct NamespacePlan {
     /// the tests of that way only.
     #[serde(default)]
     pub attach_stand_ins: bool,
+    /// `network = "isolated"`: a network namespace of the chat's own, reached from outside only
+    /// through `pasta`. `None`: the machine's network, shared.
+    #[serde(default)]
+    pub network: Option<NetworkPlan>,
+}
+
+/// The chat's own network (`[policy] network = "isolated"`): init is cloned into a new network
+/// namespace, and before it goes on the helper starts `pasta` for it, which gives the namespace
+/// an interface with outbound TCP, UDP and ping, and waits until the interface is up.
+///
+/// pasta acts for the chat: every connection the chat makes to the outside is a socket pasta
+/// opens on the machine. So what pasta would do on its own for the namespace is switched off
+/// here: no mapping of the namespace's gateway to the machine's loopback (`--no-map-gw`), no
+/// port forwarded from the machine into the namespace (`-t none -u none`) nor from the
+/// namespace to the machine's loopback (`-T none -U none`). The namespace's addresses are its
+/// own (not the machine's, pasta's default), so that the machine's own addresses stay the
+/// machine's: a server there that listens on them (or on `0.0.0.0`) is reached as from any
+/// other machine; one that listens on `127.0.0.1` only is not. What pasta still does, and what
+/// keeps the chat from asking it for more, is in `docs/linux.md` ("The chat's own network").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkPlan {
+    /// The program, at a fixed path: never looked up on `PATH` (the home, where a chat writes,
+    /// is on many people's `PATH`, and the helper runs pasta outside the sandbox).
+    pub pasta: PathBuf,
+    /// Its options. The helper adds, per launch, the namespaces to join, the descriptor to
+    /// report readiness on, its log and the user to run as.
+    pub pasta_args: Vec<String>,
+    /// The namespace's outer interface, which pasta makes (`--ns-ifname`): init routes the
+    /// machine's loopback addresses through it back inside (see `network.rs`).
+    pub interface: String,
+    /// The address DNS queries go to inside: pasta relays UDP port 53 there to the machine's
+    /// first resolver. The chat's `/etc/resolv.conf` names it (a resolver on the machine's
+    /// loopback, systemd-resolved's `127.0.0.53`, would be the chat's own loopback inside).
+    pub dns: String,
+}
+
+/// Where pasta is looked for: where Debian, Ubuntu and Fedora install it.
+pub const PASTA: &str = "/usr/bin/pasta";
+
+/// The namespace's side of the link: addresses of its own, from ranges no network routes
+/// (198.18.0.0/15 is set aside for benchmarks, RFC 2544; the IPv6 one is a unique local
+/// prefix), so that they hide none of the machine's neighbours. The gateway is pasta; it also
+/// answers DNS.
+const ADDRESS4: &str = "198.18.0.2";
+const PREFIX4: &str = "24";
+const GATEWAY4: &str = "198.18.0.1";
+const ADDRESS6: &str = "fdc1:5a0d:ec5e::2";
+const GATEWAY6: &str = "fdc1:5a0d:ec5e::1";
+/// The name of the namespace's outer interface.
+const INTERFACE: &str = "eth0";
+
+/// The network part of the plan, as the policy asks, or why it cannot be had here.
+fn network_plan(policy: &Policy, disk: &dyn LaunchDisk) -> Result<Option<NetworkPlan>, PlanError> {
+    if policy.network == Network::Shared {
+        return Ok(None);
+    }
+    let pasta = PathBuf::from(PASTA);
+    if disk.target_kind(&pasta) != Some(EntryKind::File) {
+        return Err(PlanError::NoPasta { path: pasta });
+    }
+    // The helper runs pasta outside the sandbox, as the launcher's user: a chat that could
+    // replace it (or put a file beside it: pasta runs its `.avx2` twin from its own folder)
+    // would run a program of its choice there at the next launch. A root chat writes only where
+    // the policy says (its own files' permissions are the helper's check, at launch).
+    if policy.system_read_only {
+        let folder = pasta.parent().unwrap_or(Path::new("/"));
+        for path in [pasta.as_path(), folder] {
+            if policy.decide(Op::Write, path).allowed {
+                return Err(PlanError::PastaWritable {
+                    path: path.to_owned(),
+                });
+            }
+        }
+    }
+    let args = [
+        "--foreground",
+        "--config-net",
+        "--ns-ifname",
+        INTERFACE,
+        "--tcp-ports",
+        "none",
+        "--udp-ports",
+        "none",
+        "--tcp-ns",
+        "none",
+        "--udp-ns",
+        "none",
+        "--no-map-gw",
+        "--no-netns-quit",
+        "--no-dhcp",
+        "--no-dhcpv6",
+        "--address",
+        ADDRESS4,
+        "--netmask",
+        PREFIX4,
+        "--gateway",
+        GATEWAY4,
+        "--address",
+        ADDRESS6,
+        "--gateway",
+        GATEWAY6,
+        "--dns-forward",
+        GATEWAY4,
+    ];
+    Ok(Some(NetworkPlan {
+        pasta,
+        pasta_args: args.iter().map(|a| (*a).to_owned()).collect(),
+        interface: INTERFACE.to_owned(),
+        dns: GATEWAY4.to_owned(),
+    }))
+}
+
+/// What the plan says of the machine's loopback.
+pub(super) fn loopback_guarantee(network: Option<&NetworkPlan>) -> Guarantee {
+    match network {
+        None => Guarantee::new(
+            Promise::LoopbackTcp,
+            "nothing: the network is shared with the machine",
+            Enforcement::Not(
+                "open by the owner's decision (everything the person can use): a server on 127.0.0.1 outside acts for a chat as for anyone; `[policy] network = \"isolated\"` gives each chat a network of its own".into(),
+            ),
+        ),
+        Some(net) => Guarantee::new(
+            Promise::LoopbackTcp,
+            format!(
+                "a network namespace of the chat's own (its own loopback), outbound only through pasta: no gateway mapped to the machine's loopback, no port forwarded either way; the chat holds no capability in it, so it cannot hand pasta a packet of its own making (this pasta forwards one addressed to 127.0.0.1); DNS to {} is relayed to the machine's first resolver (UDP port 53 only), which may itself listen on the loopback",
+                net.dns
+            ),
+            Enforcement::Fully,
+        ),
+    }
 }
 
 /// What compiling needs to know about the file system at launch.
@@ -346,6 +477,28 @@ pub struct Kernel {
 pub enum PlanError {
     #[error("Landlock is missing (ABI 0): this machine cannot confine; run bridge-only")]
     NoLandlock,
+    #[error(
+        "`[policy] network = \"isolated\"` needs a network namespace of the chat's own, and this machine cannot create user namespaces (Landlock alone confines here): the launch is refused rather than run on the machine's network. Allow user namespaces (sysctl user.max_user_namespaces above 0, kernel.unprivileged_userns_clone=1, or Ubuntu's kernel.apparmor_restrict_unprivileged_userns=0), or set network = \"shared\""
+    )]
+    IsolatedNeedsNamespaces,
+    #[error(
+        "`[policy] network = \"isolated\"` needs pasta, and {} is missing: apt-get install passt (Debian, Ubuntu), dnf install passt (Fedora), or set network = \"shared\"",
+        path.display()
+    )]
+    NoPasta { path: PathBuf },
+    #[error(
+        "`[policy] network = \"isolated\"`: a root chat may write {} (`[policy] writable`), so a chat could replace pasta, which the launcher runs outside the sandbox for the next chat: take that place out of `writable`",
+        path.display()
+    )]
+    PastaWritable { path: PathBuf },
+}
+
+impl PlanError {
+    /// A request this machine or configuration cannot honour (exit status 2), as opposed to a
+    /// machine that cannot confine at all.
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, PlanError::NoLandlock)
+    }
 }
 
 /// Compiles a policy into the plan the helper applies.
@@ -358,8 +511,14 @@ pub fn compile(
         return Err(PlanError::NoLandlock);
     }
     if !kernel.namespaces {
+        // Without a user namespace no network namespace can be made: refused, never shared
+        // silently.
+        if policy.network == Network::Isolated {
+            return Err(PlanError::IsolatedNeedsNamespaces);
+        }
         return Ok(super::frozen::compile(policy, kernel, disk));
     }
+    let network = network_plan(policy, disk)?;
     let abi = kernel.landlock_abi.min(NEWEST_KNOWN_ABI);
     let mut guarantees = Vec::new();
     let mut create_dirs = vec![policy.runtime.clone()];
@@ -531,6 +690,7 @@ pub fn compile(
         Enforcement::Fully,
     ));
     guarantees.extend(common.guarantees.iter().cloned());
+    guarantees.push(loopback_guarantee(network.as_ref()));
     Ok(LinuxPlan {
         version: PLAN_VERSION,
         chat: policy.chat.to_string(),
@@ -545,6 +705,7 @@ pub fn compile(
             system_read_only,
             kernel: kernel_steps,
             attach_stand_ins: false,
+            network,
         }),
         landlock: common.landlock(rules),
         seccomp: common.seccomp,
@@ -748,13 +909,6 @@ impl Common {
             socket_families_guarantee(),
             setuid_bits_guarantee(),
             kernel_surface_guarantee(),
-            Guarantee::new(
-                Promise::LoopbackTcp,
-                "nothing: the network is shared with the machine",
-                Enforcement::Not(
-                    "open by the owner's decision (everything the person can use): a TCP server on 127.0.0.1 outside acts for a chat as for anyone; a provider that runs such servers can run chats in a network namespace of their own".into(),
-                ),
-            ),
         ];
         Common {
             abi,

@@ -94,6 +94,8 @@ pub(super) struct Init {
     pub pidfd: OwnedFd,
     /// The read end of init's report pipe (non-blocking).
     pub report: OwnedFd,
+    /// The chat's own network, ended once init has (`network = "isolated"`).
+    pub pasta: Option<super::network::Pasta>,
 }
 
 /// A stop in progress: which signal asked for it, and since when.
@@ -108,7 +110,7 @@ struct Stop {
 /// ends this process the way the program ended. `signals` reads [`watched`], blocked since before
 /// init was cloned.
 pub(super) fn wait_for_init(
-    init: Init,
+    mut init: Init,
     signals: OwnedFd,
 ) -> Result<super::apply::Never, ApplyError> {
     // Everything the helper inherited and does not need (the caller's leaked descriptors) is
@@ -219,6 +221,10 @@ pub(super) fn wait_for_init(
         // The pidfd said init ended; its zombie is there to reap.
         std::thread::sleep(Duration::from_millis(1));
     };
+    // Nothing of the chat's outlives the launch, pasta included.
+    if let Some(pasta) = init.pasta.take() {
+        pasta.stop();
+    }
     let mut bytes = [0u8; 4096];
     // SAFETY: reading at most the buffer's size into it, from a non-blocking pipe.
     let n = unsafe {

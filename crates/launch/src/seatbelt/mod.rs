@@ -878,6 +878,7 @@ mod tests {
             kernel_secrets: Vec::new(),
             system_read_only: false,
             writable: Vec::new(),
+            network: Default::default(),
         };
         let expected: Vec<PathBuf> = [
             "",

@@ -326,6 +326,7 @@ fn placeholder_policy() -> Policy {
         kernel_secrets: Vec::new(),
         system_read_only: false,
         writable: Vec::new(),
+        network: Default::default(),
     }
 }
 

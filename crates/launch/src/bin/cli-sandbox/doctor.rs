@@ -53,7 +53,11 @@ fn ways_out(settings: &Settings, facts: &Facts, backend: Backend) -> Vec<Guarant
             });
             match compiled {
                 Ok(plan) => plan.guarantees,
-                Err(e) => every_promise("nothing", Enforcement::Not(e.to_string())),
+                // No plan, no launch: every chat is refused, and the error says why.
+                Err(e) => every_promise(
+                    "nothing: no chat can be launched with this configuration",
+                    Enforcement::Not(e.to_string()),
+                ),
             }
         }
         (Facts::MacOs(_), Backend::Seatbelt) => vec![Guarantee {
