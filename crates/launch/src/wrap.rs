@@ -16,7 +16,7 @@ use sandbox_core::{
 };
 use serde::Serialize;
 
-use crate::person_files::{self, RealPersonFiles};
+use crate::person_files::{PersonFilesGuard, RealPersonFiles};
 use crate::seatbelt::SeatbeltProfile;
 use crate::{Context, Error, registry};
 
@@ -55,6 +55,10 @@ pub struct LandlockArgs {
     pub pre_trust: Vec<FileEdit>,
     /// The compiled Linux plan the helper reads, when the backend is Landlock.
     pub plan_file: Option<PathBuf>,
+    /// Where [`LandlockArgs::pre_trust`] may write: the chat's policy and the places the
+    /// person named by the variables the adapter read.
+    #[serde(skip)]
+    person_files: PersonFilesGuard,
 }
 
 /// How the wrapper finds the `cli-sandbox` binary that runs the Linux helper: given, or
@@ -100,7 +104,9 @@ impl LandlockArgs {
             extra_args: spec.extra_args.clone(),
             confined: decision.backend != Backend::None,
         };
-        let launch = adapter.launch(&request, &RealPersonFiles)?;
+        // The adapter reads the person's files through the same guard that writes them.
+        let person = RealPersonFiles::for_policy(&policy);
+        let launch = adapter.launch(&request, &person)?;
         let mut command: Vec<OsString> = vec![program.clone().into_os_string()];
         command.extend(launch.args.iter().map(OsString::from));
         let command_len = command.len();
@@ -117,15 +123,20 @@ impl LandlockArgs {
             stdin: launch.stdin,
             pre_trust: launch.pre_trust,
             plan_file,
+            person_files: person.guard(),
         })
     }
 
-    /// Writes the pre-trust entries into the person's files (under a lock, atomically).
+    /// Writes the pre-trust entries into the person's files (under a lock, atomically, only
+    /// where the person's files may be: see [`crate::person_files`]).
     pub fn pre_trust(&self) -> Result<(), Error> {
         for edit in &self.pre_trust {
-            // The person's file could not take the entry (unparsable, a key of another type): the
-            // launch stops, and the person has a file to fix, so it is bad input.
-            person_files::apply(edit).map_err(|e| Error::BadInput(e.to_string()))?;
+            // The person's file could not take the entry (unparsable, a key of another type, a
+            // link into protected data): the launch stops, and the person has a file to fix, so
+            // it is bad input.
+            self.person_files
+                .apply(edit)
+                .map_err(|e| Error::BadInput(e.to_string()))?;
         }
         Ok(())
     }

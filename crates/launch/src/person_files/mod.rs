@@ -1,14 +1,25 @@
 //! Reading a person's own CLI settings and writing pre-trust entries into them.
 //!
 //! An adapter says *what* to write (a [`FileEdit`]); this module writes it without losing a byte
-//! of what the person had, even with a hundred launches at once:
+//! of what the person had, even with a hundred launches at once, and only where the person's
+//! files may be: the launcher runs unconfined, in a home that every chat can write, so each path
+//! is resolved once, race-free, and checked before anything is read or written.
 //!
-//! - **Lock.** An exclusive `flock` on the folder that holds the file (opened read-only), held
-//!   from the read to the rename. The folder's inode stays put while files in it are replaced, so
-//!   every launcher waits on the same lock; a lock on the file itself would be lost at the first
-//!   rename, and a separate lock file would litter the person's folder. The CLIs themselves do
-//!   not take this lock: a CLI that rewrites its own file at the same instant can still lose our
-//!   entry or theirs (we write once, before the CLI starts).
+//! - **Resolve once.** The file's real location is learned from an open descriptor (`openat2`
+//!   with `RESOLVE_NO_MAGICLINKS` and `/proc/self/fd` on Linux, a component walk with
+//!   `O_NOFOLLOW` elsewhere: `resolve`), and from then on everything works relative to the
+//!   descriptor of the folder that holds it: missing folders are made with `mkdirat` one at a
+//!   time and opened with `O_NOFOLLOW`; the file is opened by its name in that folder with
+//!   `O_NOFOLLOW`; the temporary file, the `renameat` and the fsyncs use the same descriptor.
+//!   Nothing is read or written through a path string after the check. A link planted in the
+//!   way after the check is met by `O_NOFOLLOW` (or `RESOLVE_NO_SYMLINKS`), and the whole
+//!   resolution starts again, up to eight times.
+//! - **Lock.** An exclusive `flock` on that folder, held from the read to the rename. The
+//!   folder's inode stays put while files in it are replaced, so every launcher waits on the same
+//!   lock; a lock on the file itself would be lost at the first rename, and a separate lock file
+//!   would litter the person's folder. The CLIs themselves do not take this lock: a CLI that
+//!   rewrites its own file at the same instant can still lose our entry or theirs (we write once,
+//!   before the CLI starts).
 //! - **Preserve.** TOML goes through `toml_edit`, which keeps every other byte (comments, order,
 //!   odd spacing). JSON goes through `serde_json` with `preserve_order`: every key and value is
 //!   kept in its order, the indentation is re-used, the layout around them is rewritten. (JSON
@@ -19,41 +30,150 @@
 //! - **Permissions.** The replacement gets the old file's mode and owner, so it is never wider
 //!   than the file it replaces; a new file gets the edit's `create_mode`, and a missing folder
 //!   the same mode with `x` added wherever `r` is (0600 gives 0700), whatever the umask.
-//! - **Symlinks.** A settings file that is a symlink (a dotfiles checkout) is edited where it
-//!   points, so the link survives.
+//! - **Symlinks.** A settings file or folder that is a symlink into the home (a dotfiles
+//!   checkout: GNU stow's relative links, absolute links) is edited where it points, so the link
+//!   survives. A symlink that leads nowhere is refused (nothing is created through a link).
 //! - **Refusal.** A file that cannot be parsed, or whose keys hold something else than a table,
 //!   is left untouched and the error names the file (and the line, for a parse error).
 //! - **Idempotent.** Nothing is written when the entry is already there.
 //!
-//! What it is not: it knows nothing about any CLI (the adapters do) and never deletes a key.
+//! # Where it refuses
+//!
+//! Nothing is read, created or written, and the error names the file and the first symlink on
+//! its way, when:
+//!
+//! - the file, or a folder above it, resolves into protected data (a protected root of the
+//!   chat's policy: workspace-docs, the app folder, the whole state root with every chat's
+//!   runtime, a grant), or, for a write, onto a persistence path that `harden` closes; the place
+//!   is named by its protected root only, never by the path inside it;
+//! - it resolves anywhere that is not the person's: the person's places are the home and the
+//!   places the person named by an environment variable an adapter read for this launch
+//!   ([`PersonFiles::var`]: `CODEX_HOME`, `CLAUDE_CONFIG_DIR`, `GEMINI_CLI_HOME`, ...), taken as
+//!   written. A file addressed inside this chat's own runtime (Gemini's workspace settings) must
+//!   stay inside that runtime. The rule itself is [`sandbox_core::Policy::person_file`];
+//! - the file is not a regular file, or has more than one name (hard links): another name could
+//!   lie in protected data, where a read would fetch it, and replacing the file would split the
+//!   names apart silently;
+//! - the file, or the folder it is written in, is not owned by the user the launcher runs as
+//!   (unless that is root, which owns nothing in particular and keeps each file's owner);
+//! - a symlink on the way leads nowhere, or loops.
+//!
+//! The checks come before any byte of a file is read, so nothing from a protected file can
+//! reach the adapters (and through them argv or the environment) or an error message: a parse
+//! error quotes a position and a reason only for a file that passed them.
+//!
+//! What it is not: it knows nothing about any CLI (the adapters do), never deletes a key, and is
+//! not the only wall: the files a confined CLI reads later are confined by the sandbox itself.
 
-use std::fs::{self, DirBuilder, File};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+mod formats;
+mod resolve;
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
-use sandbox_core::{EditAction, FileEdit, FileFormat, PersonFiles};
-use serde_json::Value as Json;
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
+use rustix::io::Errno;
+use sandbox_core::{
+    FileEdit, FileFormat, NamedPlace, Op, PersonFiles, PersonPlaceRefusal, Policy,
+    check_absolute_clean,
+};
 
-/// The person's files as they are on this machine, and the launcher's own environment.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RealPersonFiles;
+#[doc(hidden)]
+pub use resolve::Resolution;
+use resolve::{Located, Unresolved};
 
-impl PersonFiles for RealPersonFiles {
-    fn read(&self, path: &Path) -> io::Result<Option<String>> {
-        match fs::read_to_string(path) {
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
+/// How many times a resolution is started again when something changed under it.
+const ATTEMPTS: usize = 8;
+
+/// Where the person's files may be read and written for one chat, and the code that does it:
+/// built from the chat's [`Policy`] (its home, protected roots, runtime, `harden` paths) and
+/// the places the person named by environment variables.
+#[derive(Debug, Clone)]
+pub struct PersonFilesGuard {
+    policy: Policy,
+    named: Vec<NamedPlace>,
+    /// The user the launcher (and so the chat) runs as.
+    uid: u32,
+    resolution: Resolution,
+}
+
+/// The person's files as they are on this machine, and the launcher's own environment, for the
+/// adapters ([`PersonFiles`]); reads go through a [`PersonFilesGuard`], and every absolute value
+/// of a variable an adapter reads becomes one of the person's named places.
+#[derive(Debug)]
+pub struct RealPersonFiles {
+    guard: Mutex<PersonFilesGuard>,
+    /// The environment the CLI will get, when it is not this process's own.
+    vars: Option<BTreeMap<String, String>>,
+}
+
+impl RealPersonFiles {
+    pub fn for_policy(policy: &Policy) -> RealPersonFiles {
+        RealPersonFiles::with_guard(PersonFilesGuard::for_policy(policy))
+    }
+
+    /// Reads through `guard`, with this process's environment.
+    pub fn with_guard(guard: PersonFilesGuard) -> RealPersonFiles {
+        RealPersonFiles {
+            guard: Mutex::new(guard),
+            vars: None,
         }
     }
 
-    fn var(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok()
+    /// Reads through `guard`, with `vars` as the environment the CLI will get (a caller that
+    /// launches with another environment than its own, and the tests).
+    pub fn with_vars(guard: PersonFilesGuard, vars: BTreeMap<String, String>) -> RealPersonFiles {
+        RealPersonFiles {
+            guard: Mutex::new(guard),
+            vars: Some(vars),
+        }
+    }
+
+    /// The guard, with every place named by the variables read so far: what applies the
+    /// launch's edits.
+    pub fn guard(&self) -> PersonFilesGuard {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PersonFilesGuard> {
+        self.guard.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// What [`apply`] did.
+impl PersonFiles for RealPersonFiles {
+    fn read(&self, path: &Path) -> io::Result<Option<String>> {
+        self.lock().read(path).map_err(|e| {
+            let kind = match e {
+                PersonFileError::Refused { .. } => io::ErrorKind::PermissionDenied,
+                PersonFileError::Io { ref source, .. } => source.kind(),
+                _ => io::ErrorKind::Other,
+            };
+            io::Error::new(kind, e)
+        })
+    }
+
+    fn var(&self, name: &str) -> Option<String> {
+        let value = match &self.vars {
+            Some(vars) => vars.get(name).cloned()?,
+            None => std::env::var(name).ok()?,
+        };
+        let path = Path::new(&value);
+        if check_absolute_clean("named place", path).is_ok() {
+            let mut guard = self.lock();
+            *guard = guard.clone().with_named_place(name, path);
+        }
+        Some(value)
+    }
+}
+
+/// What [`PersonFilesGuard::apply`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {
     /// The file was written (or created).
@@ -88,12 +208,123 @@ pub enum PersonFileError {
     },
     #[error("the edit of `{}` is not valid: {why}", file.display())]
     BadEdit { file: PathBuf, why: String },
+    #[error(
+        "`{}` {why}{}: nothing was read or written; {}",
+        file.display(),
+        through(link),
+        why.fix()
+    )]
+    Refused {
+        file: PathBuf,
+        /// The first symlink on the way to the file, and its text.
+        link: Option<(PathBuf, PathBuf)>,
+        why: Box<Refusal>,
+    },
     #[error("cannot {action} `{}`: {source}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
         source: io::Error,
     },
+}
+
+fn through(link: &Option<(PathBuf, PathBuf)>) -> String {
+    match link {
+        Some((link, target)) => format!(
+            " through the symlink `{}` -> `{}`",
+            link.display(),
+            target.display()
+        ),
+        None => String::new(),
+    }
+}
+
+/// Why a file is not one the launcher reads or writes; see "Where it refuses" in the module
+/// docs. Every path named here passed the place check (or is the link's own text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The resolved place is not the person's ([`Policy::person_file`]).
+    Place(PersonPlaceRefusal),
+    /// A symlink on the way leads nowhere (it is named in the error's `link`).
+    Dangling,
+    /// More symlinks on the way than Linux follows: a loop, most likely.
+    Loop,
+    /// A component on the way is neither a folder nor a link to one.
+    NotAFolder { path: PathBuf },
+    /// The file is a folder, a fifo, a device or a socket.
+    NotRegular { path: PathBuf, kind: &'static str },
+    /// The file has more than one name.
+    HardLinks { path: PathBuf, names: u64 },
+    /// The file (or, with `folder`, the folder it is written in) belongs to another user.
+    NotOwned {
+        path: PathBuf,
+        owner: u32,
+        uid: u32,
+        folder: bool,
+    },
+    /// Something kept moving under the resolution.
+    KeptChanging,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Place(place) => write!(f, "leads {place}"),
+            Refusal::Dangling => write!(f, "leads nowhere"),
+            Refusal::Loop => write!(f, "goes through too many symlinks (a loop?)"),
+            Refusal::NotAFolder { path } => {
+                write!(
+                    f,
+                    "goes through `{}`, which is not a folder",
+                    path.display()
+                )
+            }
+            Refusal::NotRegular { path, kind } => {
+                write!(f, "is a {kind} (`{}`), not a regular file", path.display())
+            }
+            Refusal::HardLinks { path, names } => write!(
+                f,
+                "(`{}`) has {names} names (hard links): another may lie in protected data, and replacing the file would split them",
+                path.display()
+            ),
+            Refusal::NotOwned {
+                path,
+                owner,
+                uid,
+                folder,
+            } => write!(
+                f,
+                "{} `{}`, owned by uid {owner}, not by uid {uid} that runs this launch",
+                if *folder { "is in the folder" } else { "is" },
+                path.display()
+            ),
+            Refusal::KeptChanging => write!(
+                f,
+                "changed while it was being resolved, {ATTEMPTS} times in a row"
+            ),
+        }
+    }
+}
+
+impl Refusal {
+    fn fix(&self) -> &'static str {
+        match self {
+            Refusal::Place(_) => {
+                "remove that symlink, or point it (or the variable that names the place) at a folder of your own, and launch again"
+            }
+            Refusal::Dangling => "create what the link points to, or remove it, and launch again",
+            Refusal::Loop | Refusal::NotAFolder { .. } | Refusal::NotRegular { .. } => {
+                "fix the path and launch again"
+            }
+            Refusal::HardLinks { .. } => {
+                "make it a single file (`cp` it to a new name, then `mv` that over it) and launch again"
+            }
+            Refusal::NotOwned { .. } => {
+                "give it to the user that launches (`chown`) and launch again"
+            }
+            Refusal::KeptChanging => "launch again once nothing else is moving it",
+        }
+    }
 }
 
 fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> PersonFileError {
@@ -105,381 +336,444 @@ fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Person
     }
 }
 
-/// Writes `edit` into its file under the folder lock, atomically; see the module docs.
-pub fn apply(edit: &FileEdit) -> Result<Applied, PersonFileError> {
-    let bad = |why: &str| PersonFileError::BadEdit {
-        file: edit.file.clone(),
-        why: why.to_owned(),
-    };
-    if !edit.file.is_absolute() {
-        return Err(bad("the path is not absolute"));
-    }
-    if edit.keys.is_empty() {
-        return Err(bad("it names no key"));
-    }
-    if edit.create_mode & !0o777 != 0 {
-        return Err(bad("create_mode has bits beyond 0o777"));
-    }
-    let file = follow_symlink(&edit.file)?;
-    let folder = file
-        .parent()
-        .ok_or_else(|| bad("the path has no parent folder"))?;
-    let name = file
-        .file_name()
-        .ok_or_else(|| bad("the path has no file name"))?
-        .to_string_lossy()
-        .into_owned();
-
-    DirBuilder::new()
-        .recursive(true)
-        .mode(folder_mode(edit.create_mode))
-        .create(folder)
-        .map_err(io_err("create the folder", folder))?;
-    let folder_handle = File::open(folder).map_err(io_err("open the folder", folder))?;
-    folder_handle
-        .lock()
-        .map_err(io_err("lock the folder", folder))?;
-    // The lock is released when `folder_handle` is dropped, on every path out of here.
-
-    let (old_text, old_meta) = match fs::read_to_string(&file) {
-        Ok(text) => {
-            let meta = fs::metadata(&file).map_err(io_err("read the permissions of", &file))?;
-            (Some(text), Some(meta))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => (None, None),
-        Err(e) => return Err(io_err("read", &file)(e)),
-    };
-    let new_text = match edit.format {
-        FileFormat::Toml => edit_toml(&file, old_text.as_deref().unwrap_or(""), edit)?,
-        FileFormat::Json => edit_json(&file, old_text.as_deref(), edit)?,
-    };
-    let Some(new_text) = new_text else {
-        return Ok(Applied::AlreadyThere);
-    };
-
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".cli-sandbox.tmp")
-        .tempfile_in(folder)
-        .map_err(io_err("create a temporary file in", folder))?;
-    let mode = old_meta
-        .as_ref()
-        .map_or(edit.create_mode, |m| m.mode() & 0o7777);
-    tmp.as_file()
-        .set_permissions(fs::Permissions::from_mode(mode))
-        .map_err(io_err("set the permissions of", tmp.path()))?;
-    if let Some(meta) = &old_meta {
-        let ours = fs::metadata(tmp.path()).map_err(io_err("inspect", tmp.path()))?;
-        if (ours.uid(), ours.gid()) != (meta.uid(), meta.gid()) {
-            std::os::unix::fs::fchown(tmp.as_file(), Some(meta.uid()), Some(meta.gid()))
-                .map_err(io_err("give the owner of the old file to", tmp.path()))?;
-        }
-    }
-    tmp.write_all(new_text.as_bytes())
-        .map_err(io_err("write", tmp.path()))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(io_err("flush", tmp.path()))?;
-    tmp.persist(&file)
-        .map_err(|e| io_err("replace", &file)(e.error))?;
-    folder_handle
-        .sync_all()
-        .map_err(io_err("flush the folder", folder))?;
-    Ok(Applied::Written)
+fn errno(action: &'static str, path: &Path) -> impl FnOnce(Errno) -> PersonFileError {
+    let inner = io_err(action, path);
+    move |e| inner(e.into())
 }
 
-/// The file a symlink finally points at (so the link survives), or the path itself.
-fn follow_symlink(path: &Path) -> Result<PathBuf, PersonFileError> {
-    match fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            fs::canonicalize(path).map_err(io_err("follow the symlink", path))
+/// What is at a name in a checked folder.
+enum Existing {
+    Missing,
+    /// A symlink sits there now (planted since the resolution): resolve again.
+    Changed,
+    File(File, rustix::fs::Stat),
+}
+
+impl PersonFilesGuard {
+    /// The guard for a chat's policy; the launcher runs as the current effective user.
+    pub fn for_policy(policy: &Policy) -> PersonFilesGuard {
+        PersonFilesGuard {
+            policy: policy.clone(),
+            named: Vec::new(),
+            uid: rustix::process::geteuid().as_raw(),
+            resolution: Resolution::default(),
         }
-        _ => Ok(path.to_owned()),
     }
+
+    /// Adds a place the person named by the variable `var` (its value, as written); a relative
+    /// one, or one with `..`, names nothing.
+    pub fn with_named_place(mut self, var: &str, path: &Path) -> PersonFilesGuard {
+        let place = NamedPlace {
+            var: var.to_owned(),
+            path: path.to_owned(),
+        };
+        if check_absolute_clean("named place", path).is_ok() && !self.named.contains(&place) {
+            self.named.push(place);
+        }
+        self
+    }
+
+    #[doc(hidden)]
+    pub fn resolving_by(mut self, resolution: Resolution) -> PersonFilesGuard {
+        self.resolution = resolution;
+        self
+    }
+
+    /// The file's text, `Ok(None)` when it does not exist, once its place passed the checks.
+    pub fn read(&self, path: &Path) -> Result<Option<String>, PersonFileError> {
+        if !path.is_absolute() {
+            return Err(PersonFileError::BadEdit {
+                file: path.to_owned(),
+                why: "the path is not absolute".to_owned(),
+            });
+        }
+        for _ in 0..ATTEMPTS {
+            let Some(place) = self.place(Op::Read, path)? else {
+                continue;
+            };
+            if place.rest.len() > 1 {
+                return Ok(None); // a folder on the way does not exist
+            }
+            let resolved = place.resolved();
+            match open_existing(&place.dir, place.name()).map_err(errno("read", &resolved))? {
+                Existing::Missing => return Ok(None),
+                Existing::Changed => continue,
+                Existing::File(file, stat) => {
+                    self.check_file(path, &resolved, &stat)?;
+                    return read_text(file, &resolved).map(Some);
+                }
+            }
+        }
+        Err(self.refused(path, Refusal::KeptChanging))
+    }
+
+    /// Writes `edit` into its file under the folder lock, atomically; see the module docs.
+    pub fn apply(&self, edit: &FileEdit) -> Result<Applied, PersonFileError> {
+        let bad = |why: &str| PersonFileError::BadEdit {
+            file: edit.file.clone(),
+            why: why.to_owned(),
+        };
+        if !edit.file.is_absolute() {
+            return Err(bad("the path is not absolute"));
+        }
+        if edit.keys.is_empty() {
+            return Err(bad("it names no key"));
+        }
+        if edit.create_mode & !0o777 != 0 {
+            return Err(bad("create_mode has bits beyond 0o777"));
+        }
+        for _ in 0..ATTEMPTS {
+            if let Some(applied) = self.try_apply(edit)? {
+                return Ok(applied);
+            }
+        }
+        Err(self.refused(&edit.file, Refusal::KeptChanging))
+    }
+
+    /// One attempt; `Ok(None)` when something changed under it and it must start again.
+    fn try_apply(&self, edit: &FileEdit) -> Result<Option<Applied>, PersonFileError> {
+        let file = edit.file.as_path();
+        let Some(place) = self.place(Op::Write, file)? else {
+            return Ok(None);
+        };
+        let name = place.name().to_owned();
+        let Some((dir, dir_path)) = create_missing(place, folder_mode(edit.create_mode))? else {
+            return Ok(None);
+        };
+        let dir_stat = rustix::fs::fstat(&dir).map_err(errno("inspect the folder", &dir_path))?;
+        self.check_owner(file, &dir_path, dir_stat.st_uid, true)?;
+        rustix::fs::flock(&dir, FlockOperation::LockExclusive)
+            .map_err(errno("lock the folder", &dir_path))?;
+        // The lock is released when `dir` is closed, on every path out of here.
+
+        let resolved = dir_path.join(&name);
+        let (old_text, old_stat) =
+            match open_existing(&dir, &name).map_err(errno("read", &resolved))? {
+                Existing::Missing => (None, None),
+                Existing::Changed => return Ok(None),
+                Existing::File(handle, stat) => {
+                    self.check_file(file, &resolved, &stat)?;
+                    (Some(read_text(handle, &resolved)?), Some(stat))
+                }
+            };
+        let new_text = match edit.format {
+            FileFormat::Toml => formats::edit_toml(file, old_text.as_deref().unwrap_or(""), edit)?,
+            FileFormat::Json => formats::edit_json(file, old_text.as_deref(), edit)?,
+        };
+        let Some(new_text) = new_text else {
+            return Ok(Some(Applied::AlreadyThere));
+        };
+        let (mode, owner) = match &old_stat {
+            Some(stat) => (mode_bits(stat) & 0o7777, Some((stat.st_uid, stat.st_gid))),
+            None => (edit.create_mode, None),
+        };
+        replace(&dir, &dir_path, &name, new_text.as_bytes(), mode, owner)?;
+        Ok(Some(Applied::Written))
+    }
+
+    /// The checked place of `file`; `Ok(None)` when it must be resolved again. Every path an
+    /// error names has passed the place check first.
+    fn place(&self, op: Op, file: &Path) -> Result<Option<Located>, PersonFileError> {
+        let located = match resolve::locate(file, self.resolution) {
+            Ok(located) => located,
+            Err(Unresolved::Changed) => return Ok(None),
+            Err(Unresolved::Dangling { link, target, at }) => {
+                // Where it leads decides first: a link into protected data is named as such.
+                self.judge(op, file, &at)?;
+                self.judge(op, file, &link)?;
+                return Err(PersonFileError::Refused {
+                    file: file.to_owned(),
+                    link: Some((link, target)),
+                    why: Box::new(Refusal::Dangling),
+                });
+            }
+            Err(Unresolved::Loop { link }) => {
+                self.judge(op, file, &link)?;
+                return Err(self.refused(file, Refusal::Loop));
+            }
+            Err(Unresolved::NotAFolder { path }) => {
+                self.judge(op, file, &path)?;
+                return Err(self.refused(file, Refusal::NotAFolder { path }));
+            }
+            Err(Unresolved::IsAFolder { path }) => {
+                self.judge(op, file, &path)?;
+                return Err(self.refused(
+                    file,
+                    Refusal::NotRegular {
+                        path,
+                        kind: "folder",
+                    },
+                ));
+            }
+            Err(Unresolved::Io { path, source }) => {
+                self.judge(op, file, &path)?;
+                return Err(PersonFileError::Io {
+                    action: "resolve",
+                    path,
+                    source,
+                });
+            }
+        };
+        self.judge(op, file, &located.resolved())?;
+        Ok(Some(located))
+    }
+
+    fn judge(&self, op: Op, file: &Path, resolved: &Path) -> Result<(), PersonFileError> {
+        self.policy
+            .person_file(op, file, resolved, &self.named)
+            .map_err(|place| self.refused(file, Refusal::Place(place)))
+    }
+
+    fn refused(&self, file: &Path, why: Refusal) -> PersonFileError {
+        // A link's text is named only where the link itself is not in protected data.
+        let link = resolve::first_link(file).filter(|(link, _)| {
+            !self.policy.is_protected(link) || link.starts_with(&self.policy.runtime)
+        });
+        PersonFileError::Refused {
+            file: file.to_owned(),
+            link,
+            why: Box::new(why),
+        }
+    }
+
+    fn check_file(
+        &self,
+        file: &Path,
+        resolved: &Path,
+        stat: &rustix::fs::Stat,
+    ) -> Result<(), PersonFileError> {
+        let kind = match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => None,
+            FileType::Directory => Some("folder"),
+            FileType::Fifo => Some("fifo"),
+            FileType::Socket => Some("socket"),
+            FileType::CharacterDevice | FileType::BlockDevice => Some("device"),
+            _ => Some("special file"),
+        };
+        if let Some(kind) = kind {
+            return Err(self.refused(
+                file,
+                Refusal::NotRegular {
+                    path: resolved.to_owned(),
+                    kind,
+                },
+            ));
+        }
+        #[allow(clippy::useless_conversion)] // u16 on macOS, u64 on Linux
+        let names = u64::from(stat.st_nlink);
+        if names > 1 {
+            return Err(self.refused(
+                file,
+                Refusal::HardLinks {
+                    path: resolved.to_owned(),
+                    names,
+                },
+            ));
+        }
+        self.check_owner(file, resolved, stat.st_uid, false)
+    }
+
+    fn check_owner(
+        &self,
+        file: &Path,
+        path: &Path,
+        owner: u32,
+        folder: bool,
+    ) -> Result<(), PersonFileError> {
+        if self.uid == 0 || owner == self.uid {
+            return Ok(());
+        }
+        Err(self.refused(
+            file,
+            Refusal::NotOwned {
+                path: path.to_owned(),
+                owner,
+                uid: self.uid,
+                folder,
+            },
+        ))
+    }
+}
+
+/// Makes the folders `place` still lacks, one at a time below its folder, none through a link;
+/// the folder that holds the file and its real path, or `None` when one was replaced meanwhile.
+fn create_missing(
+    place: Located,
+    mode: u32,
+) -> Result<Option<(OwnedFd, PathBuf)>, PersonFileError> {
+    let Located {
+        mut dir,
+        mut dir_path,
+        rest,
+    } = place;
+    let (_, folders) = rest
+        .split_last()
+        .expect("rest always ends with the file's name");
+    for folder in folders {
+        let here = dir_path.join(folder);
+        let made = match rustix::fs::mkdirat(&dir, folder.as_os_str(), raw_mode(mode)) {
+            Ok(()) => true,
+            Err(Errno::EXIST) => false, // another launch made it, or something else sits there
+            Err(e) => return Err(errno("create the folder", &here)(e)),
+        };
+        let next = match rustix::fs::openat(
+            &dir,
+            folder.as_os_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(next) => next,
+            // A link or a file in its place: resolve again (and judge where it leads).
+            Err(Errno::LOOP | Errno::NOTDIR | Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(errno("open the folder", &here)(e)),
+        };
+        if made {
+            // Exactly the mode asked for, whatever the umask.
+            rustix::fs::fchmod(&next, raw_mode(mode))
+                .map_err(errno("set the permissions of", &here))?;
+        }
+        dir = next;
+        dir_path = here;
+    }
+    Ok(Some((dir, dir_path)))
+}
+
+/// Opens the entry `name` of a checked folder for reading, never through a symlink.
+/// `O_NONBLOCK` keeps a fifo from hanging the launch and `O_NOCTTY` keeps a terminal from
+/// becoming ours; the caller refuses anything but a regular file from its `fstat`. (No device
+/// node can be put there by a chat: Landlock grants no `make_char`/`make_block`, and the chat
+/// has no `CAP_MKNOD`.)
+fn open_existing(dir: &OwnedFd, name: &OsStr) -> rustix::io::Result<Existing> {
+    match rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => {
+            let stat = rustix::fs::fstat(&fd)?;
+            Ok(Existing::File(File::from(fd), stat))
+        }
+        Err(Errno::NOENT) => Ok(Existing::Missing),
+        Err(Errno::LOOP) => Ok(Existing::Changed),
+        Err(e) => Err(e),
+    }
+}
+
+fn read_text(mut file: File, path: &Path) -> Result<String, PersonFileError> {
+    let mut text = String::new();
+    file.read_to_string(&mut text)
+        .map_err(io_err("read", path))?;
+    Ok(text)
+}
+
+/// A temporary file in a checked folder, removed again unless it was renamed into place.
+struct Temporary<'a> {
+    dir: &'a OwnedFd,
+    name: OsString,
+    renamed: bool,
+}
+
+impl Drop for Temporary<'_> {
+    fn drop(&mut self) {
+        if !self.renamed {
+            // Best effort: a stray temporary file is harmless (it never replaces the real one).
+            let _ = rustix::fs::unlinkat(self.dir, self.name.as_os_str(), AtFlags::empty());
+        }
+    }
+}
+
+/// Creates `.<name>.<unique>.cli-sandbox.tmp` in `dir`, never through a link.
+fn temporary<'a>(
+    dir: &'a OwnedFd,
+    dir_path: &Path,
+    name: &OsStr,
+) -> Result<(File, Temporary<'a>), PersonFileError> {
+    use std::hash::{BuildHasher, RandomState};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let random = RandomState::new();
+    for _ in 0..64 {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let unique = random.hash_one((std::process::id(), n));
+        let mut tmp = b".".to_vec();
+        tmp.extend_from_slice(name.as_bytes());
+        tmp.extend_from_slice(format!(".{unique:016x}.cli-sandbox.tmp").as_bytes());
+        let tmp = OsString::from_vec(tmp);
+        match rustix::fs::openat(
+            dir,
+            tmp.as_os_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            raw_mode(0o600),
+        ) {
+            Ok(fd) => {
+                return Ok((
+                    File::from(fd),
+                    Temporary {
+                        dir,
+                        name: tmp,
+                        renamed: false,
+                    },
+                ));
+            }
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(errno("create a temporary file in", dir_path)(e)),
+        }
+    }
+    Err(io_err("create a temporary file in", dir_path)(
+        io::Error::new(io::ErrorKind::AlreadyExists, "every name tried was taken"),
+    ))
+}
+
+/// Replaces `name` in `dir` by a file holding `text`: temporary file, mode and owner, fsync,
+/// `renameat`, fsync of the folder.
+fn replace(
+    dir: &OwnedFd,
+    dir_path: &Path,
+    name: &OsStr,
+    text: &[u8],
+    mode: u32,
+    owner: Option<(u32, u32)>,
+) -> Result<(), PersonFileError> {
+    let (mut file, mut tmp) = temporary(dir, dir_path, name)?;
+    let tmp_path = dir_path.join(&tmp.name);
+    rustix::fs::fchmod(&file, raw_mode(mode))
+        .map_err(errno("set the permissions of", &tmp_path))?;
+    if let Some((uid, gid)) = owner {
+        let ours = rustix::fs::fstat(&file).map_err(errno("inspect", &tmp_path))?;
+        if (ours.st_uid, ours.st_gid) != (uid, gid) {
+            rustix::fs::fchown(
+                &file,
+                Some(rustix::fs::Uid::from_raw(uid)),
+                Some(rustix::fs::Gid::from_raw(gid)),
+            )
+            .map_err(errno("give the owner of the old file to", &tmp_path))?;
+        }
+    }
+    file.write_all(text).map_err(io_err("write", &tmp_path))?;
+    file.sync_all().map_err(io_err("flush", &tmp_path))?;
+    let target = dir_path.join(name);
+    rustix::fs::renameat(dir, tmp.name.as_os_str(), dir, name)
+        .map_err(errno("replace", &target))?;
+    tmp.renamed = true;
+    rustix::fs::fsync(dir).map_err(errno("flush the folder", dir_path))?;
+    Ok(())
+}
+
+/// `bits` as the platform's mode type (`u16` on macOS, `u32` on Linux).
+#[allow(clippy::unnecessary_cast)]
+fn raw_mode(bits: u32) -> Mode {
+    Mode::from_raw_mode(bits as rustix::fs::RawMode)
+}
+
+/// The mode bits of an `fstat`, whatever the platform's type.
+#[allow(clippy::unnecessary_cast)]
+fn mode_bits(stat: &rustix::fs::Stat) -> u32 {
+    stat.st_mode as u32
 }
 
 /// A folder made for a file of `mode` can be entered by whoever may read the file.
 fn folder_mode(mode: u32) -> u32 {
     let read_bits = mode & 0o444;
     mode | (read_bits >> 2)
-}
-
-/// Line and column (1-based) of byte `offset` in `text`.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rfind('\n')
-        .map_or(before.len(), |nl| before.len() - nl - 1)
-        + 1;
-    (line, column)
-}
-
-fn key_path(keys: &[String]) -> String {
-    keys.join(" > ")
-}
-
-// ---------- TOML ----------
-
-/// The edited text, or `None` when the entry is already there.
-fn edit_toml(file: &Path, text: &str, edit: &FileEdit) -> Result<Option<String>, PersonFileError> {
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-        let (line, column) = line_col(text, e.span().map_or(0, |s| s.start));
-        PersonFileError::Unparsable {
-            file: file.to_owned(),
-            format: "TOML",
-            line,
-            column,
-            reason: e.message().to_owned(),
-        }
-    })?;
-    let value = json_to_toml(&edit.value).map_err(|why| PersonFileError::BadEdit {
-        file: file.to_owned(),
-        why,
-    })?;
-    let wrong =
-        |depth: usize, found: &'static str, expected: &'static str| PersonFileError::WrongShape {
-            file: file.to_owned(),
-            key: key_path(&edit.keys[..=depth]),
-            found,
-            expected,
-        };
-
-    let (last, parents) = edit.keys.split_last().expect("keys checked non-empty");
-    let mut item: &mut toml_edit::Item = doc.as_item_mut();
-    for (depth, key) in parents.iter().enumerate() {
-        // A key added inside an inline table must itself be inline; elsewhere it becomes a
-        // `[header]` table, implicit so that only the innermost one shows a header.
-        let inline = item.is_inline_table();
-        let found = toml_kind(item);
-        let table = item
-            .as_table_like_mut()
-            .ok_or_else(|| wrong(depth.saturating_sub(1), found, "table"))?;
-        if table.get(key).is_none() {
-            let fresh = if inline {
-                toml_edit::Item::Value(toml_edit::InlineTable::new().into())
-            } else {
-                let mut t = toml_edit::Table::new();
-                t.set_implicit(true);
-                toml_edit::Item::Table(t)
-            };
-            table.insert(key, fresh);
-        }
-        item = table.get_mut(key).expect("inserted above");
-    }
-    let found = toml_kind(item);
-    let table = item
-        .as_table_like_mut()
-        .ok_or_else(|| wrong(parents.len().saturating_sub(1), found, "table"))?;
-
-    let depth = edit.keys.len() - 1;
-    match edit.action {
-        EditAction::Set => {
-            if let Some(existing) = table.get_mut(last) {
-                if let Some(old) = existing.as_value() {
-                    if toml_to_json(old).as_ref() == Some(&edit.value) {
-                        return Ok(None);
-                    }
-                    let decor = old.decor().clone();
-                    let mut new = value;
-                    *new.decor_mut() = decor;
-                    *existing = toml_edit::Item::Value(new);
-                } else {
-                    return Err(wrong(depth, toml_kind(existing), "value"));
-                }
-            } else {
-                table.insert(last, toml_edit::Item::Value(value));
-            }
-        }
-        EditAction::AddToList => {
-            if table.get(last).is_none() {
-                table.insert(last, toml_edit::Item::Value(toml_edit::Array::new().into()));
-            }
-            let item = table.get_mut(last).expect("inserted above");
-            let found = toml_kind(item);
-            let list = item
-                .as_array_mut()
-                .ok_or_else(|| wrong(depth, found, "list"))?;
-            if list
-                .iter()
-                .any(|v| toml_to_json(v).as_ref() == Some(&edit.value))
-            {
-                return Ok(None);
-            }
-            list.push_formatted(value);
-        }
-    }
-    Ok(Some(doc.to_string()))
-}
-
-fn toml_kind(item: &toml_edit::Item) -> &'static str {
-    match item {
-        toml_edit::Item::None => "nothing",
-        toml_edit::Item::Table(_) => "a table",
-        toml_edit::Item::ArrayOfTables(_) => "an array of tables",
-        toml_edit::Item::Value(v) => match v {
-            toml_edit::Value::String(_) => "a string",
-            toml_edit::Value::Integer(_) => "an integer",
-            toml_edit::Value::Float(_) => "a float",
-            toml_edit::Value::Boolean(_) => "a boolean",
-            toml_edit::Value::Datetime(_) => "a date",
-            toml_edit::Value::Array(_) => "a list",
-            toml_edit::Value::InlineTable(_) => "an inline table",
-        },
-    }
-}
-
-fn json_to_toml(value: &Json) -> Result<toml_edit::Value, String> {
-    Ok(match value {
-        Json::Null => return Err("TOML has no null".to_owned()),
-        Json::Bool(b) => (*b).into(),
-        Json::Number(n) => match (n.as_i64(), n.as_f64()) {
-            (Some(i), _) => i.into(),
-            (None, Some(f)) => f.into(),
-            _ => return Err(format!("the number {n} does not fit TOML")),
-        },
-        Json::String(s) => s.as_str().into(),
-        Json::Array(items) => {
-            let mut array = toml_edit::Array::new();
-            for item in items {
-                array.push(json_to_toml(item)?);
-            }
-            array.into()
-        }
-        Json::Object(map) => {
-            let mut table = toml_edit::InlineTable::new();
-            for (k, v) in map {
-                table.insert(k, json_to_toml(v)?);
-            }
-            table.into()
-        }
-    })
-}
-
-fn toml_to_json(value: &toml_edit::Value) -> Option<Json> {
-    Some(match value {
-        toml_edit::Value::String(s) => Json::String(s.value().clone()),
-        toml_edit::Value::Integer(i) => Json::from(*i.value()),
-        toml_edit::Value::Float(f) => serde_json::Number::from_f64(*f.value())?.into(),
-        toml_edit::Value::Boolean(b) => Json::Bool(*b.value()),
-        toml_edit::Value::Datetime(_) => return None,
-        toml_edit::Value::Array(a) => {
-            Json::Array(a.iter().map(toml_to_json).collect::<Option<_>>()?)
-        }
-        toml_edit::Value::InlineTable(t) => Json::Object(
-            t.iter()
-                .map(|(k, v)| Some((k.to_owned(), toml_to_json(v)?)))
-                .collect::<Option<_>>()?,
-        ),
-    })
-}
-
-// ---------- JSON ----------
-
-/// The edited text, or `None` when the entry is already there.
-fn edit_json(
-    file: &Path,
-    text: Option<&str>,
-    edit: &FileEdit,
-) -> Result<Option<String>, PersonFileError> {
-    let text = text.unwrap_or("");
-    let mut doc: Json = if text.trim().is_empty() {
-        Json::Object(serde_json::Map::new())
-    } else {
-        serde_json::from_str(text).map_err(|e| PersonFileError::Unparsable {
-            file: file.to_owned(),
-            format: "JSON",
-            line: e.line(),
-            column: e.column(),
-            reason: e.to_string(),
-        })?
-    };
-    let wrong =
-        |depth: usize, found: &'static str, expected: &'static str| PersonFileError::WrongShape {
-            file: file.to_owned(),
-            key: key_path(&edit.keys[..=depth]),
-            found,
-            expected,
-        };
-    if !doc.is_object() {
-        return Err(PersonFileError::WrongShape {
-            file: file.to_owned(),
-            key: "the whole document".to_owned(),
-            found: json_kind(&doc),
-            expected: "object",
-        });
-    }
-
-    let (last, parents) = edit.keys.split_last().expect("keys checked non-empty");
-    let mut object = doc.as_object_mut().expect("checked above");
-    for (depth, key) in parents.iter().enumerate() {
-        let item = object
-            .entry(key.clone())
-            .or_insert_with(|| Json::Object(serde_json::Map::new()));
-        let found = json_kind(item);
-        object = item
-            .as_object_mut()
-            .ok_or_else(|| wrong(depth, found, "object"))?;
-    }
-    let depth = edit.keys.len() - 1;
-    match edit.action {
-        EditAction::Set => {
-            if object.get(last) == Some(&edit.value) {
-                return Ok(None);
-            }
-            object.insert(last.clone(), edit.value.clone());
-        }
-        EditAction::AddToList => {
-            let item = object
-                .entry(last.clone())
-                .or_insert_with(|| Json::Array(Vec::new()));
-            let found = json_kind(item);
-            let list = item
-                .as_array_mut()
-                .ok_or_else(|| wrong(depth, found, "list"))?;
-            if list.contains(&edit.value) {
-                return Ok(None);
-            }
-            list.push(edit.value.clone());
-        }
-    }
-
-    let indent = json_indent(text);
-    let mut out = Vec::with_capacity(text.len() + 128);
-    let formatter = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
-    serde::Serialize::serialize(&doc, &mut ser).map_err(|e| PersonFileError::BadEdit {
-        file: file.to_owned(),
-        why: e.to_string(),
-    })?;
-    let mut out = String::from_utf8(out).expect("serde_json writes UTF-8");
-    if text.is_empty() || text.ends_with('\n') {
-        out.push('\n');
-    }
-    Ok(Some(out))
-}
-
-/// The indentation the person's file uses (two spaces when it has none to copy).
-fn json_indent(text: &str) -> String {
-    text.lines()
-        .skip(1)
-        .find_map(|line| {
-            let indent: String = line
-                .chars()
-                .take_while(|c| *c == ' ' || *c == '\t')
-                .collect();
-            (!indent.is_empty()).then_some(indent)
-        })
-        .unwrap_or_else(|| "  ".to_owned())
-}
-
-fn json_kind(value: &Json) -> &'static str {
-    match value {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "a list",
-        Json::Object(_) => "an object",
-    }
 }
