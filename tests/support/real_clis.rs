@@ -116,11 +116,21 @@ impl PersonFiles for DiskOnly {
     }
 }
 
-/// The adapter's launch for `req`, with its pre-trust edits applied to the scratch files.
+/// The adapter's launch for `req`, with its pre-trust edits applied to the scratch files, as
+/// the launcher applies them: through the guard of a person whose home is the scratch home.
 pub fn prepare(adapter: &dyn CliAdapter, req: &LaunchRequest) -> CliLaunch {
     let launch = adapter.launch(req, &DiskOnly).unwrap();
+    let ctx = launch::Context::load(&launch::Settings {
+        home: Some(req.home.clone()),
+        // AgentWorks' data beside the scratch home, where no test here writes.
+        state_root: Some(req.home.with_file_name("agentworks")),
+        ..Default::default()
+    })
+    .unwrap();
+    let guard =
+        launch::person_files::PersonFilesGuard::for_policy(&ctx.policy("real-clis", &[]).unwrap());
     for edit in &launch.pre_trust {
-        launch::person_files::apply(edit).unwrap();
+        guard.apply(edit).unwrap();
     }
     launch
 }
