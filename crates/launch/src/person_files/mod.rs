@@ -164,11 +164,7 @@ impl PersonFiles for RealPersonFiles {
             Some(vars) => vars.get(name).cloned()?,
             None => std::env::var(name).ok()?,
         };
-        let path = Path::new(&value);
-        if check_absolute_clean("named place", path).is_ok() {
-            let mut guard = self.lock();
-            *guard = guard.clone().with_named_place(name, path);
-        }
+        self.lock().add_named_place(name, Path::new(&value));
         Some(value)
     }
 }
@@ -363,6 +359,11 @@ impl PersonFilesGuard {
     /// Adds a place the person named by the variable `var` (its value, as written); a relative
     /// one, or one with `..`, names nothing.
     pub fn with_named_place(mut self, var: &str, path: &Path) -> PersonFilesGuard {
+        self.add_named_place(var, path);
+        self
+    }
+
+    fn add_named_place(&mut self, var: &str, path: &Path) {
         let place = NamedPlace {
             var: var.to_owned(),
             path: path.to_owned(),
@@ -370,7 +371,6 @@ impl PersonFilesGuard {
         if check_absolute_clean("named place", path).is_ok() && !self.named.contains(&place) {
             self.named.push(place);
         }
-        self
     }
 
     #[doc(hidden)]
