@@ -24,6 +24,19 @@ fn key_path(keys: &[String]) -> String {
     keys.join(" > ")
 }
 
+/// The error for the key at `depth` of `edit` holding `found` where `expected` was wanted.
+fn wrong_shape<'a>(
+    file: &'a Path,
+    edit: &'a FileEdit,
+) -> impl Fn(usize, &'static str, &'static str) -> PersonFileError + 'a {
+    move |depth, found, expected| PersonFileError::WrongShape {
+        file: file.to_owned(),
+        key: key_path(&edit.keys[..=depth]),
+        found,
+        expected,
+    }
+}
+
 // ---------- TOML ----------
 
 /// The edited text, or `None` when the entry is already there.
@@ -46,13 +59,7 @@ pub(super) fn edit_toml(
         file: file.to_owned(),
         why,
     })?;
-    let wrong =
-        |depth: usize, found: &'static str, expected: &'static str| PersonFileError::WrongShape {
-            file: file.to_owned(),
-            key: key_path(&edit.keys[..=depth]),
-            found,
-            expected,
-        };
+    let wrong = wrong_shape(file, edit);
 
     let (last, parents) = edit.keys.split_last().expect("keys checked non-empty");
     let mut item: &mut toml_edit::Item = doc.as_item_mut();
@@ -203,13 +210,7 @@ pub(super) fn edit_json(
             reason: e.to_string(),
         })?
     };
-    let wrong =
-        |depth: usize, found: &'static str, expected: &'static str| PersonFileError::WrongShape {
-            file: file.to_owned(),
-            key: key_path(&edit.keys[..=depth]),
-            found,
-            expected,
-        };
+    let wrong = wrong_shape(file, edit);
     if !doc.is_object() {
         return Err(PersonFileError::WrongShape {
             file: file.to_owned(),
