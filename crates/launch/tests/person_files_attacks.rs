@@ -442,6 +442,13 @@ fn a_planted_symlink_never_leads_the_launcher_into_protected_data_or_out_of_the_
                     refused.contains(&planted.display().to_string()),
                     "{label}: the link is not named: {refused}"
                 );
+                if !c.file {
+                    // The file is named too: a path below the planted folder.
+                    assert!(
+                        refused.contains(&format!("`{}/", planted.display())),
+                        "{label}: the file is not named: {refused}"
+                    );
+                }
                 assert!(
                     refused.contains("nothing was read or written"),
                     "{label}: {refused}"

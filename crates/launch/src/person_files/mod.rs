@@ -13,7 +13,11 @@
 //!   `O_NOFOLLOW`; the temporary file, the `renameat` and the fsyncs use the same descriptor.
 //!   Nothing is read or written through a path string after the check. A link planted in the
 //!   way after the check is met by `O_NOFOLLOW` (or `RESOLVE_NO_SYMLINKS`), and the whole
-//!   resolution starts again, up to eight times.
+//!   resolution starts again, up to eight times. The file itself is checked on the descriptor it
+//!   is read from (a regular file, one name, its owner), not compared with the inode seen while
+//!   resolving: another launch may have replaced it meanwhile (it does, a hundred launches at
+//!   once), and what matters is that it sits, by its name and not as a link, in the checked
+//!   folder.
 //! - **Lock.** An exclusive `flock` on that folder, held from the read to the rename. The
 //!   folder's inode stays put while files in it are replaced, so every launcher waits on the same
 //!   lock; a lock on the file itself would be lost at the first rename, and a separate lock file
