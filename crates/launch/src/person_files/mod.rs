@@ -18,7 +18,8 @@
 //!   resolving: another launch may have replaced it meanwhile (it does, a hundred launches at
 //!   once), and what matters is that it sits, by its name and not as a link, in the checked
 //!   folder.
-//! - **Lock.** An exclusive `flock` on that folder, held from the read to the rename. The
+//! - **Lock.** An exclusive `flock` on that folder, held from the read to the rename, waited for
+//!   at most [`LOCK_WAIT`] (a chat can take the same lock; it must not hang other launches). The
 //!   folder's inode stays put while files in it are replaced, so every launcher waits on the same
 //!   lock; a lock on the file itself would be lost at the first rename, and a separate lock file
 //!   would litter the person's folder. The CLIs themselves do not take this lock: a CLI that
@@ -81,6 +82,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
@@ -96,6 +98,11 @@ use resolve::{Located, Unresolved};
 /// How many times a resolution is started again when something changed under it.
 const ATTEMPTS: usize = 8;
 
+/// How long a launch waits for the lock of a settings folder before it gives up. A chat can
+/// take that lock too (`flock` on a folder of the home it can open), and must not hang the
+/// launches of other chats by holding it.
+pub const LOCK_WAIT: Duration = Duration::from_secs(30);
+
 /// Where the person's files may be read and written for one chat, and the code that does it:
 /// built from the chat's [`Policy`] (its home, protected roots, runtime, `harden` paths) and
 /// the places the person named by environment variables.
@@ -106,6 +113,7 @@ pub struct PersonFilesGuard {
     /// The user the launcher (and so the chat) runs as.
     uid: u32,
     resolution: Resolution,
+    lock_wait: Duration,
 }
 
 /// The person's files as they are on this machine, and the launcher's own environment, for the
@@ -220,6 +228,12 @@ pub enum PersonFileError {
         link: Option<(PathBuf, PathBuf)>,
         why: Box<Refusal>,
     },
+    #[error(
+        "cannot lock `{}`: another process has held its lock for {:.1} s (another launch, the CLI, or a chat); nothing was written: end that process and launch again",
+        folder.display(),
+        waited.as_secs_f64()
+    )]
+    Locked { folder: PathBuf, waited: Duration },
     #[error("cannot {action} `{}`: {source}", path.display())]
     Io {
         action: &'static str,
@@ -357,7 +371,14 @@ impl PersonFilesGuard {
             named: Vec::new(),
             uid: rustix::process::geteuid().as_raw(),
             resolution: Resolution::default(),
+            lock_wait: LOCK_WAIT,
         }
+    }
+
+    /// Waits at most `wait` for a folder's lock (instead of [`LOCK_WAIT`]).
+    pub fn with_lock_wait(mut self, wait: Duration) -> PersonFilesGuard {
+        self.lock_wait = wait;
+        self
     }
 
     /// Adds a place the person named by the variable `var` (its value, as written); a relative
@@ -446,8 +467,7 @@ impl PersonFilesGuard {
         };
         let dir_stat = rustix::fs::fstat(&dir).map_err(errno("inspect the folder", &dir_path))?;
         self.check_owner(file, &dir_path, dir_stat.st_uid, true)?;
-        rustix::fs::flock(&dir, FlockOperation::LockExclusive)
-            .map_err(errno("lock the folder", &dir_path))?;
+        lock(&dir, &dir_path, self.lock_wait)?;
         // The lock is released when `dir` is closed, on every path out of here.
 
         let resolved = dir_path.join(&name);
@@ -596,6 +616,30 @@ impl PersonFilesGuard {
                 folder,
             },
         ))
+    }
+}
+
+/// Takes the folder's exclusive lock, waiting at most `wait` for whoever holds it (polling,
+/// so that a holder that never lets go costs a clear error, not a hung launch).
+fn lock(dir: &OwnedFd, dir_path: &Path, wait: Duration) -> Result<(), PersonFileError> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match rustix::fs::flock(dir, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(()),
+            Err(Errno::WOULDBLOCK) if started.elapsed() < wait => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(10));
+            }
+            Err(Errno::WOULDBLOCK) => {
+                return Err(PersonFileError::Locked {
+                    folder: dir_path.to_owned(),
+                    waited: started.elapsed(),
+                });
+            }
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(errno("lock the folder", dir_path)(e)),
+        }
     }
 }
 
