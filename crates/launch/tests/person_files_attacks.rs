@@ -1064,6 +1064,8 @@ fn child_as_another_user() {
         assert!(!home.join("root-folder/x.json").exists());
 
         guard.apply(&edit(home.join("own.json"))).unwrap();
+        // A sticky folder of root's (`/tmp` as a home): its own file there is written.
+        guard.apply(&edit(home.join("sticky/own.json"))).unwrap();
     }
     // The control: this user could replace root's file (the folder is its own), which is what
     // a rename of a temporary file over it would have done.
@@ -1102,6 +1104,8 @@ fn as_an_ordinary_user_a_file_or_folder_of_another_owner_is_refused() {
     .unwrap();
     fs::create_dir(home.join("root-folder")).unwrap();
     fs::set_permissions(home.join("root-folder"), fs::Permissions::from_mode(0o777)).unwrap();
+    fs::create_dir(home.join("sticky")).unwrap();
+    fs::set_permissions(home.join("sticky"), fs::Permissions::from_mode(0o1777)).unwrap();
 
     let out = Command::new(std::env::current_exe().unwrap())
         .args([

@@ -60,7 +60,9 @@
 //!   lie in protected data, where a read would fetch it, and replacing the file would split the
 //!   names apart silently;
 //! - the file, or the folder it is written in, is not owned by the user the launcher runs as
-//!   (unless that is root, which owns nothing in particular and keeps each file's owner);
+//!   (unless that is root, which owns nothing in particular and keeps each file's owner; a
+//!   sticky folder such as `/tmp` may be another's: the kernel lets only a file's owner replace
+//!   it there);
 //! - a symlink on the way leads nowhere, or loops.
 //!
 //! The checks come before any byte of a file is read, so nothing from a protected file can
@@ -466,7 +468,11 @@ impl PersonFilesGuard {
             return Ok(None);
         };
         let dir_stat = rustix::fs::fstat(&dir).map_err(errno("inspect the folder", &dir_path))?;
-        self.check_owner(file, &dir_path, dir_stat.st_uid, true)?;
+        // In a sticky folder (`/tmp` as a service's home) the kernel lets each entry be
+        // replaced only by its own owner, and the file's owner is checked below.
+        if mode_bits(&dir_stat) & 0o1000 == 0 {
+            self.check_owner(file, &dir_path, dir_stat.st_uid, true)?;
+        }
         lock(&dir, &dir_path, self.lock_wait)?;
         // The lock is released when `dir` is closed, on every path out of here.
 
