@@ -2,7 +2,8 @@
 //! planted at each adapter's settings file, at its folder and at a folder above, pointing at
 //! `config.json`, another chat's runtime, `personal-mcp/`, workspace-docs and a place outside
 //! the home; the same swapped in and out while launches run; hard links, fifos, dangling links
-//! and loops; and the dotfile managers' links that must keep working.
+//! and loops; files of another owner; a chat holding the folder lock; and the dotfile managers'
+//! links that must keep working.
 //!
 //! Every refusal is checked against the disk: AgentWorks' data (the state root, with
 //! workspace-docs and every runtime in it) and the folder outside the home byte for byte as
