@@ -105,9 +105,7 @@ impl Setup {
 
     /// Starts the launch (its pre-trust edits already chosen by the caller) in a pane.
     fn start(&self, cli: &str, launch: &CliLaunch, edits: &[sandbox_core::FileEdit]) -> Tmux {
-        for edit in edits {
-            launch::person_files::apply(edit).unwrap();
-        }
+        cli_sandbox_tests::real_clis::apply_edits(&self.scratch.home, edits);
         let program = cli_sandbox_tests::real_clis::bin_dir().join(cli);
         let tmp = self.scratch.home.join("tmp").display().to_string();
         let mut extra: Vec<(&str, &str)> = self

@@ -116,13 +116,28 @@ impl PersonFiles for DiskOnly {
     }
 }
 
-/// The adapter's launch for `req`, with its pre-trust edits applied to the scratch files.
+/// The adapter's launch for `req`, with its pre-trust edits applied to the scratch files, as
+/// the launcher applies them: through the guard of a person whose home is the scratch home.
 pub fn prepare(adapter: &dyn CliAdapter, req: &LaunchRequest) -> CliLaunch {
     let launch = adapter.launch(req, &DiskOnly).unwrap();
-    for edit in &launch.pre_trust {
-        launch::person_files::apply(edit).unwrap();
-    }
+    apply_edits(&req.home, &launch.pre_trust);
     launch
+}
+
+/// Applies pre-trust edits to a scratch home as the launcher does: through the guard of a chat
+/// whose AgentWorks data lies beside the home, where no test here writes.
+pub fn apply_edits(home: &Path, edits: &[sandbox_core::FileEdit]) {
+    let ctx = launch::Context::load(&launch::Settings {
+        home: Some(home.to_owned()),
+        state_root: Some(home.with_file_name("agentworks")),
+        ..Default::default()
+    })
+    .unwrap();
+    let guard =
+        launch::person_files::PersonFilesGuard::for_policy(&ctx.policy("real-clis", &[]).unwrap());
+    for edit in edits {
+        guard.apply(edit).unwrap();
+    }
 }
 
 /// The environment the CLI gets: a clean one (nothing of the developer's leaks in), the

@@ -16,7 +16,7 @@ use sandbox_core::{
 };
 use serde::Serialize;
 
-use crate::person_files::{self, RealPersonFiles};
+use crate::person_files::{PersonFilesGuard, RealPersonFiles};
 use crate::seatbelt::SeatbeltProfile;
 use crate::{Context, Error, registry};
 
@@ -58,6 +58,10 @@ pub struct LandlockArgs {
     pub files: Vec<LaunchFile>,
     /// The compiled Linux plan the helper reads, when the backend is Landlock.
     pub plan_file: Option<PathBuf>,
+    /// Where [`LandlockArgs::pre_trust`] may write: the chat's policy and the places the
+    /// person named by the variables the adapter read.
+    #[serde(skip)]
+    person_files: PersonFilesGuard,
 }
 
 /// How the wrapper finds the `cli-sandbox` binary that runs the Linux helper: given, or
@@ -103,7 +107,9 @@ impl LandlockArgs {
             extra_args: spec.extra_args.clone(),
             confined: decision.backend != Backend::None,
         };
-        let launch = adapter.launch(&request, &RealPersonFiles)?;
+        // The adapter reads the person's files through the same guard that writes them.
+        let person = RealPersonFiles::for_policy(&policy);
+        let launch = adapter.launch(&request, &person)?;
         for file in &launch.files {
             if file.path.parent() != Some(policy.runtime.as_path()) {
                 return Err(Error::Other(format!(
@@ -131,16 +137,21 @@ impl LandlockArgs {
             pre_trust: launch.pre_trust,
             files: launch.files,
             plan_file,
+            person_files: person.guard(),
         })
     }
 
-    /// Writes the pre-trust entries into the person's files (under a lock, atomically), then
-    /// the launch's own files into the working folder.
+    /// Writes the pre-trust entries into the person's files (under a lock, atomically, only
+    /// where the person's files may be: see [`crate::person_files`]), then the launch's own
+    /// files into the working folder.
     pub fn pre_trust(&self) -> Result<(), Error> {
         for edit in &self.pre_trust {
-            // The person's file could not take the entry (unparsable, a key of another type): the
-            // launch stops, and the person has a file to fix, so it is bad input.
-            person_files::apply(edit).map_err(|e| Error::BadInput(e.to_string()))?;
+            // The person's file could not take the entry (unparsable, a key of another type, a
+            // link into protected data): the launch stops, and the person has a file to fix, so
+            // it is bad input.
+            self.person_files
+                .apply(edit)
+                .map_err(|e| Error::BadInput(e.to_string()))?;
         }
         for file in &self.files {
             write_launch_file(file)?;

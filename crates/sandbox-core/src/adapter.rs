@@ -130,6 +130,10 @@ pub trait PersonFiles {
 
     /// The launcher's environment variable `name` (the CLI inherits it), for the variables that
     /// move a CLI's settings (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`). `None` when unset or not UTF-8.
+    ///
+    /// Read no other variable through it: the launcher takes every absolute value read here as
+    /// a place where the person keeps that CLI's settings, and lets pre-trust read and write
+    /// there ([`crate::Policy::person_file`], a named place).
     fn var(&self, name: &str) -> Option<String> {
         let _ = name;
         None

@@ -11,7 +11,9 @@
 //! - [`Config`]: the optional TOML configuration (`--config FILE`);
 //! - [`platform`]: the decision table that picks a backend and a [`Mode`] from facts about the
 //!   machine (the facts are gathered elsewhere);
-//! - [`CliAdapter`] and [`LaunchRequest`]: what each CLI crate supplies.
+//! - [`CliAdapter`] and [`LaunchRequest`]: what each CLI crate supplies;
+//! - [`Policy::person_file`]: where the launcher may read and write the person's own settings
+//!   files (pre-trust) for a chat, once their real location is known.
 //!
 //! What it is not: it makes no system call and knows no OS mechanism (no Seatbelt, no Landlock,
 //! no namespaces). Anything that touches the disk comes in through a small trait ([`Resolver`],
@@ -23,6 +25,7 @@ mod error;
 pub mod guarantee;
 mod layout;
 mod path;
+mod person;
 pub mod platform;
 mod policy;
 
@@ -35,6 +38,7 @@ pub use error::PolicyError;
 pub use guarantee::{Enforcement, Guarantee, Promise};
 pub use layout::{ChatId, Layout, LayoutInputs, Os};
 pub use path::{Resolver, canonicalize_lenient, check_absolute_clean};
+pub use person::{NamedPlace, PersonPlaceRefusal};
 pub use platform::{Backend, Decision};
 pub use policy::{
     Access, BLOCKED_PROGRAMS_LINUX, BLOCKED_PROGRAMS_MACOS, DEFAULT_REFUSED, EntryKind, Grant,

@@ -816,3 +816,160 @@ fn kernel_tunables_are_read_only_and_kernel_secrets_closed_whatever_the_uid() {
         assert!(p.decide(Op::Write, Path::new("/proc/self/comm")).allowed);
     }
 }
+
+// ---------- where the launcher may read and write the person's files ----------
+
+fn person(
+    p: &Policy,
+    op: Op,
+    addressed: &str,
+    resolved: &str,
+    named: &[crate::NamedPlace],
+) -> Result<(), crate::PersonPlaceRefusal> {
+    p.person_file(op, Path::new(addressed), Path::new(resolved), named)
+}
+
+#[test]
+fn person_files_are_the_homes_outside_protected_data() {
+    use crate::PersonPlaceRefusal as R;
+    let p = policy();
+    let claude = "/home/ann/.claude.json";
+    for op in [Op::Read, Op::Write] {
+        assert_eq!(person(&p, op, claude, claude, &[]), Ok(()));
+        assert_eq!(
+            person(&p, op, claude, "/home/ann/dotfiles/claude.json", &[]),
+            Ok(()),
+            "a dotfile link elsewhere in the home"
+        );
+        assert_eq!(
+            person(&p, op, claude, &format!("{STATE}/config.json"), &[]),
+            Err(R::Protected { root: STATE.into() })
+        );
+        assert_eq!(
+            person(&p, op, claude, &format!("{DOCS}/users/ann.json"), &[]),
+            Err(R::Protected { root: DOCS.into() })
+        );
+        assert_eq!(
+            person(
+                &p,
+                op,
+                claude,
+                &format!("{DOCS}/workflows/wf-1/doc.md"),
+                &[]
+            ),
+            Err(R::Protected { root: DOCS.into() }),
+            "a grant of this chat is still not the person's settings"
+        );
+        assert_eq!(
+            person(
+                &p,
+                op,
+                claude,
+                &format!("{RUNTIMES}/chat-2/.claude.json"),
+                &[]
+            ),
+            Err(R::OtherRuntime {
+                runtimes: RUNTIMES.into()
+            })
+        );
+        assert_eq!(
+            person(
+                &p,
+                op,
+                claude,
+                &format!("{RUNTIMES}/chat-1/.claude.json"),
+                &[]
+            ),
+            Err(R::Protected { root: STATE.into() }),
+            "a home file never lands in the runtime, not even this chat's"
+        );
+        assert!(matches!(
+            person(&p, op, claude, "/etc/claude.json", &[]),
+            Err(R::NotThePersons { .. })
+        ));
+    }
+}
+
+#[test]
+fn a_file_addressed_in_the_runtime_stays_in_the_runtime() {
+    use crate::PersonPlaceRefusal as R;
+    let p = policy();
+    let addressed = format!("{RUNTIMES}/chat-1/.gemini/settings.json");
+    assert_eq!(person(&p, Op::Write, &addressed, &addressed, &[]), Ok(()));
+    assert_eq!(
+        person(
+            &p,
+            Op::Write,
+            &addressed,
+            &format!("{RUNTIMES}/chat-2/s.json"),
+            &[]
+        ),
+        Err(R::OtherRuntime {
+            runtimes: RUNTIMES.into()
+        })
+    );
+    assert_eq!(
+        person(
+            &p,
+            Op::Write,
+            &addressed,
+            &format!("{STATE}/config.json"),
+            &[]
+        ),
+        Err(R::Protected { root: STATE.into() })
+    );
+    assert!(matches!(
+        person(&p, Op::Write, &addressed, "/home/ann/s.json", &[]),
+        Err(R::LeavesRuntime { .. })
+    ));
+}
+
+#[test]
+fn named_places_widen_the_home_but_never_into_protected_data() {
+    use crate::{NamedPlace, PersonPlaceRefusal as R};
+    let p = policy();
+    let srv = NamedPlace {
+        var: "CODEX_HOME".into(),
+        path: "/srv/codex".into(),
+    };
+    let file = "/srv/codex/config.toml";
+    assert!(matches!(
+        person(&p, Op::Write, file, file, &[]),
+        Err(R::NotThePersons { .. })
+    ));
+    assert_eq!(
+        person(&p, Op::Write, file, file, std::slice::from_ref(&srv)),
+        Ok(())
+    );
+    let message = person(&p, Op::Write, file, "/srv/other/config.toml", &[srv])
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("CODEX_HOME=`/srv/codex`"), "{message}");
+    let inside = NamedPlace {
+        var: "CODEX_HOME".into(),
+        path: STATE.into(),
+    };
+    let file = format!("{STATE}/config.toml");
+    assert_eq!(
+        person(&p, Op::Write, &file, &file, &[inside]),
+        Err(R::Protected { root: STATE.into() })
+    );
+}
+
+#[test]
+fn harden_keeps_the_launcher_from_writing_persistence_paths_for_the_chat() {
+    use crate::PersonPlaceRefusal as R;
+    let fs = fs().file("/home/ann/.bashrc");
+    let p = hardened_policy(&fs, Os::Linux);
+    let claude = "/home/ann/.claude.json";
+    assert_eq!(
+        person(&p, Op::Write, claude, "/home/ann/.bashrc", &[]),
+        Err(R::Hardened {
+            path: "/home/ann/.bashrc".into()
+        })
+    );
+    assert_eq!(
+        person(&p, Op::Read, claude, "/home/ann/.bashrc", &[]),
+        Ok(())
+    );
+}

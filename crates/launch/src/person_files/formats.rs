@@ -1,208 +1,13 @@
-//! Reading a person's own CLI settings and writing pre-trust entries into them.
-//!
-//! An adapter says *what* to write (a [`FileEdit`]); this module writes it without losing a byte
-//! of what the person had, even with a hundred launches at once:
-//!
-//! - **Lock.** An exclusive `flock` on the folder that holds the file (opened read-only), held
-//!   from the read to the rename. The folder's inode stays put while files in it are replaced, so
-//!   every launcher waits on the same lock; a lock on the file itself would be lost at the first
-//!   rename, and a separate lock file would litter the person's folder. The CLIs themselves do
-//!   not take this lock: a CLI that rewrites its own file at the same instant can still lose our
-//!   entry or theirs (we write once, before the CLI starts).
-//! - **Preserve.** TOML goes through `toml_edit`, which keeps every other byte (comments, order,
-//!   odd spacing). JSON goes through `serde_json` with `preserve_order`: every key and value is
-//!   kept in its order, the indentation is re-used, the layout around them is rewritten. (JSON
-//!   numbers beyond what an `f64`/`i64`/`u64` holds, and duplicate keys, are the known limits.)
-//! - **Atomic.** The new text goes to a temporary file in the same folder, is fsynced, renamed
-//!   over the old one, and the folder is fsynced. A process killed at any point leaves the old or
-//!   the new file, never a torn one (at worst a stray `.<name>.*.cli-sandbox.tmp` beside it).
-//! - **Permissions.** The replacement gets the old file's mode and owner, so it is never wider
-//!   than the file it replaces; a new file gets the edit's `create_mode`, and a missing folder
-//!   the same mode with `x` added wherever `r` is (0600 gives 0700), whatever the umask.
-//! - **Symlinks.** A settings file that is a symlink (a dotfiles checkout) is edited where it
-//!   points, so the link survives.
-//! - **Refusal.** A file that cannot be parsed, or whose keys hold something else than a table,
-//!   is left untouched and the error names the file (and the line, for a parse error).
-//! - **Idempotent.** Nothing is written when the entry is already there.
-//!
-//! What it is not: it knows nothing about any CLI (the adapters do) and never deletes a key.
+//! The edits themselves, on text: TOML through `toml_edit` (every other byte kept), JSON through
+//! `serde_json` with `preserve_order` (every other key and value kept, the indentation re-used).
+//! No I/O here: the caller reads and writes the file.
 
-use std::fs::{self, DirBuilder, File};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use sandbox_core::{EditAction, FileEdit, FileFormat, PersonFiles};
+use sandbox_core::{EditAction, FileEdit};
 use serde_json::Value as Json;
 
-/// The person's files as they are on this machine, and the launcher's own environment.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RealPersonFiles;
-
-impl PersonFiles for RealPersonFiles {
-    fn read(&self, path: &Path) -> io::Result<Option<String>> {
-        match fs::read_to_string(path) {
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    fn var(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok()
-    }
-}
-
-/// What [`apply`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Applied {
-    /// The file was written (or created).
-    Written,
-    /// The entry was already there; the file was not touched.
-    AlreadyThere,
-}
-
-/// Why an edit was not applied. The person's file is untouched in every case.
-#[derive(Debug, thiserror::Error)]
-pub enum PersonFileError {
-    #[error(
-        "`{}` line {line}, column {column}: not valid {format} ({reason}); it was left untouched: fix or move it and launch again",
-        file.display()
-    )]
-    Unparsable {
-        file: PathBuf,
-        format: &'static str,
-        line: usize,
-        column: usize,
-        reason: String,
-    },
-    #[error(
-        "`{}`: `{key}` holds {found}, where a {expected} was expected; it was left untouched: fix or remove that entry and launch again",
-        file.display()
-    )]
-    WrongShape {
-        file: PathBuf,
-        key: String,
-        found: &'static str,
-        expected: &'static str,
-    },
-    #[error("the edit of `{}` is not valid: {why}", file.display())]
-    BadEdit { file: PathBuf, why: String },
-    #[error("cannot {action} `{}`: {source}", path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        source: io::Error,
-    },
-}
-
-fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> PersonFileError {
-    let path = path.to_owned();
-    move |source| PersonFileError::Io {
-        action,
-        path,
-        source,
-    }
-}
-
-/// Writes `edit` into its file under the folder lock, atomically; see the module docs.
-pub fn apply(edit: &FileEdit) -> Result<Applied, PersonFileError> {
-    let bad = |why: &str| PersonFileError::BadEdit {
-        file: edit.file.clone(),
-        why: why.to_owned(),
-    };
-    if !edit.file.is_absolute() {
-        return Err(bad("the path is not absolute"));
-    }
-    if edit.keys.is_empty() {
-        return Err(bad("it names no key"));
-    }
-    if edit.create_mode & !0o777 != 0 {
-        return Err(bad("create_mode has bits beyond 0o777"));
-    }
-    let file = follow_symlink(&edit.file)?;
-    let folder = file
-        .parent()
-        .ok_or_else(|| bad("the path has no parent folder"))?;
-    let name = file
-        .file_name()
-        .ok_or_else(|| bad("the path has no file name"))?
-        .to_string_lossy()
-        .into_owned();
-
-    DirBuilder::new()
-        .recursive(true)
-        .mode(folder_mode(edit.create_mode))
-        .create(folder)
-        .map_err(io_err("create the folder", folder))?;
-    let folder_handle = File::open(folder).map_err(io_err("open the folder", folder))?;
-    folder_handle
-        .lock()
-        .map_err(io_err("lock the folder", folder))?;
-    // The lock is released when `folder_handle` is dropped, on every path out of here.
-
-    let (old_text, old_meta) = match fs::read_to_string(&file) {
-        Ok(text) => {
-            let meta = fs::metadata(&file).map_err(io_err("read the permissions of", &file))?;
-            (Some(text), Some(meta))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => (None, None),
-        Err(e) => return Err(io_err("read", &file)(e)),
-    };
-    let new_text = match edit.format {
-        FileFormat::Toml => edit_toml(&file, old_text.as_deref().unwrap_or(""), edit)?,
-        FileFormat::Json => edit_json(&file, old_text.as_deref(), edit)?,
-    };
-    let Some(new_text) = new_text else {
-        return Ok(Applied::AlreadyThere);
-    };
-
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".cli-sandbox.tmp")
-        .tempfile_in(folder)
-        .map_err(io_err("create a temporary file in", folder))?;
-    let mode = old_meta
-        .as_ref()
-        .map_or(edit.create_mode, |m| m.mode() & 0o7777);
-    tmp.as_file()
-        .set_permissions(fs::Permissions::from_mode(mode))
-        .map_err(io_err("set the permissions of", tmp.path()))?;
-    if let Some(meta) = &old_meta {
-        let ours = fs::metadata(tmp.path()).map_err(io_err("inspect", tmp.path()))?;
-        if (ours.uid(), ours.gid()) != (meta.uid(), meta.gid()) {
-            std::os::unix::fs::fchown(tmp.as_file(), Some(meta.uid()), Some(meta.gid()))
-                .map_err(io_err("give the owner of the old file to", tmp.path()))?;
-        }
-    }
-    tmp.write_all(new_text.as_bytes())
-        .map_err(io_err("write", tmp.path()))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(io_err("flush", tmp.path()))?;
-    tmp.persist(&file)
-        .map_err(|e| io_err("replace", &file)(e.error))?;
-    folder_handle
-        .sync_all()
-        .map_err(io_err("flush the folder", folder))?;
-    Ok(Applied::Written)
-}
-
-/// The file a symlink finally points at (so the link survives), or the path itself.
-fn follow_symlink(path: &Path) -> Result<PathBuf, PersonFileError> {
-    match fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            fs::canonicalize(path).map_err(io_err("follow the symlink", path))
-        }
-        _ => Ok(path.to_owned()),
-    }
-}
-
-/// A folder made for a file of `mode` can be entered by whoever may read the file.
-fn folder_mode(mode: u32) -> u32 {
-    let read_bits = mode & 0o444;
-    mode | (read_bits >> 2)
-}
+use super::PersonFileError;
 
 /// Line and column (1-based) of byte `offset` in `text`.
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -219,10 +24,27 @@ fn key_path(keys: &[String]) -> String {
     keys.join(" > ")
 }
 
+/// The error for the key at `depth` of `edit` holding `found` where `expected` was wanted.
+fn wrong_shape<'a>(
+    file: &'a Path,
+    edit: &'a FileEdit,
+) -> impl Fn(usize, &'static str, &'static str) -> PersonFileError + 'a {
+    move |depth, found, expected| PersonFileError::WrongShape {
+        file: file.to_owned(),
+        key: key_path(&edit.keys[..=depth]),
+        found,
+        expected,
+    }
+}
+
 // ---------- TOML ----------
 
 /// The edited text, or `None` when the entry is already there.
-fn edit_toml(file: &Path, text: &str, edit: &FileEdit) -> Result<Option<String>, PersonFileError> {
+pub(super) fn edit_toml(
+    file: &Path,
+    text: &str,
+    edit: &FileEdit,
+) -> Result<Option<String>, PersonFileError> {
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
         let (line, column) = line_col(text, e.span().map_or(0, |s| s.start));
         PersonFileError::Unparsable {
@@ -237,13 +59,7 @@ fn edit_toml(file: &Path, text: &str, edit: &FileEdit) -> Result<Option<String>,
         file: file.to_owned(),
         why,
     })?;
-    let wrong =
-        |depth: usize, found: &'static str, expected: &'static str| PersonFileError::WrongShape {
-            file: file.to_owned(),
-            key: key_path(&edit.keys[..=depth]),
-            found,
-            expected,
-        };
+    let wrong = wrong_shape(file, edit);
 
     let (last, parents) = edit.keys.split_last().expect("keys checked non-empty");
     let mut item: &mut toml_edit::Item = doc.as_item_mut();
@@ -377,7 +193,7 @@ fn toml_to_json(value: &toml_edit::Value) -> Option<Json> {
 // ---------- JSON ----------
 
 /// The edited text, or `None` when the entry is already there.
-fn edit_json(
+pub(super) fn edit_json(
     file: &Path,
     text: Option<&str>,
     edit: &FileEdit,
@@ -394,13 +210,7 @@ fn edit_json(
             reason: e.to_string(),
         })?
     };
-    let wrong =
-        |depth: usize, found: &'static str, expected: &'static str| PersonFileError::WrongShape {
-            file: file.to_owned(),
-            key: key_path(&edit.keys[..=depth]),
-            found,
-            expected,
-        };
+    let wrong = wrong_shape(file, edit);
     if !doc.is_object() {
         return Err(PersonFileError::WrongShape {
             file: file.to_owned(),

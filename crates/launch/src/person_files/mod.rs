@@ -1,0 +1,833 @@
+//! Reading a person's own CLI settings and writing pre-trust entries into them.
+//!
+//! An adapter says *what* to write (a [`FileEdit`]); this module writes it without losing a byte
+//! of what the person had, even with a hundred launches at once, and only where the person's
+//! files may be: the launcher runs unconfined, in a home that every chat can write, so each path
+//! is resolved once, race-free, and checked before anything is read or written.
+//!
+//! - **Resolve once.** The file's real location is learned from an open descriptor (`openat2`
+//!   with `RESOLVE_NO_MAGICLINKS` and `/proc/self/fd` on Linux, a component walk with
+//!   `O_NOFOLLOW` elsewhere: `resolve`), and from then on everything works relative to the
+//!   descriptor of the folder that holds it: missing folders are made with `mkdirat` one at a
+//!   time and opened with `O_NOFOLLOW`; the file is opened by its name in that folder with
+//!   `O_NOFOLLOW`; the temporary file, the `renameat` and the fsyncs use the same descriptor.
+//!   Nothing is read or written through a path string after the check. A link planted in the
+//!   way after the check is met by `O_NOFOLLOW` (or `RESOLVE_NO_SYMLINKS`), and the whole
+//!   resolution starts again, up to eight times. The file itself is checked on the descriptor it
+//!   is read from (a regular file, one name, its owner), not compared with the inode seen while
+//!   resolving: another launch may have replaced it meanwhile (it does, a hundred launches at
+//!   once), and what matters is that it sits, by its name and not as a link, in the checked
+//!   folder.
+//! - **Lock.** An exclusive `flock` on that folder, held from the read to the rename, waited for
+//!   at most [`LOCK_WAIT`] (a chat can take the same lock; it must not hang other launches). The
+//!   folder's inode stays put while files in it are replaced, so every launcher waits on the same
+//!   lock; a lock on the file itself would be lost at the first rename, and a separate lock file
+//!   would litter the person's folder. The CLIs themselves do not take this lock: a CLI that
+//!   rewrites its own file at the same instant can still lose our entry or theirs (we write once,
+//!   before the CLI starts).
+//! - **Preserve.** TOML goes through `toml_edit`, which keeps every other byte (comments, order,
+//!   odd spacing). JSON goes through `serde_json` with `preserve_order`: every key and value is
+//!   kept in its order, the indentation is re-used, the layout around them is rewritten. (JSON
+//!   numbers beyond what an `f64`/`i64`/`u64` holds, and duplicate keys, are the known limits.)
+//! - **Atomic.** The new text goes to a temporary file in the same folder, is fsynced, renamed
+//!   over the old one, and the folder is fsynced. A process killed at any point leaves the old or
+//!   the new file, never a torn one (at worst a stray `.<name>.*.cli-sandbox.tmp` beside it).
+//! - **Permissions.** The replacement gets the old file's mode and owner, so it is never wider
+//!   than the file it replaces; a new file gets the edit's `create_mode`, and a missing folder
+//!   the same mode with `x` added wherever `r` is (0600 gives 0700), whatever the umask.
+//! - **Symlinks.** A settings file or folder that is a symlink into the home (a dotfiles
+//!   checkout: GNU stow's relative links, absolute links) is edited where it points, so the link
+//!   survives. A symlink that leads nowhere is refused (nothing is created through a link).
+//! - **Refusal.** A file that cannot be parsed, or whose keys hold something else than a table,
+//!   is left untouched and the error names the file (and the line, for a parse error).
+//! - **Idempotent.** Nothing is written when the entry is already there.
+//!
+//! # Where it refuses
+//!
+//! Nothing is read, created or written, and the error names the file and the first symlink on
+//! its way, when:
+//!
+//! - the file, or a folder above it, resolves into protected data (a protected root of the
+//!   chat's policy: workspace-docs, the app folder, the whole state root with every chat's
+//!   runtime, a grant), or, for a write, onto a persistence path that `harden` closes; the place
+//!   is named by its protected root only, never by the path inside it;
+//! - it resolves anywhere that is not the person's: the person's places are the home and the
+//!   places the person named by an environment variable an adapter read for this launch
+//!   ([`PersonFiles::var`]: `CODEX_HOME`, `CLAUDE_CONFIG_DIR`, `GEMINI_CLI_HOME`, ...), taken as
+//!   written. A file addressed inside this chat's own runtime (Gemini's workspace settings) must
+//!   stay inside that runtime. The rule itself is [`sandbox_core::Policy::person_file`];
+//! - the file is not a regular file, or has more than one name (hard links): another name could
+//!   lie in protected data, where a read would fetch it, and replacing the file would split the
+//!   names apart silently;
+//! - the file, or the folder it is written in, is not owned by the user the launcher runs as
+//!   (unless that is root, which owns nothing in particular and keeps each file's owner; a
+//!   sticky folder such as `/tmp` may be another's: the kernel lets only a file's owner replace
+//!   it there);
+//! - a symlink on the way leads nowhere, or loops.
+//!
+//! The checks come before any byte of a file is read, so nothing from a protected file can
+//! reach the adapters (and through them argv or the environment) or an error message: a parse
+//! error quotes a position and a reason only for a file that passed them.
+//!
+//! What it is not: it knows nothing about any CLI (the adapters do), never deletes a key, and is
+//! not the only wall: the files a confined CLI reads later are confined by the sandbox itself.
+
+mod formats;
+mod resolve;
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
+use rustix::io::Errno;
+use sandbox_core::{
+    FileEdit, FileFormat, NamedPlace, Op, PersonFiles, PersonPlaceRefusal, Policy,
+    check_absolute_clean,
+};
+
+#[doc(hidden)]
+pub use resolve::Resolution;
+use resolve::{Located, Unresolved};
+
+/// How many times a resolution is started again when something changed under it.
+const ATTEMPTS: usize = 8;
+
+/// How long a launch waits for the lock of a settings folder before it gives up. A chat can
+/// take that lock too (`flock` on a folder of the home it can open), and must not hang the
+/// launches of other chats by holding it.
+pub const LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// Where the person's files may be read and written for one chat, and the code that does it:
+/// built from the chat's [`Policy`] (its home, protected roots, runtime, `harden` paths) and
+/// the places the person named by environment variables.
+#[derive(Debug, Clone)]
+pub struct PersonFilesGuard {
+    policy: Policy,
+    named: Vec<NamedPlace>,
+    /// The user the launcher (and so the chat) runs as.
+    uid: u32,
+    resolution: Resolution,
+    lock_wait: Duration,
+}
+
+/// The person's files as they are on this machine, and the launcher's own environment, for the
+/// adapters ([`PersonFiles`]); reads go through a [`PersonFilesGuard`], and every absolute value
+/// of a variable an adapter reads becomes one of the person's named places.
+#[derive(Debug)]
+pub struct RealPersonFiles {
+    guard: Mutex<PersonFilesGuard>,
+    /// The environment the CLI will get, when it is not this process's own.
+    vars: Option<BTreeMap<String, String>>,
+}
+
+impl RealPersonFiles {
+    pub fn for_policy(policy: &Policy) -> RealPersonFiles {
+        RealPersonFiles::with_guard(PersonFilesGuard::for_policy(policy))
+    }
+
+    /// Reads through `guard`, with this process's environment.
+    pub fn with_guard(guard: PersonFilesGuard) -> RealPersonFiles {
+        RealPersonFiles {
+            guard: Mutex::new(guard),
+            vars: None,
+        }
+    }
+
+    /// Reads through `guard`, with `vars` as the environment the CLI will get (a caller that
+    /// launches with another environment than its own, and the tests).
+    pub fn with_vars(guard: PersonFilesGuard, vars: BTreeMap<String, String>) -> RealPersonFiles {
+        RealPersonFiles {
+            guard: Mutex::new(guard),
+            vars: Some(vars),
+        }
+    }
+
+    /// The guard, with every place named by the variables read so far: what applies the
+    /// launch's edits.
+    pub fn guard(&self) -> PersonFilesGuard {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PersonFilesGuard> {
+        self.guard.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl PersonFiles for RealPersonFiles {
+    fn read(&self, path: &Path) -> io::Result<Option<String>> {
+        self.lock().read(path).map_err(|e| {
+            let kind = match e {
+                PersonFileError::Refused { .. } => io::ErrorKind::PermissionDenied,
+                PersonFileError::Io { ref source, .. } => source.kind(),
+                _ => io::ErrorKind::Other,
+            };
+            io::Error::new(kind, e)
+        })
+    }
+
+    fn var(&self, name: &str) -> Option<String> {
+        let value = match &self.vars {
+            Some(vars) => vars.get(name).cloned()?,
+            None => std::env::var(name).ok()?,
+        };
+        self.lock().add_named_place(name, Path::new(&value));
+        Some(value)
+    }
+}
+
+/// What [`PersonFilesGuard::apply`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The file was written (or created).
+    Written,
+    /// The entry was already there; the file was not touched.
+    AlreadyThere,
+}
+
+/// Why an edit was not applied. The person's file is untouched in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum PersonFileError {
+    #[error(
+        "`{}` line {line}, column {column}: not valid {format} ({reason}); it was left untouched: fix or move it and launch again",
+        file.display()
+    )]
+    Unparsable {
+        file: PathBuf,
+        format: &'static str,
+        line: usize,
+        column: usize,
+        reason: String,
+    },
+    #[error(
+        "`{}`: `{key}` holds {found}, where a {expected} was expected; it was left untouched: fix or remove that entry and launch again",
+        file.display()
+    )]
+    WrongShape {
+        file: PathBuf,
+        key: String,
+        found: &'static str,
+        expected: &'static str,
+    },
+    #[error("the edit of `{}` is not valid: {why}", file.display())]
+    BadEdit { file: PathBuf, why: String },
+    #[error(
+        "`{}` {why}{}: nothing was read or written; {}",
+        file.display(),
+        through(link),
+        why.fix()
+    )]
+    Refused {
+        file: PathBuf,
+        /// The first symlink on the way to the file, and its text.
+        link: Option<(PathBuf, PathBuf)>,
+        why: Box<Refusal>,
+    },
+    #[error(
+        "cannot lock `{}`: another process has held its lock for {:.1} s (another launch, the CLI, or a chat); nothing was written: end that process and launch again",
+        folder.display(),
+        waited.as_secs_f64()
+    )]
+    Locked { folder: PathBuf, waited: Duration },
+    #[error("cannot {action} `{}`: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+}
+
+fn through(link: &Option<(PathBuf, PathBuf)>) -> String {
+    match link {
+        Some((link, target)) => format!(
+            " through the symlink `{}` -> `{}`",
+            link.display(),
+            target.display()
+        ),
+        None => String::new(),
+    }
+}
+
+/// Why a file is not one the launcher reads or writes; see "Where it refuses" in the module
+/// docs. Every path named here passed the place check (or is the link's own text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The resolved place is not the person's ([`Policy::person_file`]).
+    Place(PersonPlaceRefusal),
+    /// A symlink on the way leads nowhere (it is named in the error's `link`).
+    Dangling,
+    /// More symlinks on the way than Linux follows: a loop, most likely.
+    Loop,
+    /// A component on the way is neither a folder nor a link to one.
+    NotAFolder { path: PathBuf },
+    /// The file is a folder, a fifo, a device or a socket.
+    NotRegular { path: PathBuf, kind: &'static str },
+    /// The file has more than one name.
+    HardLinks { path: PathBuf, names: u64 },
+    /// The file (or, with `folder`, the folder it is written in) belongs to another user.
+    NotOwned {
+        path: PathBuf,
+        owner: u32,
+        uid: u32,
+        folder: bool,
+    },
+    /// Something kept moving under the resolution.
+    KeptChanging,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Place(place) => write!(f, "leads {place}"),
+            Refusal::Dangling => write!(f, "leads nowhere"),
+            Refusal::Loop => write!(f, "goes through too many symlinks (a loop?)"),
+            Refusal::NotAFolder { path } => {
+                write!(
+                    f,
+                    "goes through `{}`, which is not a folder",
+                    path.display()
+                )
+            }
+            Refusal::NotRegular { path, kind } => {
+                write!(f, "is a {kind} (`{}`), not a regular file", path.display())
+            }
+            Refusal::HardLinks { path, names } => write!(
+                f,
+                "(`{}`) has {names} names (hard links): another may lie in protected data, and replacing the file would split them",
+                path.display()
+            ),
+            Refusal::NotOwned {
+                path,
+                owner,
+                uid,
+                folder,
+            } => write!(
+                f,
+                "{} `{}`, owned by uid {owner}, not by uid {uid} that runs this launch",
+                if *folder { "is in the folder" } else { "is" },
+                path.display()
+            ),
+            Refusal::KeptChanging => write!(
+                f,
+                "changed while it was being resolved, {ATTEMPTS} times in a row"
+            ),
+        }
+    }
+}
+
+impl Refusal {
+    fn fix(&self) -> &'static str {
+        match self {
+            Refusal::Place(_) => {
+                "remove that symlink, or point it (or the variable that names the place) at a folder of your own, and launch again"
+            }
+            Refusal::Dangling => "create what the link points to, or remove it, and launch again",
+            Refusal::Loop | Refusal::NotAFolder { .. } | Refusal::NotRegular { .. } => {
+                "fix the path and launch again"
+            }
+            Refusal::HardLinks { .. } => {
+                "make it a single file (`cp` it to a new name, then `mv` that over it) and launch again"
+            }
+            Refusal::NotOwned { .. } => {
+                "give it to the user that launches (`chown`) and launch again"
+            }
+            Refusal::KeptChanging => "launch again once nothing else is moving it",
+        }
+    }
+}
+
+fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> PersonFileError {
+    let path = path.to_owned();
+    move |source| PersonFileError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+fn errno(action: &'static str, path: &Path) -> impl FnOnce(Errno) -> PersonFileError {
+    let inner = io_err(action, path);
+    move |e| inner(e.into())
+}
+
+/// What is at a name in a checked folder.
+enum Existing {
+    Missing,
+    /// A symlink sits there now (planted since the resolution): resolve again.
+    Changed,
+    File(File, rustix::fs::Stat),
+}
+
+impl PersonFilesGuard {
+    /// The guard for a chat's policy; the launcher runs as the current effective user.
+    pub fn for_policy(policy: &Policy) -> PersonFilesGuard {
+        PersonFilesGuard {
+            policy: policy.clone(),
+            named: Vec::new(),
+            uid: rustix::process::geteuid().as_raw(),
+            resolution: Resolution::default(),
+            lock_wait: LOCK_WAIT,
+        }
+    }
+
+    /// Waits at most `wait` for a folder's lock (instead of [`LOCK_WAIT`]).
+    pub fn with_lock_wait(mut self, wait: Duration) -> PersonFilesGuard {
+        self.lock_wait = wait;
+        self
+    }
+
+    /// Adds a place the person named by the variable `var` (its value, as written); a relative
+    /// one, or one with `..`, names nothing.
+    pub fn with_named_place(mut self, var: &str, path: &Path) -> PersonFilesGuard {
+        self.add_named_place(var, path);
+        self
+    }
+
+    fn add_named_place(&mut self, var: &str, path: &Path) {
+        let place = NamedPlace {
+            var: var.to_owned(),
+            path: path.to_owned(),
+        };
+        if check_absolute_clean("named place", path).is_ok() && !self.named.contains(&place) {
+            self.named.push(place);
+        }
+    }
+
+    #[doc(hidden)]
+    pub fn resolving_by(mut self, resolution: Resolution) -> PersonFilesGuard {
+        self.resolution = resolution;
+        self
+    }
+
+    /// The file's text, `Ok(None)` when it does not exist, once its place passed the checks.
+    pub fn read(&self, path: &Path) -> Result<Option<String>, PersonFileError> {
+        if !path.is_absolute() {
+            return Err(PersonFileError::BadEdit {
+                file: path.to_owned(),
+                why: "the path is not absolute".to_owned(),
+            });
+        }
+        for _ in 0..ATTEMPTS {
+            let Some(place) = self.place(Op::Read, path)? else {
+                continue;
+            };
+            if place.rest.len() > 1 {
+                return Ok(None); // a folder on the way does not exist
+            }
+            let resolved = place.resolved();
+            match open_existing(&place.dir, place.name()).map_err(errno("read", &resolved))? {
+                Existing::Missing => return Ok(None),
+                Existing::Changed => continue,
+                Existing::File(file, stat) => {
+                    self.check_file(path, &resolved, &stat)?;
+                    return read_text(file, &resolved).map(Some);
+                }
+            }
+        }
+        Err(self.refused(path, Refusal::KeptChanging))
+    }
+
+    /// Writes `edit` into its file under the folder lock, atomically; see the module docs.
+    pub fn apply(&self, edit: &FileEdit) -> Result<Applied, PersonFileError> {
+        let bad = |why: &str| PersonFileError::BadEdit {
+            file: edit.file.clone(),
+            why: why.to_owned(),
+        };
+        if !edit.file.is_absolute() {
+            return Err(bad("the path is not absolute"));
+        }
+        if edit.keys.is_empty() {
+            return Err(bad("it names no key"));
+        }
+        if edit.create_mode & !0o777 != 0 {
+            return Err(bad("create_mode has bits beyond 0o777"));
+        }
+        for _ in 0..ATTEMPTS {
+            if let Some(applied) = self.try_apply(edit)? {
+                return Ok(applied);
+            }
+        }
+        Err(self.refused(&edit.file, Refusal::KeptChanging))
+    }
+
+    /// One attempt; `Ok(None)` when something changed under it and it must start again.
+    fn try_apply(&self, edit: &FileEdit) -> Result<Option<Applied>, PersonFileError> {
+        let file = edit.file.as_path();
+        let Some(place) = self.place(Op::Write, file)? else {
+            return Ok(None);
+        };
+        let name = place.name().to_owned();
+        let Some((dir, dir_path)) = create_missing(place, folder_mode(edit.create_mode))? else {
+            return Ok(None);
+        };
+        let dir_stat = rustix::fs::fstat(&dir).map_err(errno("inspect the folder", &dir_path))?;
+        // In a sticky folder (`/tmp` as a service's home) the kernel lets each entry be
+        // replaced only by its own owner, and the file's owner is checked below.
+        if mode_bits(&dir_stat) & 0o1000 == 0 {
+            self.check_owner(file, &dir_path, dir_stat.st_uid, true)?;
+        }
+        lock(&dir, &dir_path, self.lock_wait)?;
+        // The lock is released when `dir` is closed, on every path out of here.
+
+        let resolved = dir_path.join(&name);
+        let (old_text, old_stat) =
+            match open_existing(&dir, &name).map_err(errno("read", &resolved))? {
+                Existing::Missing => (None, None),
+                Existing::Changed => return Ok(None),
+                Existing::File(handle, stat) => {
+                    self.check_file(file, &resolved, &stat)?;
+                    (Some(read_text(handle, &resolved)?), Some(stat))
+                }
+            };
+        let new_text = match edit.format {
+            FileFormat::Toml => formats::edit_toml(file, old_text.as_deref().unwrap_or(""), edit)?,
+            FileFormat::Json => formats::edit_json(file, old_text.as_deref(), edit)?,
+        };
+        let Some(new_text) = new_text else {
+            return Ok(Some(Applied::AlreadyThere));
+        };
+        let (mode, owner) = match &old_stat {
+            Some(stat) => (mode_bits(stat) & 0o7777, Some((stat.st_uid, stat.st_gid))),
+            None => (edit.create_mode, None),
+        };
+        replace(&dir, &dir_path, &name, new_text.as_bytes(), mode, owner)?;
+        Ok(Some(Applied::Written))
+    }
+
+    /// The checked place of `file`; `Ok(None)` when it must be resolved again. Every path an
+    /// error names has passed the place check first.
+    fn place(&self, op: Op, file: &Path) -> Result<Option<Located>, PersonFileError> {
+        let located = match resolve::locate(file, self.resolution) {
+            Ok(located) => located,
+            Err(Unresolved::Changed) => return Ok(None),
+            Err(Unresolved::Dangling { link, target, at }) => {
+                // Where it leads decides first: a link into protected data is named as such.
+                self.judge(op, file, &at)?;
+                self.judge(op, file, &link)?;
+                return Err(PersonFileError::Refused {
+                    file: file.to_owned(),
+                    link: Some((link, target)),
+                    why: Box::new(Refusal::Dangling),
+                });
+            }
+            Err(Unresolved::Loop { link }) => {
+                self.judge(op, file, &link)?;
+                return Err(self.refused(file, Refusal::Loop));
+            }
+            Err(Unresolved::NotAFolder { path }) => {
+                self.judge(op, file, &path)?;
+                return Err(self.refused(file, Refusal::NotAFolder { path }));
+            }
+            Err(Unresolved::IsAFolder { path }) => {
+                self.judge(op, file, &path)?;
+                return Err(self.refused(
+                    file,
+                    Refusal::NotRegular {
+                        path,
+                        kind: "folder",
+                    },
+                ));
+            }
+            Err(Unresolved::Io { path, source }) => {
+                self.judge(op, file, &path)?;
+                return Err(PersonFileError::Io {
+                    action: "resolve",
+                    path,
+                    source,
+                });
+            }
+        };
+        self.judge(op, file, &located.resolved())?;
+        Ok(Some(located))
+    }
+
+    fn judge(&self, op: Op, file: &Path, resolved: &Path) -> Result<(), PersonFileError> {
+        self.policy
+            .person_file(op, file, resolved, &self.named)
+            .map_err(|place| self.refused(file, Refusal::Place(place)))
+    }
+
+    fn refused(&self, file: &Path, why: Refusal) -> PersonFileError {
+        // A link's text is named only where the link itself is not in protected data.
+        let link = resolve::first_link(file).filter(|(link, _)| {
+            !self.policy.is_protected(link) || link.starts_with(&self.policy.runtime)
+        });
+        PersonFileError::Refused {
+            file: file.to_owned(),
+            link,
+            why: Box::new(why),
+        }
+    }
+
+    fn check_file(
+        &self,
+        file: &Path,
+        resolved: &Path,
+        stat: &rustix::fs::Stat,
+    ) -> Result<(), PersonFileError> {
+        let kind = match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => None,
+            FileType::Directory => Some("folder"),
+            FileType::Fifo => Some("fifo"),
+            FileType::Socket => Some("socket"),
+            FileType::CharacterDevice | FileType::BlockDevice => Some("device"),
+            _ => Some("special file"),
+        };
+        if let Some(kind) = kind {
+            return Err(self.refused(
+                file,
+                Refusal::NotRegular {
+                    path: resolved.to_owned(),
+                    kind,
+                },
+            ));
+        }
+        #[allow(clippy::useless_conversion)] // u16 on macOS, u64 on Linux
+        let names = u64::from(stat.st_nlink);
+        if names > 1 {
+            return Err(self.refused(
+                file,
+                Refusal::HardLinks {
+                    path: resolved.to_owned(),
+                    names,
+                },
+            ));
+        }
+        self.check_owner(file, resolved, stat.st_uid, false)
+    }
+
+    fn check_owner(
+        &self,
+        file: &Path,
+        path: &Path,
+        owner: u32,
+        folder: bool,
+    ) -> Result<(), PersonFileError> {
+        if self.uid == 0 || owner == self.uid {
+            return Ok(());
+        }
+        Err(self.refused(
+            file,
+            Refusal::NotOwned {
+                path: path.to_owned(),
+                owner,
+                uid: self.uid,
+                folder,
+            },
+        ))
+    }
+}
+
+/// Takes the folder's exclusive lock, waiting at most `wait` for whoever holds it (polling,
+/// so that a holder that never lets go costs a clear error, not a hung launch).
+fn lock(dir: &OwnedFd, dir_path: &Path, wait: Duration) -> Result<(), PersonFileError> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match rustix::fs::flock(dir, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(()),
+            Err(Errno::WOULDBLOCK) if started.elapsed() < wait => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(10));
+            }
+            Err(Errno::WOULDBLOCK) => {
+                return Err(PersonFileError::Locked {
+                    folder: dir_path.to_owned(),
+                    waited: started.elapsed(),
+                });
+            }
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(errno("lock the folder", dir_path)(e)),
+        }
+    }
+}
+
+/// Makes the folders `place` still lacks, one at a time below its folder, none through a link;
+/// the folder that holds the file and its real path, or `None` when one was replaced meanwhile.
+fn create_missing(
+    place: Located,
+    mode: u32,
+) -> Result<Option<(OwnedFd, PathBuf)>, PersonFileError> {
+    let Located {
+        mut dir,
+        mut dir_path,
+        rest,
+    } = place;
+    let (_, folders) = rest
+        .split_last()
+        .expect("rest always ends with the file's name");
+    for folder in folders {
+        let here = dir_path.join(folder);
+        let made = match rustix::fs::mkdirat(&dir, folder.as_os_str(), raw_mode(mode)) {
+            Ok(()) => true,
+            Err(Errno::EXIST) => false, // another launch made it, or something else sits there
+            Err(e) => return Err(errno("create the folder", &here)(e)),
+        };
+        let next = match rustix::fs::openat(
+            &dir,
+            folder.as_os_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(next) => next,
+            // A link or a file in its place: resolve again (and judge where it leads).
+            Err(Errno::LOOP | Errno::NOTDIR | Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(errno("open the folder", &here)(e)),
+        };
+        if made {
+            // Exactly the mode asked for, whatever the umask.
+            rustix::fs::fchmod(&next, raw_mode(mode))
+                .map_err(errno("set the permissions of", &here))?;
+        }
+        dir = next;
+        dir_path = here;
+    }
+    Ok(Some((dir, dir_path)))
+}
+
+/// Opens the entry `name` of a checked folder for reading, never through a symlink.
+/// `O_NONBLOCK` keeps a fifo from hanging the launch and `O_NOCTTY` keeps a terminal from
+/// becoming ours; the caller refuses anything but a regular file from its `fstat`. (No device
+/// node can be put there by a chat: Landlock grants no `make_char`/`make_block`, and the chat
+/// has no `CAP_MKNOD`.)
+fn open_existing(dir: &OwnedFd, name: &OsStr) -> rustix::io::Result<Existing> {
+    match rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => {
+            let stat = rustix::fs::fstat(&fd)?;
+            Ok(Existing::File(File::from(fd), stat))
+        }
+        Err(Errno::NOENT) => Ok(Existing::Missing),
+        Err(Errno::LOOP) => Ok(Existing::Changed),
+        Err(e) => Err(e),
+    }
+}
+
+fn read_text(mut file: File, path: &Path) -> Result<String, PersonFileError> {
+    let mut text = String::new();
+    file.read_to_string(&mut text)
+        .map_err(io_err("read", path))?;
+    Ok(text)
+}
+
+/// A temporary file in a checked folder, removed again unless it was renamed into place.
+struct Temporary<'a> {
+    dir: &'a OwnedFd,
+    name: OsString,
+    renamed: bool,
+}
+
+impl Drop for Temporary<'_> {
+    fn drop(&mut self) {
+        if !self.renamed {
+            // Best effort: a stray temporary file is harmless (it never replaces the real one).
+            let _ = rustix::fs::unlinkat(self.dir, self.name.as_os_str(), AtFlags::empty());
+        }
+    }
+}
+
+/// Creates `.<name>.<unique>.cli-sandbox.tmp` in `dir`, never through a link.
+fn temporary<'a>(
+    dir: &'a OwnedFd,
+    dir_path: &Path,
+    name: &OsStr,
+) -> Result<(File, Temporary<'a>), PersonFileError> {
+    use std::hash::{BuildHasher, RandomState};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let random = RandomState::new();
+    for _ in 0..64 {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let unique = random.hash_one((std::process::id(), n));
+        let mut tmp = b".".to_vec();
+        tmp.extend_from_slice(name.as_bytes());
+        tmp.extend_from_slice(format!(".{unique:016x}.cli-sandbox.tmp").as_bytes());
+        let tmp = OsString::from_vec(tmp);
+        match rustix::fs::openat(
+            dir,
+            tmp.as_os_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            raw_mode(0o600),
+        ) {
+            Ok(fd) => {
+                return Ok((
+                    File::from(fd),
+                    Temporary {
+                        dir,
+                        name: tmp,
+                        renamed: false,
+                    },
+                ));
+            }
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(errno("create a temporary file in", dir_path)(e)),
+        }
+    }
+    Err(io_err("create a temporary file in", dir_path)(
+        io::Error::new(io::ErrorKind::AlreadyExists, "every name tried was taken"),
+    ))
+}
+
+/// Replaces `name` in `dir` by a file holding `text`: temporary file, mode and owner, fsync,
+/// `renameat`, fsync of the folder.
+fn replace(
+    dir: &OwnedFd,
+    dir_path: &Path,
+    name: &OsStr,
+    text: &[u8],
+    mode: u32,
+    owner: Option<(u32, u32)>,
+) -> Result<(), PersonFileError> {
+    let (mut file, mut tmp) = temporary(dir, dir_path, name)?;
+    let tmp_path = dir_path.join(&tmp.name);
+    rustix::fs::fchmod(&file, raw_mode(mode))
+        .map_err(errno("set the permissions of", &tmp_path))?;
+    if let Some((uid, gid)) = owner {
+        let ours = rustix::fs::fstat(&file).map_err(errno("inspect", &tmp_path))?;
+        if (ours.st_uid, ours.st_gid) != (uid, gid) {
+            rustix::fs::fchown(
+                &file,
+                Some(rustix::fs::Uid::from_raw(uid)),
+                Some(rustix::fs::Gid::from_raw(gid)),
+            )
+            .map_err(errno("give the owner of the old file to", &tmp_path))?;
+        }
+    }
+    file.write_all(text).map_err(io_err("write", &tmp_path))?;
+    file.sync_all().map_err(io_err("flush", &tmp_path))?;
+    let target = dir_path.join(name);
+    rustix::fs::renameat(dir, tmp.name.as_os_str(), dir, name)
+        .map_err(errno("replace", &target))?;
+    tmp.renamed = true;
+    rustix::fs::fsync(dir).map_err(errno("flush the folder", dir_path))?;
+    Ok(())
+}
+
+/// `bits` as the platform's mode type (`u16` on macOS, `u32` on Linux).
+#[allow(clippy::unnecessary_cast)]
+fn raw_mode(bits: u32) -> Mode {
+    Mode::from_raw_mode(bits as rustix::fs::RawMode)
+}
+
+/// The mode bits of an `fstat`, whatever the platform's type.
+#[allow(clippy::unnecessary_cast)]
+fn mode_bits(stat: &rustix::fs::Stat) -> u32 {
+    stat.st_mode as u32
+}
+
+/// A folder made for a file of `mode` can be entered by whoever may read the file.
+fn folder_mode(mode: u32) -> u32 {
+    let read_bits = mode & 0o444;
+    mode | (read_bits >> 2)
+}
