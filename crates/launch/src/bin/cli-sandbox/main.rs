@@ -125,6 +125,13 @@ impl From<OpArg> for Op {
 }
 
 fn main() -> ExitCode {
+    // The helper starts with every confined launch, always as `exec --policy FILE -- PROGRAM...`
+    // (the argv `plan` and `run` write): that one form is read here without building the whole
+    // command line's parser, which costs a launch about a fifth of a millisecond. Any other form
+    // (`--help`, a typo) goes to clap as usual.
+    if let Some(args) = exec_fast_path(std::env::args_os()) {
+        return finish(exec(&args));
+    }
     let cli = Cli::parse();
     // The exec helper starts with every confined launch and logs nothing: it skips the log
     // subscriber's set-up (see BENCHMARKS.md).
@@ -180,6 +187,20 @@ fn init_tracing(verbose: u8) {
         .init();
 }
 
+/// `cli-sandbox exec --policy FILE -- PROGRAM [ARGS...]` exactly, or `None`.
+fn exec_fast_path(args: impl Iterator<Item = OsString>) -> Option<ExecArgs> {
+    let mut args = args.skip(1);
+    if args.next()? != "exec" || args.next()? != "--policy" {
+        return None;
+    }
+    let policy = PathBuf::from(args.next()?);
+    if args.next()? != "--" {
+        return None;
+    }
+    let argv: Vec<OsString> = args.collect();
+    (!argv.is_empty() && !policy.as_os_str().is_empty()).then_some(ExecArgs { policy, argv })
+}
+
 /// `cli-sandbox exec`: never returns on success (this process ends as the program ends).
 fn exec(args: &ExecArgs) -> Result<ExitCode, Error> {
     #[cfg(target_os = "linux")]
@@ -210,4 +231,55 @@ fn print_json(value: &impl serde::Serialize) -> Result<(), Error> {
     })?;
     println!("{text}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(text: &[&str]) -> impl Iterator<Item = OsString> {
+        let mut all = vec![OsString::from("cli-sandbox")];
+        all.extend(text.iter().map(OsString::from));
+        all.into_iter()
+    }
+
+    #[test]
+    fn the_helpers_one_form_skips_the_parser_and_every_other_goes_to_it() {
+        let fast = exec_fast_path(args(&[
+            "exec",
+            "--policy",
+            "/p.json",
+            "--",
+            "/bin/true",
+            "-x",
+        ]))
+        .expect("the form plan and run write");
+        assert_eq!(fast.policy, PathBuf::from("/p.json"));
+        assert_eq!(
+            fast.argv,
+            [OsString::from("/bin/true"), OsString::from("-x")]
+        );
+        for other in [
+            &["exec", "--help"][..],
+            &["exec", "--policy", "/p.json"],
+            &["exec", "--policy", "/p.json", "--"],
+            &["exec", "--policy=/p.json", "--", "/bin/true"],
+            &["exec", "/bin/true"],
+            &[
+                "--config", "c.toml", "exec", "--policy", "/p.json", "--", "x",
+            ],
+            &["step", "--chat", "c", "--", "x"],
+            &[],
+        ] {
+            assert!(exec_fast_path(args(other)).is_none(), "{other:?}");
+        }
+        // What the fast path takes, clap takes the same way.
+        let cli =
+            Cli::try_parse_from(args(&["exec", "--policy", "/p.json", "--", "/bin/true"])).unwrap();
+        let Command::Exec(slow) = cli.command else {
+            panic!("not exec")
+        };
+        assert_eq!(slow.policy, PathBuf::from("/p.json"));
+        assert_eq!(slow.argv, [OsString::from("/bin/true")]);
+    }
 }
