@@ -235,18 +235,37 @@ pub(super) fn wait_for_init(
         (Some(Report::Failed(why)), _) => Err(fail("confine", why)),
         (Some(Report::Ended(status)), _) => end_like(status),
         (None, Some(s)) if s.killed => {
-            let _ = writeln!(
-                io::stderr(),
-                "cli-sandbox: the chat did not end within {} s of signal {}: every process of it was killed",
+            notice(&format!(
+                "cli-sandbox: the chat did not end within {} s of signal {}: every process of it was killed\n",
                 KILL_AFTER.as_secs(),
                 s.signal
-            );
+            ));
             end_like(s.signal)
         }
         (None, _) => Err(fail(
             "the sandbox's init",
             format!("ended without a report (wait status {init_status:#x})"),
         )),
+    }
+}
+
+/// Writes a notice on stderr only if that does not block. stderr is shared with the program,
+/// which may have filled it (a pipe its reader drains only at the end, or never): a helper
+/// blocked there would never end the launch it was told to stop. A notice that does not fit is
+/// dropped; the exit status says the same.
+fn notice(text: &str) {
+    let mut out = libc::pollfd {
+        fd: 2,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no timeout.
+    let ready = unsafe { libc::poll(&mut out, 1, 0) };
+    if ready == 1 && out.revents & libc::POLLOUT != 0 {
+        // One write of less than PIPE_BUF into a pipe with room (POLLOUT) does not wait, and
+        // nothing of the chat is left to fill it between the poll and the write.
+        // SAFETY: writing the bytes of a live string.
+        let _ = unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
     }
 }
 
