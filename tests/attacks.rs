@@ -902,7 +902,6 @@ fn below_landlock_abi_6_the_fallback_cannot_signal_a_process_outside_by_its_pid(
 }
 
 #[test]
-#[ignore = "FINDING: below Landlock ABI 6 both plans say `fully` for outside processes (the namespace plan) or name a signal scoping the kernel lacks (the fallback)"]
 fn a_plan_claims_signal_scoping_only_where_the_kernel_has_it() {
     let lab = Lab::new(None);
     for plan in Plan::BOTH {

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use sandbox_core::{Access, Policy, Promise};
 
 use super::plan::{
-    Common, Enforcement, EntryKind, FsRight, Guarantee, Kernel, LandlockRule, LaunchDisk,
-    LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, SeccompPlan, outermost_existing_roots,
+    ABI_SCOPING, Common, Enforcement, EntryKind, FsRight, Guarantee, Kernel, LandlockRule,
+    LaunchDisk, LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, SeccompPlan, outermost_existing_roots,
 };
 
 /// `/proc` and `/sys`: reading rights only in this plan, whatever the uid. (Landlock names paths,
@@ -215,17 +215,27 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
             Promise::SystemReadOnly,
             "Landlock: everything outside the writable places and this chat's folders has reading rights only",
             Enforcement::Partly(
-                "Landlock does not govern a file's metadata: a root chat can still change the modes and times of the system's files (seccomp refuses setting the setuid and setgid bits); without namespaces, nothing is remounted".into(),
+                "Landlock does not govern a file's metadata: a root chat can still change the modes, times and extended attributes of the system's files (seccomp refuses setting the setuid and setgid bits); without namespaces, nothing is remounted".into(),
             ),
         ));
     }
-    guarantees.push(Guarantee::new(
-        Promise::OutsideProcesses,
-        "Landlock signal scoping (ABI 6) and its ptrace restriction",
-        Enforcement::Partly(
-            "no PID namespace: processes outside stay visible in /proc (Landlock still refuses reading their memory and environ)".into(),
-        ),
-    ));
+    // Their arguments are not a ptrace access: /proc/PID/cmdline stays readable (tests/attacks.rs).
+    let visible = "processes outside stay visible in /proc, and so do their arguments (another chat's prompt, its MCP bridge's configuration); Landlock still refuses reading their memory and environ";
+    guarantees.push(if abi >= ABI_SCOPING {
+        Guarantee::new(
+            Promise::OutsideProcesses,
+            "Landlock signal scoping (ABI 6) and its ptrace restriction",
+            Enforcement::Partly(format!("no PID namespace: {visible}")),
+        )
+    } else {
+        Guarantee::new(
+            Promise::OutsideProcesses,
+            "Landlock's ptrace restriction",
+            Enforcement::Partly(format!(
+                "no PID namespace, and Landlock ABI {abi} has no signal scoping (ABI 6): every process of the chat's uid outside can be signalled (the launcher, the person's shell, other chats); {visible}"
+            )),
+        )
+    });
     guarantees.push(Guarantee::new(
         Promise::ChatEnds,
         "nothing: the program takes the helper's place",

@@ -506,15 +506,23 @@ pub fn compile(
         rights: common.open_rights.clone(),
     }];
     rules.extend(common.unix_rules.iter().cloned());
-    guarantees.push(Guarantee::new(
-        Promise::OutsideProcesses,
-        if abi >= ABI_SCOPING {
-            "PID namespace with its own /proc, Landlock signal scoping"
-        } else {
-            "PID namespace with its own /proc"
-        },
-        Enforcement::Fully,
-    ));
+    guarantees.push(if abi >= ABI_SCOPING {
+        Guarantee::new(
+            Promise::OutsideProcesses,
+            "PID namespace with its own /proc, Landlock signal scoping",
+            Enforcement::Fully,
+        )
+    } else {
+        // A signal sent to a process group needs no pid: kill(0) reaches the group the program
+        // was started in, the launcher's, outside the PID namespace (tests/attacks.rs).
+        Guarantee::new(
+            Promise::OutsideProcesses,
+            "PID namespace with its own /proc",
+            Enforcement::Partly(format!(
+                "Landlock ABI {abi} has no signal scoping (ABI 6): a signal to the chat's own process group (kill(0)) reaches the launcher's process group outside, and with it a caller that does not give each launch a group of its own"
+            )),
+        )
+    });
     guarantees.push(Guarantee::new(
         Promise::ChatEnds,
         "init of the PID namespace: the chat ends when the program exits; on a hang-up of its terminal or SIGTERM, SIGINT or SIGHUP to the launcher, SIGTERM and then SIGKILL of init within seconds",
