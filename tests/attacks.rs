@@ -1224,7 +1224,6 @@ fn a_root_chat_cannot_change_the_mode_of_a_writable_place_itself() {
 const READ_DEVICE: &str = "import sys\ntry: print(open(sys.argv[1], 'rb').read(64).decode(errors='replace'))\nexcept Exception as e: print(e)";
 
 #[test]
-#[ignore = "FINDING: in the Landlock-only fallback a root chat reads the machine's block devices (the disk that holds every protected root): /dev keeps reading rights there"]
 fn a_root_chat_reads_no_block_device() {
     let test = "a_root_chat_reads_no_block_device";
     if !confinement_available(test) || !is_root() {

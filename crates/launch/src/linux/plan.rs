@@ -27,6 +27,13 @@ pub const ABI_SCOPING: u32 = 6;
 /// The Landlock ABI from which denials can be logged to the audit log for the exec'd program.
 pub const ABI_AUDIT_LOG: u32 = 7;
 
+/// The devices of the machine's `/dev` that programs open by name and that reach nothing of
+/// anyone else's: the namespace plan binds these into its fresh `/dev`, the Landlock-only
+/// fallback grants these in the machine's own (and closes the rest of it). Block devices (which
+/// hold every file of a disk, the protected roots among them), other terminals, and the devices
+/// of a desktop session (camera, microphone, input) are not among them.
+pub(super) const HARMLESS_DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
+
 /// One mount step inside the sandbox's private mount namespace, in the order applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "kebab-case")]
