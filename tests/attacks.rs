@@ -933,6 +933,107 @@ fn a_plan_claims_signal_scoping_only_where_the_kernel_has_it() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Resource limits: a signal on a timer.
+
+/// Sets a CPU limit of one second (soft and hard) on the process `argv[1]`, then, for pid 1,
+/// makes it spend that second: each signal it is sent wakes it (init passes them on).
+const CPU_LIMIT: &str = r#"
+import ctypes, os, resource, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+class rlimit(ctypes.Structure):
+    _fields_ = [("cur", ctypes.c_ulong), ("max", ctypes.c_ulong)]
+pid = int(sys.argv[1])
+one = rlimit(1, 1)
+if libc.prlimit(pid, resource.RLIMIT_CPU, ctypes.byref(one), None) != 0:
+    print("prlimit:", os.strerror(ctypes.get_errno())); sys.exit(0)
+print("limited", flush=True)
+if pid == 1:
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    deadline = time.time() + 8
+    while time.time() < deadline:
+        os.kill(1, signal.SIGUSR1)
+"#;
+
+#[test]
+fn a_chat_cannot_kill_the_sandboxs_init_with_a_cpu_limit() {
+    let test = "a_chat_cannot_kill_the_sandboxs_init_with_a_cpu_limit";
+    if !confinement_available(test) {
+        return;
+    }
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        let lab = Lab::new(user.as_ref());
+        // The control: the same uid may limit a process of its own outside.
+        let mut victim = Killed(
+            command_as(lab.user.as_ref(), PYTHON)
+                .args(["-c", "while True: pass"])
+                .spawn()
+                .unwrap(),
+        );
+        let pid = victim.0.id().to_string();
+        let out = run(lab.unconfined(&python(CPU_LIMIT, &[&pid])));
+        assert!(
+            wait_until(Duration::from_secs(10), || !alive(&mut victim.0)),
+            "control {}: the limit did not kill: {}",
+            lab.who(),
+            text(&out)
+        );
+        let out = run(lab.confined(Plan::Namespaces, &[], &python(CPU_LIMIT, &["1"])));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if String::from_utf8_lossy(&out.stdout).contains("limited")
+            || stderr.contains("without a report")
+            || out.status.code() != Some(0)
+        {
+            failures.push(format!(
+                "{}: the program changed init's limits; the launch says: {}",
+                lab.who(),
+                text(&out)
+            ));
+        }
+    }
+    no_failures(test, failures);
+}
+
+#[test]
+fn without_namespaces_a_chat_cannot_kill_a_process_outside_with_a_cpu_limit() {
+    let test = "without_namespaces_a_chat_cannot_kill_a_process_outside_with_a_cpu_limit";
+    if !confinement_available(test) {
+        return;
+    }
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        let lab = Lab::new(user.as_ref());
+        let spin = || {
+            Killed(
+                command_as(lab.user.as_ref(), PYTHON)
+                    .args(["-c", "while True: pass"])
+                    .spawn()
+                    .unwrap(),
+            )
+        };
+        let mut victim = spin();
+        let pid = victim.0.id().to_string();
+        run(lab.unconfined(&python(CPU_LIMIT, &[&pid])));
+        assert!(
+            wait_until(Duration::from_secs(10), || !alive(&mut victim.0)),
+            "control {}: the limit did not kill",
+            lab.who()
+        );
+        let mut victim = spin();
+        let pid = victim.0.id().to_string();
+        let out = run(lab.confined(Plan::Fallback, &[], &python(CPU_LIMIT, &[&pid])));
+        if wait_until(Duration::from_secs(4), || !alive(&mut victim.0)) {
+            failures.push(format!(
+                "fallback {}: a process outside was killed by the CPU limit the chat set\n{}",
+                lab.who(),
+                text(&out)
+            ));
+        }
+    }
+    no_failures(test, failures);
+}
+
+// ---------------------------------------------------------------------------------------------
 // How a launch ends.
 
 /// Says it started, ignores every stop signal, then writes to stderr for ever (it blocks once the

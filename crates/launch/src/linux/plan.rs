@@ -205,6 +205,12 @@ pub struct SeccompPlan {
     /// own (the Landlock-only plan), where they are the machine's, shared with processes outside.
     #[serde(default)]
     pub refuse_shared_ipc: bool,
+    /// Refuse `prlimit64` on another process: the chat's uid may change the resource limits of
+    /// any process of that uid, so that a CPU limit of one second kills the sandbox's init
+    /// (whose launch then reports that it never started) or, in the Landlock-only fallback, a
+    /// process outside, which signal scoping does not see.
+    #[serde(default)]
+    pub refuse_others_limits: bool,
 }
 
 impl SeccompPlan {
@@ -233,6 +239,7 @@ impl SeccompPlan {
             refuse_setuid_bits: true,
             refuse_exploit_surface: true,
             refuse_shared_ipc: false,
+            refuse_others_limits: true,
             refuse_other_abis: true,
         }
     }
@@ -537,7 +544,7 @@ pub fn compile(
     ));
     guarantees.push(Guarantee::new(
         Promise::Helper,
-        "init is not dumpable (no /proc/1/fd, no ptrace) and closes every other descriptor; the exit status comes from waitpid, through a pipe only init holds",
+        "init is not dumpable (no /proc/1/fd, no ptrace) and closes every other descriptor; its resource limits cannot be changed (seccomp refuses prlimit64 on another process); the exit status comes from waitpid, through a pipe only init holds",
         Enforcement::Fully,
     ));
     guarantees.extend(common.guarantees.iter().cloned());
