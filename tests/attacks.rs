@@ -994,6 +994,59 @@ fn a_chat_cannot_kill_the_sandboxs_init_with_a_cpu_limit() {
     no_failures(test, failures);
 }
 
+/// The pids of the children of `pid`, from the kernel's own list.
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_launch_whose_init_is_killed_while_the_program_runs_does_not_say_it_never_started() {
+    let test = "a_launch_whose_init_is_killed_while_the_program_runs_does_not_say_it_never_started";
+    if !confinement_available(test) || !is_root() {
+        say(&format!(
+            "\n!!! {test}: needs root (to kill the sandbox's init, as the OOM killer would)\n"
+        ));
+        return;
+    }
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        let lab = Lab::new(user.as_ref());
+        let ran = lab.outside("ran");
+        let program = format!("import time; open({ran:?}, 'w').write('ran'); time.sleep(30)");
+        let mut cmd = lab.confined(Plan::Namespaces, &[], &python(&program, &[]));
+        cmd.stderr(Stdio::piped());
+        let mut launch = Killed(cmd.spawn().unwrap());
+        assert!(
+            wait_until(Duration::from_secs(10), || Path::new(&ran).exists()),
+            "the program never ran"
+        );
+        // The launch as root is the helper itself; as the user, setpriv exec'd it.
+        let init = children_of(launch.0.id());
+        assert_eq!(
+            init.len(),
+            1,
+            "the helper should have one child, init: {init:?}"
+        );
+        // SAFETY: killing the test's own grandchild.
+        unsafe { libc::kill(init[0] as libc::pid_t, libc::SIGKILL) };
+        assert!(
+            wait_until(Duration::from_secs(10), || !alive(&mut launch.0)),
+            "the launch did not end"
+        );
+        let status = launch.0.try_wait().unwrap().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(launch.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        if stderr.contains("not started") || status.code() == Some(2) {
+            failures.push(format!("{}: {status:?}, {stderr}", lab.who()));
+        }
+    }
+    no_failures(test, failures);
+}
+
 #[test]
 fn without_namespaces_a_chat_cannot_kill_a_process_outside_with_a_cpu_limit() {
     let test = "without_namespaces_a_chat_cannot_kill_a_process_outside_with_a_cpu_limit";
