@@ -1782,6 +1782,81 @@ fn a_chat_cannot_plant_the_helper_that_the_next_launch_runs() {
     );
 }
 
+/// Leaves a tmux configuration in the home, at both names tmux reads (`~/.tmux.conf`,
+/// `~/.config/tmux/tmux.conf`), whose `run-shell` copies config.json to `argv[2]`.
+const PLANT_TMUX_CONF: &str = r#"
+import os, sys
+home, config, evidence = sys.argv[1:4]
+line = 'run-shell "cat %s > %s"\n' % (config, evidence)
+for path in (home + "/.tmux.conf", home + "/.config/tmux/tmux.conf"):
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "w").write(line)
+    except Exception as e:
+        print(path, e)
+"#;
+
+#[test]
+#[ignore = "FINDING: with `harden`, a chat still leaves ~/.tmux.conf and ~/.config/tmux/tmux.conf (not in the persistence list), and the provider's next tmux server, which hosts the chats' panes, runs them unconfined"]
+fn with_harden_a_chat_leaves_no_tmux_configuration_for_the_providers_next_server() {
+    let test = "with_harden_a_chat_leaves_no_tmux_configuration_for_the_providers_next_server";
+    if !confinement_available(test) {
+        return;
+    }
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        for plan in Plan::BOTH {
+            let lab = Lab::with_config(user.as_ref(), "harden = true\n");
+            let d = &lab.demo;
+            // A home as people have it: ~/.config exists.
+            std::fs::create_dir_all(d.home.join(".config")).unwrap();
+            lab.own(&d.home);
+            let config = d.state_root.join("config.json");
+            let evidence = lab.outside("tmux-ran");
+            let (home, config_arg) = (d.home.display().to_string(), config.display().to_string());
+            let planted = || {
+                [".tmux.conf", ".config/tmux/tmux.conf"]
+                    .into_iter()
+                    .filter(|f| d.home.join(f).exists())
+                    .collect::<Vec<_>>()
+            };
+            let plan_file = lab.plan(plan, None, &[]);
+            let argv = python(PLANT_TMUX_CONF, &[&home, &config_arg, &evidence]);
+            let out = run(lab.unconfined(&argv));
+            assert_eq!(planted().len(), 2, "control {}: {}", lab.who(), text(&out));
+            // What it is for: the provider's next tmux server runs it, unconfined.
+            let socket = lab.outside("control-tmux.sock");
+            let mut tmux = command_as(lab.user.as_ref(), "tmux");
+            tmux.args(["-S", &socket, "new-session", "-d", "sleep 1"])
+                .env("HOME", &d.home)
+                .env_remove("XDG_CONFIG_HOME")
+                .stdin(Stdio::null());
+            run(tmux);
+            assert!(
+                wait_until(Duration::from_secs(5), || read(&evidence)
+                    .contains(&lab.secret(&config))),
+                "control {}: the tmux server did not run the planted configuration",
+                lab.who()
+            );
+            for f in [".tmux.conf", ".config/tmux/tmux.conf"] {
+                let _ = std::fs::remove_file(d.home.join(f));
+            }
+            let _ = std::fs::remove_dir(d.home.join(".config/tmux"));
+            let out = run(lab.exec(&plan_file, &argv));
+            let left = planted();
+            if !left.is_empty() {
+                failures.push(format!(
+                    "{} {}: the chat left {left:?}\n{}",
+                    plan.name(),
+                    lab.who(),
+                    text(&out)
+                ));
+            }
+        }
+    }
+    no_failures(test, failures);
+}
+
 #[test]
 #[ignore = "FINDING (low): with `harden`, a root launcher creates the missing persistence folders where a symlink the chat left at ~/.config points, outside the home (/etc)"]
 fn harden_creates_nothing_where_a_symlink_in_the_home_points() {
