@@ -835,6 +835,80 @@ fn below_landlock_abi_6_a_chat_cannot_signal_the_launchers_process_group() {
     no_failures(test, process_group_attempts(test, Some(5)));
 }
 
+/// Lowers the priority of its own process group (`setpriority(PRIO_PGRP, 0)`) and puts its IO in
+/// the idle class (`ioprio_set(IOPRIO_WHO_PGRP, 0)`): calls that name the group by 0, which the
+/// program shares with the launcher unless the sandbox gave it its own.
+const RENICE_GROUP: &str = r#"
+import ctypes, os
+try: os.setpriority(os.PRIO_PGRP, 0, 19)
+except Exception as e: print("setpriority", e)
+libc = ctypes.CDLL(None, use_errno=True)
+IOPRIO_WHO_PGRP, IDLE = 2, 3 << 13
+if libc.syscall(251, IOPRIO_WHO_PGRP, 0, IDLE) != 0:  # ioprio_set, x86_64
+    print("ioprio_set", os.strerror(ctypes.get_errno()))
+"#;
+
+/// A shell outside, leading its own group as a job does, runs `argv` in it, then reports its own
+/// nice value and IO priority class into `evidence`.
+fn group_reniced(lab: &Lab, argv: &[&str]) -> (String, String) {
+    let evidence = lab.outside("group-priority");
+    let _ = std::fs::remove_file(&evidence);
+    let mut shell = command_as(lab.user.as_ref(), "/bin/sh");
+    shell
+        .arg("-c")
+        .arg(format!(
+            "\"$@\"; echo \"$(ps -o ni= -p $$) $(ionice -p $$)\" > {evidence}"
+        ))
+        .arg("sh")
+        .args(argv)
+        .process_group(0);
+    lab.environment(&mut shell);
+    let out = shell.output().expect("run the shell");
+    (read(&evidence), text(&out))
+}
+
+#[test]
+#[ignore = "FINDING: the chat shares the launcher's process group, so setpriority(PRIO_PGRP, 0) and ioprio_set(IOPRIO_WHO_PGRP, 0) from inside lower the CPU and IO priority of the launcher (under a provider that does not give each launch a group of its own: the provider and its other chats) at every Landlock ABI"]
+fn a_chat_cannot_lower_the_priority_of_the_launchers_process_group() {
+    let test = "a_chat_cannot_lower_the_priority_of_the_launchers_process_group";
+    if !confinement_available(test) {
+        return;
+    }
+    if !cfg!(target_arch = "x86_64") {
+        say(&format!(
+            "\n!!! {test}: the probe's ioprio_set number is x86_64's\n"
+        ));
+        return;
+    }
+    let mut failures = Vec::new();
+    // Root outside keeps capabilities the chat lacks, and the kernel then refuses; the ordinary
+    // user outside has none.
+    for user in every_user(test).into_iter().flatten() {
+        for plan in Plan::BOTH {
+            let lab = Lab::new(Some(&user));
+            let (seen, out) = group_reniced(&lab, &python(RENICE_GROUP, &[]));
+            assert!(
+                seen.trim_start().starts_with("19") && seen.contains("idle"),
+                "control: {seen} {out}"
+            );
+            let helper = cli_sandbox().display().to_string();
+            let file = lab.plan(plan, None, &[]).display().to_string();
+            let mut argv = vec![helper.as_str(), "exec", "--policy", file.as_str(), "--"];
+            argv.extend(python(RENICE_GROUP, &[]));
+            let (seen, out) = group_reniced(&lab, &argv);
+            if seen.trim_start().starts_with("19") || seen.contains("idle") {
+                failures.push(format!(
+                    "{} {}: the launcher's group now has `{}`\n{out}",
+                    plan.name(),
+                    lab.who(),
+                    seen.trim()
+                ));
+            }
+        }
+    }
+    no_failures(test, failures);
+}
+
 /// Sends SIGTERM to the pid in `argv[1]`.
 const SIGNAL_PID: &str = "import os, signal, sys\ntry: os.kill(int(sys.argv[1]), signal.SIGTERM)\nexcept Exception as e: print(e)";
 
