@@ -248,6 +248,14 @@ fn no_failures(test: &str, failures: Vec<String>) {
     );
 }
 
+/// Runs a test's attempts where the kernel can confine (else says why it skipped) and fails
+/// naming every one that got through.
+fn attack(test: &str, attempts: impl FnOnce(&str) -> Vec<String>) {
+    if confinement_available(test) {
+        no_failures(test, attempts(test));
+    }
+}
+
 /// A child that is killed when the test lets go of it.
 struct Killed(Child);
 
@@ -714,42 +722,32 @@ fn swapped_after_the_plan(
     })
 }
 
-#[test]
-fn a_grant_swapped_for_a_symlink_after_the_plan_opens_nothing_else() {
-    let test = "a_grant_swapped_for_a_symlink_after_the_plan_opens_nothing_else";
-    if !confinement_available(test) {
-        return;
-    }
+/// The attempts of `swapped_after_the_plan` under `plan`: the grant and a folder in it, for
+/// every user.
+fn swap_attempts(test: &str, plan: Plan) -> Vec<String> {
     let mut failures = Vec::new();
     for user in every_user(test) {
         for swap_the_grant in [true, false] {
-            failures.extend(swapped_after_the_plan(
-                Plan::Namespaces,
-                user.as_ref(),
-                swap_the_grant,
-            ));
+            failures.extend(swapped_after_the_plan(plan, user.as_ref(), swap_the_grant));
         }
     }
-    no_failures(test, failures);
+    failures
+}
+
+#[test]
+fn a_grant_swapped_for_a_symlink_after_the_plan_opens_nothing_else() {
+    attack(
+        "a_grant_swapped_for_a_symlink_after_the_plan_opens_nothing_else",
+        |test| swap_attempts(test, Plan::Namespaces),
+    );
 }
 
 #[test]
 fn without_namespaces_a_grant_swapped_for_a_symlink_after_the_plan_opens_nothing_else() {
-    let test = "without_namespaces_a_grant_swapped_for_a_symlink_after_the_plan_opens_nothing_else";
-    if !confinement_available(test) {
-        return;
-    }
-    let mut failures = Vec::new();
-    for user in every_user(test) {
-        for swap_the_grant in [true, false] {
-            failures.extend(swapped_after_the_plan(
-                Plan::Fallback,
-                user.as_ref(),
-                swap_the_grant,
-            ));
-        }
-    }
-    no_failures(test, failures);
+    attack(
+        "without_namespaces_a_grant_swapped_for_a_symlink_after_the_plan_opens_nothing_else",
+        |test| swap_attempts(test, Plan::Fallback),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -759,24 +757,41 @@ fn without_namespaces_a_grant_swapped_for_a_symlink_after_the_plan_opens_nothing
 /// process group unless the sandbox gave it its own; ignores the signal itself.
 const SIGNAL_GROUP: &str = "import os, signal\nsignal.signal(signal.SIGUSR1, signal.SIG_IGN)\ntry: os.kill(0, signal.SIGUSR1)\nexcept Exception as e: print(e)";
 
-/// A shell outside, leading its own process group as a job of the person's shell does, runs
-/// `argv` (as the lab's user, in that group) and notes whether it got SIGUSR1. (The launcher of a
-/// provider that does not give each launch its own group is the provider itself.)
-fn group_signalled(lab: &Lab, argv: &[&str]) -> (bool, String) {
-    let evidence = lab.outside("group-got-usr1");
-    let _ = std::fs::remove_file(&evidence);
+/// `argv` run by a shell outside (as the lab's user) that leads a process group of its own, as a
+/// job of the person's shell does; `around` is the shell's script, in which `"$@"` runs `argv`.
+fn in_a_group_of_its_own(lab: &Lab, around: &str, argv: &[&str]) -> String {
     let mut shell = command_as(lab.user.as_ref(), "/bin/sh");
     shell
         .arg("-c")
-        .arg(format!(
-            "trap 'echo got > {evidence}' USR1; \"$@\"; sleep 0.3; :"
-        ))
+        .arg(around)
         .arg("sh")
         .args(argv)
         .process_group(0);
     lab.environment(&mut shell);
-    let out = shell.output().expect("run the shell");
-    (Path::new(&evidence).exists(), text(&out))
+    text(&shell.output().expect("run the shell"))
+}
+
+/// The helper's command line for `plan_file` and `argv`, for a shell to run.
+fn helper_argv(plan_file: &Path, argv: &[&str]) -> Vec<String> {
+    let mut out = vec![
+        cli_sandbox().display().to_string(),
+        "exec".into(),
+        "--policy".into(),
+        plan_file.display().to_string(),
+        "--".into(),
+    ];
+    out.extend(argv.iter().map(|a| a.to_string()));
+    out
+}
+
+/// Whether the shell around `argv` (see [`in_a_group_of_its_own`]) got SIGUSR1. (The launcher
+/// of a provider that does not give each launch its own group is the provider itself.)
+fn group_signalled(lab: &Lab, argv: &[&str]) -> (bool, String) {
+    let evidence = lab.outside("group-got-usr1");
+    let _ = std::fs::remove_file(&evidence);
+    let around = format!("trap 'echo got > {evidence}' USR1; \"$@\"; sleep 0.3; :");
+    let out = in_a_group_of_its_own(lab, &around, argv);
+    (Path::new(&evidence).exists(), out)
 }
 
 /// The attempts of `group_signalled` under plans compiled for Landlock `abi`.
@@ -791,11 +806,8 @@ fn process_group_attempts(test: &str, abi: Option<u32>) -> Vec<String> {
                 "control {}: kill(0) does not reach the group: {out}",
                 lab.who()
             );
-            let file = lab.plan(plan, abi, &[]);
-            let helper = cli_sandbox().display().to_string();
-            let file = file.display().to_string();
-            let mut argv = vec![helper.as_str(), "exec", "--policy", file.as_str(), "--"];
-            argv.extend(python(SIGNAL_GROUP, &[]));
+            let argv = helper_argv(&lab.plan(plan, abi, &[]), &python(SIGNAL_GROUP, &[]));
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
             let (got, out) = group_signalled(&lab, &argv);
             if got {
                 failures.push(format!(
@@ -828,11 +840,10 @@ fn a_chat_cannot_signal_the_launchers_process_group() {
 #[test]
 #[ignore = "FINDING: below Landlock ABI 6 (no signal scoping: kernels before 6.12) kill(0) from a chat reaches the launcher's process group outside, in both plans; under a provider that does not give each launch its own group, the provider and its other chats"]
 fn below_landlock_abi_6_a_chat_cannot_signal_the_launchers_process_group() {
-    let test = "below_landlock_abi_6_a_chat_cannot_signal_the_launchers_process_group";
-    if !confinement_available(test) {
-        return;
-    }
-    no_failures(test, process_group_attempts(test, Some(5)));
+    attack(
+        "below_landlock_abi_6_a_chat_cannot_signal_the_launchers_process_group",
+        |test| process_group_attempts(test, Some(5)),
+    );
 }
 
 /// Lowers the priority of its own process group (`setpriority(PRIO_PGRP, 0)`) and puts its IO in
@@ -848,23 +859,14 @@ if libc.syscall(251, IOPRIO_WHO_PGRP, 0, IDLE) != 0:  # ioprio_set, x86_64
     print("ioprio_set", os.strerror(ctypes.get_errno()))
 "#;
 
-/// A shell outside, leading its own group as a job does, runs `argv` in it, then reports its own
-/// nice value and IO priority class into `evidence`.
+/// The nice value and IO priority class of the shell around `argv` (see
+/// [`in_a_group_of_its_own`]) once `argv` is done.
 fn group_reniced(lab: &Lab, argv: &[&str]) -> (String, String) {
     let evidence = lab.outside("group-priority");
     let _ = std::fs::remove_file(&evidence);
-    let mut shell = command_as(lab.user.as_ref(), "/bin/sh");
-    shell
-        .arg("-c")
-        .arg(format!(
-            "\"$@\"; echo \"$(ps -o ni= -p $$) $(ionice -p $$)\" > {evidence}"
-        ))
-        .arg("sh")
-        .args(argv)
-        .process_group(0);
-    lab.environment(&mut shell);
-    let out = shell.output().expect("run the shell");
-    (read(&evidence), text(&out))
+    let around = format!("\"$@\"; echo \"$(ps -o ni= -p $$) $(ionice -p $$)\" > {evidence}");
+    let out = in_a_group_of_its_own(lab, &around, argv);
+    (read(&evidence), out)
 }
 
 #[test]
@@ -891,10 +893,8 @@ fn a_chat_cannot_lower_the_priority_of_the_launchers_process_group() {
                 seen.trim_start().starts_with("19") && seen.contains("idle"),
                 "control: {seen} {out}"
             );
-            let helper = cli_sandbox().display().to_string();
-            let file = lab.plan(plan, None, &[]).display().to_string();
-            let mut argv = vec![helper.as_str(), "exec", "--policy", file.as_str(), "--"];
-            argv.extend(python(RENICE_GROUP, &[]));
+            let argv = helper_argv(&lab.plan(plan, None, &[]), &python(RENICE_GROUP, &[]));
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
             let (seen, out) = group_reniced(&lab, &argv);
             if seen.trim_start().starts_with("19") || seen.contains("idle") {
                 failures.push(format!(
@@ -1218,6 +1218,21 @@ fn a_launch_told_to_stop_ends_even_when_nobody_reads_its_full_stderr() {
     no_failures(test, failures);
 }
 
+/// A provider's structured launch of `claude` for `chat`, with nothing else asked.
+fn structured_claude(chat: &str) -> launch::wrap::LaunchSpec {
+    launch::wrap::LaunchSpec {
+        cli: "claude".into(),
+        chat: chat.into(),
+        grants: vec![],
+        shape: sandbox_core::Shape::Structured,
+        mode: sandbox_core::Mode::Full,
+        mcp_bridge: None,
+        prompt: None,
+        model: None,
+        extra_args: vec![],
+    }
+}
+
 /// Writes the time into `argv[1]` every 50 ms, for ever (a CLI that keeps working).
 const HEARTBEAT: &str = "#!/bin/sh\nwhile :; do date +%s%N > \"$HEARTBEAT\"; sleep 0.05; done\n";
 
@@ -1242,17 +1257,7 @@ fn dropping_the_providers_tokio_child_ends_the_chat() {
     let heartbeat = lab.demo.outside.join("heartbeat");
     let mut ctx = lab.context();
     ctx.helper = Some(cli_sandbox());
-    let spec = launch::wrap::LaunchSpec {
-        cli: "claude".into(),
-        chat: lab.demo.chat.clone(),
-        grants: vec![],
-        shape: sandbox_core::Shape::Structured,
-        mode: sandbox_core::Mode::Full,
-        mcp_bridge: None,
-        prompt: None,
-        model: None,
-        extra_args: vec![],
-    };
+    let spec = structured_claude(&lab.demo.chat);
     let (args, mut cmd) =
         launch::wrap::LandlockCmd::build(&ctx, &spec, &launch::facts::probe()).expect("build");
     assert!(
@@ -1573,49 +1578,39 @@ fn another_terminal(lab: &Lab, confined: Option<Plan>) -> (bool, bool, String) {
     )
 }
 
-#[test]
-fn a_chat_cannot_open_another_terminal_of_its_user() {
-    let test = "a_chat_cannot_open_another_terminal_of_its_user";
-    if !confinement_available(test) {
-        return;
-    }
+/// The attempts of `another_terminal` under `plan`, for every user.
+fn terminal_attempts(test: &str, plan: Plan) -> Vec<String> {
     let mut failures = Vec::new();
     for user in every_user(test) {
         let lab = Lab::new(user.as_ref());
         let (stole, wrote, out) = another_terminal(&lab, None);
         assert!(stole && wrote, "control {}: {out}", lab.who());
-        let (stole, wrote, out) = another_terminal(&lab, Some(Plan::Namespaces));
+        let (stole, wrote, out) = another_terminal(&lab, Some(plan));
         if stole || wrote {
             failures.push(format!(
-                "namespace plan {}: read its input {stole}, wrote its screen {wrote}\n{out}",
+                "{} {}: read its input {stole}, wrote its screen {wrote}\n{out}",
+                plan.name(),
                 lab.who()
             ));
         }
     }
-    no_failures(test, failures);
+    failures
+}
+
+#[test]
+fn a_chat_cannot_open_another_terminal_of_its_user() {
+    attack("a_chat_cannot_open_another_terminal_of_its_user", |test| {
+        terminal_attempts(test, Plan::Namespaces)
+    });
 }
 
 #[test]
 #[ignore = "FINDING: in the Landlock-only fallback a chat opens every other terminal of its uid (/dev/pts keeps its rights there): it reads what is typed into another chat's pane or the person's shell, and writes on their screens"]
 fn without_namespaces_a_chat_cannot_open_another_terminal_of_its_user() {
-    let test = "without_namespaces_a_chat_cannot_open_another_terminal_of_its_user";
-    if !confinement_available(test) {
-        return;
-    }
-    let mut failures = Vec::new();
-    for user in every_user(test) {
-        let lab = Lab::new(user.as_ref());
-        let (stole, wrote, out) = another_terminal(&lab, None);
-        assert!(stole && wrote, "control {}: {out}", lab.who());
-        let (stole, wrote, out) = another_terminal(&lab, Some(Plan::Fallback));
-        if stole || wrote {
-            failures.push(format!(
-                "fallback {}: read its input {stole}, wrote its screen {wrote}\n{out}",
-                lab.who()
-            ));
-        }
-    }
-    no_failures(test, failures);
+    attack(
+        "without_namespaces_a_chat_cannot_open_another_terminal_of_its_user",
+        |test| terminal_attempts(test, Plan::Fallback),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1691,21 +1686,18 @@ fn cmdline_seen(test: &str, plan: Plan) -> Vec<String> {
 
 #[test]
 fn a_chat_cannot_read_another_chats_arguments() {
-    let test = "a_chat_cannot_read_another_chats_arguments";
-    if !confinement_available(test) {
-        return;
-    }
-    no_failures(test, cmdline_seen(test, Plan::Namespaces));
+    attack("a_chat_cannot_read_another_chats_arguments", |test| {
+        cmdline_seen(test, Plan::Namespaces)
+    });
 }
 
 #[test]
 #[ignore = "FINDING: in the Landlock-only fallback a chat reads every other process's arguments (/proc/PID/cmdline is not a ptrace access): another chat's prompt and its MCP bridge's configuration and environment, which the adapters pass as arguments"]
 fn without_namespaces_a_chat_cannot_read_another_chats_arguments() {
-    let test = "without_namespaces_a_chat_cannot_read_another_chats_arguments";
-    if !confinement_available(test) {
-        return;
-    }
-    no_failures(test, cmdline_seen(test, Plan::Fallback));
+    attack(
+        "without_namespaces_a_chat_cannot_read_another_chats_arguments",
+        |test| cmdline_seen(test, Plan::Fallback),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1787,17 +1779,7 @@ fn the_next_launch_of_a_library_caller() {
         helper: None,
     };
     let ctx = launch::Context::load(&settings).unwrap();
-    let spec = launch::wrap::LaunchSpec {
-        cli: "claude".into(),
-        chat: "chat-next".into(),
-        grants: vec![],
-        shape: sandbox_core::Shape::Structured,
-        mode: sandbox_core::Mode::Full,
-        mcp_bridge: None,
-        prompt: None,
-        model: None,
-        extra_args: vec![],
-    };
+    let spec = structured_claude("chat-next");
     let args = launch::wrap::LandlockArgs::prepare(&ctx, &spec, &launch::facts::probe()).unwrap();
     let _ = args.std_command().status();
 }
