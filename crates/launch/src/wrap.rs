@@ -215,7 +215,8 @@ fn write_launch_file(file: &LaunchFile) -> Result<(), Error> {
     Ok(())
 }
 
-/// `LandlockCmd`: the launch as a ready `tokio::process::Command`, pre-trust applied.
+/// `LandlockCmd`: the launch as a ready `tokio::process::Command`, pre-trust applied, killed
+/// when its child is dropped.
 #[derive(Debug)]
 pub struct LandlockCmd;
 
@@ -235,7 +236,12 @@ impl LandlockCmd {
             )));
         }
         args.pre_trust()?;
-        let cmd = tokio::process::Command::from(args.std_command());
+        let mut cmd = tokio::process::Command::from(args.std_command());
+        // A provider that drops the child (its task cancelled, the chat closed) has let go of
+        // the chat: the helper is killed, and with it init and every process of the chat (in
+        // the Landlock-only fallback, the program itself). Without this the chat would go on
+        // working, unwatched.
+        cmd.kill_on_drop(true);
         Ok((args, cmd))
     }
 }

@@ -11,6 +11,10 @@
 //! them are frozen, so a missing one cannot be created either. Without a PID namespace,
 //! processes outside stay visible and a process of the chat can outlive it.
 //!
+//! `/dev`: frozen, with rules only for the harmless devices, new terminals and `/dev/shm` (the
+//! namespace plan's fresh `/dev` holds the same), so that block devices and a desktop's devices
+//! stay closed. The other terminals of the chat's uid stay reachable, which the plan states.
+//!
 //! The kernel's tunables: `/proc` and `/sys` get reading rights only (a process's own
 //! `/proc/self` files cannot be written either: Landlock names paths, and the pids of processes
 //! made later are not known). Run as root, every entry outside the writable places gets reading
@@ -22,8 +26,9 @@ use std::path::{Path, PathBuf};
 use sandbox_core::{Access, Policy, Promise};
 
 use super::plan::{
-    Common, Enforcement, EntryKind, FsRight, Guarantee, Kernel, LandlockRule, LaunchDisk,
-    LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, SeccompPlan, loopback_guarantee,
+    ABI_SCOPING, Common, Enforcement, EntryKind, FsRight, Guarantee, HARMLESS_DEVICES, Kernel,
+    LandlockRule, LaunchDisk, LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, SeccompPlan,
+    loopback_guarantee,
     outermost_existing_roots,
 };
 
@@ -32,6 +37,24 @@ use super::plan::{
 /// pids of processes made later be named.)
 fn kernel_place(path: &Path) -> bool {
     ["/proc", "/sys"].iter().any(|k| path.starts_with(k))
+}
+
+/// The machine's `/dev`, which this plan cannot replace by a fresh one as the namespace plan
+/// does: frozen, and only [`HARMLESS_DEVICES`] and [`DEV_ALSO`] in it get rules. Everything else
+/// there stays closed: block devices (a root chat would read the disk that holds every
+/// protected root), the console and virtual terminals, and a desktop session's devices (camera,
+/// microphone, input), which its user may open.
+const DEV: &str = "/dev";
+/// Besides the harmless devices: new terminals (`ptmx`, and `pts`, where a new terminal is
+/// opened by name, so that the other terminals of the chat's uid stay reachable: the gap the
+/// plan states) and the shared memory folder.
+const DEV_ALSO: [&str; 3] = ["ptmx", "pts", "shm"];
+
+fn kept_in_dev(name: &std::ffi::OsStr) -> bool {
+    HARMLESS_DEVICES
+        .iter()
+        .chain(&DEV_ALSO)
+        .any(|kept| name == std::ffi::OsStr::new(kept))
 }
 
 /// Where a path stands for the rights an entry beside a frozen folder gets.
@@ -70,6 +93,10 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         frozen_for_harden.extend(hardened.path.ancestors().skip(1).map(Path::to_owned));
     }
     frozen.extend(frozen_for_harden.iter().cloned());
+    let dev = Path::new(DEV);
+    if disk.exists(dev) {
+        frozen.insert(dev.to_owned());
+    }
 
     let read: Vec<FsRight> = common
         .open_rights
@@ -110,6 +137,9 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         for (name, _) in disk.entries(dir) {
             let child = dir.join(&name);
             if frozen.contains(&child) || closed.contains(&child) {
+                continue;
+            }
+            if dir == dev && !kept_in_dev(&name) {
                 continue;
             }
             if read_only.iter().any(|h| child.starts_with(h)) || read_only_place(policy, &child) {
@@ -216,17 +246,27 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
             Promise::SystemReadOnly,
             "Landlock: everything outside the writable places and this chat's folders has reading rights only",
             Enforcement::Partly(
-                "Landlock does not govern a file's metadata: a root chat can still change the modes and times of the system's files (seccomp refuses setting the setuid and setgid bits); without namespaces, nothing is remounted".into(),
+                "Landlock does not govern a file's metadata: a root chat can still change the modes, times and extended attributes of the system's files (seccomp refuses setting the setuid and setgid bits); without namespaces, nothing is remounted".into(),
             ),
         ));
     }
-    guarantees.push(Guarantee::new(
-        Promise::OutsideProcesses,
-        "Landlock signal scoping (ABI 6) and its ptrace restriction",
-        Enforcement::Partly(
-            "no PID namespace: processes outside stay visible in /proc (Landlock still refuses reading their memory and environ)".into(),
-        ),
-    ));
+    // Their arguments are not a ptrace access: /proc/PID/cmdline stays readable (tests/attacks.rs).
+    let visible = "processes outside stay visible in /proc, and so do their arguments (another chat's prompt, its MCP bridge's configuration); Landlock still refuses reading their memory and environ";
+    guarantees.push(if abi >= ABI_SCOPING {
+        Guarantee::new(
+            Promise::OutsideProcesses,
+            "Landlock signal scoping (ABI 6) and its ptrace restriction",
+            Enforcement::Partly(format!("no PID namespace: {visible}")),
+        )
+    } else {
+        Guarantee::new(
+            Promise::OutsideProcesses,
+            "Landlock's ptrace restriction",
+            Enforcement::Partly(format!(
+                "no PID namespace, and Landlock ABI {abi} has no signal scoping (ABI 6): every process of the chat's uid outside can be signalled (the launcher, the person's shell, other chats); {visible}"
+            )),
+        )
+    });
     guarantees.push(Guarantee::new(
         Promise::ChatEnds,
         "nothing: the program takes the helper's place",
@@ -246,7 +286,19 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         "no helper process stays: the program takes its place (exec); descriptors above stderr are closed at exec",
         Enforcement::Fully,
     ));
-    guarantees.extend(common.guarantees.iter().cloned());
+    guarantees.extend(common.guarantees.iter().map(|g| {
+        if g.id == Promise::Terminal.id() {
+            Guarantee::new(
+                Promise::Terminal,
+                "seccomp; /dev frozen but for the harmless devices, new terminals and /dev/shm",
+                Enforcement::Partly(
+                    "no mount namespace: the other terminals of the chat's uid in /dev/pts (another chat's pane, the person's shells) can be opened, what is typed into them read and their screens written, since a new terminal is opened there by name".into(),
+                ),
+            )
+        } else {
+            g.clone()
+        }
+    }));
     // `network = "isolated"` never gets here (`plan::compile` refuses it without namespaces).
     guarantees.push(loopback_guarantee(None));
 

@@ -6,12 +6,12 @@
 use std::io;
 
 use landlock::{
-    AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 use super::plan::{FsRight, LinuxPlan};
-use super::sys::{ApplyError, fail};
+use super::sys::{ApplyError, SYMLINK_ON_THE_WAY, fail, open_path_no_symlinks};
 
 /// The kernel's Landlock ABI (0 when Landlock is missing or disabled).
 pub fn kernel_abi() -> u32 {
@@ -75,14 +75,19 @@ pub(super) fn restrict_self(plan: &LinuxPlan) -> Result<(), ApplyError> {
     }
     let mut created = ruleset.create().map_err(|e| fail("landlock create", e))?;
     for rule in &ll.rules {
-        let fd = match PathFd::new(&rule.path) {
+        // Opened without following a symlink: a rule lands on the inode it names, so a folder
+        // swapped for a symlink since the plan was made (by a process with a read-write grant
+        // above it, or the chat's own leftover daemon) would grant what the link points to.
+        let fd = match open_path_no_symlinks(&rule.path, false) {
             Ok(fd) => fd,
             // Gone since the plan was made (a temporary file beside a frozen folder): a rule
             // only grants, so leaving it out closes more, never less.
-            Err(landlock::PathFdError::OpenCall { source, .. })
-                if source.kind() == io::ErrorKind::NotFound =>
-            {
-                continue;
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(fail(
+                    format!("landlock rule {}", rule.path.display()),
+                    SYMLINK_ON_THE_WAY,
+                ));
             }
             Err(e) => return Err(fail(format!("landlock rule {}", rule.path.display()), e)),
         };

@@ -33,14 +33,13 @@ use std::collections::HashSet;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use super::plan::{MountStep, NamespacePlan};
+use super::plan::{HARMLESS_DEVICES, MountStep, NamespacePlan};
 use super::sys::{
     ApplyError, attach_tree, clone_handle, clone_tree, detach, detached_tmpfs, fail, fd_path,
     make_in, make_read_only, mkdir, mount, open_no_symlinks, touch,
 };
 use sandbox_core::Access;
 
-const DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
 
 /// Every pass, in order (see the module's documentation).
 pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
@@ -126,7 +125,7 @@ impl Sources {
         }
         let mut devices = Vec::new();
         if ns.minimal_dev {
-            for name in DEVICES {
+            for name in HARMLESS_DEVICES {
                 let path = Path::new("/dev").join(name);
                 if path.exists() {
                     devices.push((name, open_no_symlinks(&path, false)?));

@@ -27,6 +27,13 @@ pub const ABI_SCOPING: u32 = 6;
 /// The Landlock ABI from which denials can be logged to the audit log for the exec'd program.
 pub const ABI_AUDIT_LOG: u32 = 7;
 
+/// The devices of the machine's `/dev` that programs open by name and that reach nothing of
+/// anyone else's: the namespace plan binds these into its fresh `/dev`, the Landlock-only
+/// fallback grants these in the machine's own (and closes the rest of it). Block devices (which
+/// hold every file of a disk, the protected roots among them), other terminals, and the devices
+/// of a desktop session (camera, microphone, input) are not among them.
+pub(super) const HARMLESS_DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
+
 /// One mount step inside the sandbox's private mount namespace, in the order applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "kebab-case")]
@@ -198,6 +205,12 @@ pub struct SeccompPlan {
     /// own (the Landlock-only plan), where they are the machine's, shared with processes outside.
     #[serde(default)]
     pub refuse_shared_ipc: bool,
+    /// Refuse `prlimit64` on another process: the chat's uid may change the resource limits of
+    /// any process of that uid, so that a CPU limit of one second kills the sandbox's init
+    /// (whose launch then reports that it never started) or, in the Landlock-only fallback, a
+    /// process outside, which signal scoping does not see.
+    #[serde(default)]
+    pub refuse_others_limits: bool,
 }
 
 impl SeccompPlan {
@@ -226,6 +239,7 @@ impl SeccompPlan {
             refuse_setuid_bits: true,
             refuse_exploit_surface: true,
             refuse_shared_ipc: false,
+            refuse_others_limits: true,
             refuse_other_abis: true,
         }
     }
@@ -655,7 +669,11 @@ pub fn compile(
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            Enforcement::Fully,
+            // The root of a writable place is the host's own folder, bound back writable: its
+            // owner (root) may change its mode (tests/attacks.rs).
+            Enforcement::Partly(
+                "a writable place itself (/tmp, /var/tmp, a configured one) can have its mode, times and extended attributes changed: `chmod 0777 /tmp` drops the sticky bit for every user of the machine".into(),
+            ),
         ));
     }
     guarantees.push(Guarantee::new(
@@ -670,15 +688,23 @@ pub fn compile(
         rights: common.open_rights.clone(),
     }];
     rules.extend(common.unix_rules.iter().cloned());
-    guarantees.push(Guarantee::new(
-        Promise::OutsideProcesses,
-        if abi >= ABI_SCOPING {
-            "PID namespace with its own /proc, Landlock signal scoping"
-        } else {
-            "PID namespace with its own /proc"
-        },
-        Enforcement::Fully,
-    ));
+    guarantees.push(if abi >= ABI_SCOPING {
+        Guarantee::new(
+            Promise::OutsideProcesses,
+            "PID namespace with its own /proc, Landlock signal scoping",
+            Enforcement::Fully,
+        )
+    } else {
+        // A signal sent to a process group needs no pid: kill(0) reaches the group the program
+        // was started in, the launcher's, outside the PID namespace (tests/attacks.rs).
+        Guarantee::new(
+            Promise::OutsideProcesses,
+            "PID namespace with its own /proc",
+            Enforcement::Partly(format!(
+                "Landlock ABI {abi} has no signal scoping (ABI 6): a signal to the chat's own process group (kill(0)) reaches the launcher's process group outside, and with it a caller that does not give each launch a group of its own"
+            )),
+        )
+    });
     guarantees.push(Guarantee::new(
         Promise::ChatEnds,
         "init of the PID namespace: the chat ends when the program exits; on a hang-up of its terminal or SIGTERM, SIGINT or SIGHUP to the launcher, SIGTERM and then SIGKILL of init within seconds",
@@ -686,7 +712,7 @@ pub fn compile(
     ));
     guarantees.push(Guarantee::new(
         Promise::Helper,
-        "init is not dumpable (no /proc/1/fd, no ptrace) and closes every other descriptor; the exit status comes from waitpid, through a pipe only init holds",
+        "init is not dumpable (no /proc/1/fd, no ptrace) and closes every other descriptor; its resource limits cannot be changed (seccomp refuses prlimit64 on another process); the exit status comes from waitpid, through a pipe only init holds",
         Enforcement::Fully,
     ));
     guarantees.extend(common.guarantees.iter().cloned());

@@ -58,33 +58,50 @@ fn sent_with_kill(code: libc::c_int) -> bool {
     code == libc::SI_USER || code == libc::SI_QUEUE
 }
 
-/// What init tells the helper, through a pipe only init holds.
+/// What init tells the helper, through a pipe only init holds: `Started` once the program runs,
+/// then `Ended`; or `Failed` instead of both.
 enum Report {
     /// Confinement failed before the program started.
     Failed(String),
+    /// The program runs: from here on, an init that ends without `Ended` was ended from outside
+    /// (the OOM killer, a root chat that raised init's OOM score), and the launch says so rather
+    /// than that the program never started.
+    Started,
     /// The program ended with this wait status.
     Ended(libc::c_int),
 }
 
 impl Report {
     const FAILED: u8 = b'E';
+    const STARTED: u8 = b'R';
     const ENDED: u8 = b'S';
 
     fn encode(&self) -> Vec<u8> {
         match self {
             Report::Failed(why) => [&[Report::FAILED][..], why.as_bytes()].concat(),
+            Report::Started => vec![Report::STARTED],
             Report::Ended(status) => [&[Report::ENDED][..], &status.to_ne_bytes()].concat(),
         }
     }
 
-    fn decode(bytes: &[u8]) -> Option<Report> {
-        match bytes.split_first()? {
-            (&Report::FAILED, why) => Some(Report::Failed(String::from_utf8_lossy(why).into())),
-            (&Report::ENDED, status) => Some(Report::Ended(libc::c_int::from_ne_bytes(
-                status.try_into().ok()?,
-            ))),
+    /// What the pipe held: whether the program started, and the last word (`Failed` or
+    /// `Ended`), if init got to say it.
+    fn decode(bytes: &[u8]) -> (bool, Option<Report>) {
+        let (started, rest) = match bytes.split_first() {
+            Some((&Report::STARTED, rest)) => (true, rest),
+            _ => (false, bytes),
+        };
+        let last = match rest.split_first() {
+            Some((&Report::FAILED, why)) => {
+                Some(Report::Failed(String::from_utf8_lossy(why).into()))
+            }
+            Some((&Report::ENDED, status)) => status
+                .try_into()
+                .ok()
+                .map(|s| Report::Ended(libc::c_int::from_ne_bytes(s))),
             _ => None,
-        }
+        };
+        (started, last)
     }
 }
 
@@ -234,25 +251,50 @@ pub(super) fn wait_for_init(
             bytes.len(),
         )
     };
-    let report = usize::try_from(n)
-        .ok()
-        .and_then(|n| Report::decode(&bytes[..n]));
+    let (started, report) =
+        usize::try_from(n).map_or((false, None), |n| Report::decode(&bytes[..n]));
     match (report, stop) {
         (Some(Report::Failed(why)), _) => Err(fail("confine", why)),
         (Some(Report::Ended(status)), _) => end_like(status),
-        (None, Some(s)) if s.killed => {
-            let _ = writeln!(
-                io::stderr(),
-                "cli-sandbox: the chat did not end within {} s of signal {}: every process of it was killed",
+        // No last word (`decode` never gives `Started` as one).
+        (_, Some(s)) if s.killed => {
+            notice(&format!(
+                "cli-sandbox: the chat did not end within {} s of signal {}: every process of it was killed\n",
                 KILL_AFTER.as_secs(),
                 s.signal
-            );
+            ));
             end_like(s.signal)
         }
-        (None, _) => Err(fail(
+        _ if started => {
+            notice(&format!(
+                "cli-sandbox: the sandbox's init ended while the program ran (wait status {init_status:#x}): every process of the chat ended with it\n"
+            ));
+            end_like(init_status)
+        }
+        _ => Err(fail(
             "the sandbox's init",
             format!("ended without a report (wait status {init_status:#x})"),
         )),
+    }
+}
+
+/// Writes a notice on stderr only if that does not block. stderr is shared with the program,
+/// which may have filled it (a pipe its reader drains only at the end, or never): a helper
+/// blocked there would never end the launch it was told to stop. A notice that does not fit is
+/// dropped; the exit status says the same.
+fn notice(text: &str) {
+    let mut out = libc::pollfd {
+        fd: 2,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no timeout.
+    let ready = unsafe { libc::poll(&mut out, 1, 0) };
+    if ready == 1 && out.revents & libc::POLLOUT != 0 {
+        // One write of less than PIPE_BUF into a pipe with room (POLLOUT) does not wait, and
+        // nothing of the chat is left to fill it between the poll and the write.
+        // SAFETY: writing the bytes of a live string.
+        let _ = unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
     }
 }
 
@@ -286,7 +328,8 @@ pub(super) fn run_init(
     let report_fd = report.as_raw_fd();
     let mut report = std::fs::File::from(report);
     let mut say = |r: Report| {
-        // One short write into an empty pipe: it neither blocks nor splits.
+        // Short writes into a pipe that holds at most the one before: they neither block nor
+        // split.
         let _ = report.write_all(&r.encode());
     };
     // The chat must not outlive the helper waiting for it. Before this call the helper could
@@ -317,7 +360,10 @@ pub(super) fn run_init(
         leave(2);
     }
     let status = match start_program(program, workdir) {
-        Ok(pid) => reap_until(pid),
+        Ok(pid) => {
+            say(Report::Started);
+            reap_until(pid)
+        }
         // Ends as if the program had exited with this code, like a shell that cannot run it.
         Err(code) => sys::exited(code),
     };

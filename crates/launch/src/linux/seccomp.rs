@@ -40,8 +40,9 @@
 //! operation would create a family the allowlist refuses), the family allowlist, the other ABIs.
 //!
 //! Beside the sockets, a few refusals the other layers cannot make: mount and namespace calls,
-//! terminal injection, the keyring, setuid/setgid bits, and a short list of kernel interfaces no
-//! CLI needs that kernel exploits use, as Docker's default profile refuses them.
+//! terminal injection, the keyring, setuid/setgid bits, the resource limits of other processes,
+//! and a short list of kernel interfaces no CLI needs that kernel exploits use, as Docker's
+//! default profile refuses them.
 //!
 //! What it is not: an allowlist of system calls. Everything not named here is allowed; file
 //! access is the mounts' and Landlock's business, signals and ptrace the PID namespace's and
@@ -258,6 +259,14 @@ pub fn filters(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, String> {
     }
     if plan.refuse_exploit_surface {
         exploit_surface(&mut eperm, &mut enosys)?;
+    }
+    if plan.refuse_others_limits {
+        // The resource limits of another process of the same uid: the kernel lets the uid
+        // change them, and a CPU limit is a SIGKILL on a timer. Init (pid 1 inside) would be
+        // killed and its launch report that the program never started; in the fallback, a
+        // process outside would die, past Landlock's signal scoping. A program's own limits
+        // (`setrlimit`, `prlimit64` with pid 0) stay its own to change.
+        eperm.when(libc::SYS_prlimit64, &[(0, SeccompCmpOp::Ne, 0)])?;
     }
 
     let mut programs = vec![

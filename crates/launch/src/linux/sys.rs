@@ -129,13 +129,29 @@ pub(super) fn make_read_only(fd: Option<BorrowedFd<'_>>, at: &Path) -> Result<()
 /// the kernel refuses to follow any symlink on the way (`RESOLVE_NO_SYMLINKS`), so a symlink
 /// swapped in since the plan was made cannot lead elsewhere.
 pub(super) fn open_no_symlinks(path: &Path, dir: bool) -> Result<OwnedFd, ApplyError> {
+    open_path_no_symlinks(path, dir).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            fail(format!("open {}", path.display()), SYMLINK_ON_THE_WAY)
+        } else {
+            fail(format!("open {}", path.display()), e)
+        }
+    })
+}
+
+/// What [`open_no_symlinks`] says of a path a symlink now leads through.
+pub(super) const SYMLINK_ON_THE_WAY: &str =
+    "a symlink is now on its way: the layout changed since the plan was made, plan again";
+
+/// [`open_no_symlinks`] with the kernel's error as it is (`ELOOP` for a symlink on the way).
+pub(super) fn open_path_no_symlinks(path: &Path, dir: bool) -> io::Result<OwnedFd> {
     // No O_NOFOLLOW: RESOLVE_NO_SYMLINKS refuses a symlink as the last component too, and says
     // so (ELOOP) where O_NOFOLLOW with O_DIRECTORY would say "not a directory".
     let mut flags = libc::O_PATH | libc::O_CLOEXEC;
     if dir {
         flags |= libc::O_DIRECTORY;
     }
-    let c = cstr(path)?;
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
     // SAFETY: `open_how` is plain integers; zero is a valid value of each.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = flags as u64;
@@ -150,13 +166,11 @@ pub(super) fn open_no_symlinks(path: &Path, dir: bool) -> Result<OwnedFd, ApplyE
             std::mem::size_of::<libc::open_how>(),
         )
     };
-    if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ELOOP) {
-        return Err(fail(
-            format!("open {}", path.display()),
-            "a symlink is now on its way: the layout changed since the plan was made, plan again",
-        ));
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
     }
-    owned(fd, || format!("open {}", path.display()))
+    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 /// A detached copy of the mount tree at `path` (and every mount beneath it), reached without
