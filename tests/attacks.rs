@@ -838,7 +838,6 @@ fn a_chat_cannot_signal_the_launchers_process_group() {
 }
 
 #[test]
-#[ignore = "FINDING: below Landlock ABI 6 (no signal scoping: kernels before 6.12) kill(0) from a chat reaches the launcher's process group outside, in both plans; under a provider that does not give each launch its own group, the provider and its other chats"]
 fn below_landlock_abi_6_a_chat_cannot_signal_the_launchers_process_group() {
     attack(
         "below_landlock_abi_6_a_chat_cannot_signal_the_launchers_process_group",
@@ -870,7 +869,6 @@ fn group_reniced(lab: &Lab, argv: &[&str]) -> (String, String) {
 }
 
 #[test]
-#[ignore = "FINDING: the chat shares the launcher's process group, so setpriority(PRIO_PGRP, 0) and ioprio_set(IOPRIO_WHO_PGRP, 0) from inside lower the CPU and IO priority of the launcher (under a provider that does not give each launch a group of its own: the provider and its other chats) at every Landlock ABI"]
 fn a_chat_cannot_lower_the_priority_of_the_launchers_process_group() {
     let test = "a_chat_cannot_lower_the_priority_of_the_launchers_process_group";
     if !confinement_available(test) {
@@ -1708,7 +1706,6 @@ fn without_namespaces_a_chat_cannot_read_another_chats_arguments() {
 const CLAUDE_IS_TRUE: &str = "\n[cli.claude]\nprogram = \"/bin/true\"\n";
 
 #[test]
-#[ignore = "FINDING (issue 11, item 4, still open here): pre-trust follows a symlink the chat left at ~/.claude.json into the state root, and the next launch rewrites config.json, unconfined"]
 fn a_symlink_left_at_a_settings_file_does_not_lead_the_next_launch_into_protected_data() {
     let test =
         "a_symlink_left_at_a_settings_file_does_not_lead_the_next_launch_into_protected_data";

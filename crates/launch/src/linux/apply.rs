@@ -88,6 +88,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     // inherits the mask and takes them with sigwaitinfo, the helper through a descriptor.
     sys::mask(libc::SIG_BLOCK, &process::watched())?;
     let signals = sys::signalfd(&process::watched())?;
+    let terminal = sys::foreground_terminal();
 
     let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_PIDFD;
     if ns.pid_namespace {
@@ -159,6 +160,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
             pidfd,
             report: report_read,
             pasta,
+            terminal,
         },
         signals,
     )
@@ -250,6 +252,9 @@ fn exec_in_place(
 ) -> Result<Never, ApplyError> {
     super::descriptors::check_standard_descriptors()?;
     sys::cloexec_from_3()?;
+    // A process group of the chat's own (see `sys::own_process_group`); the program keeps the
+    // terminal when it exits, and the caller's shell takes it back as it does after any job.
+    sys::own_process_group()?;
     // SAFETY: geteuid has no failure and touches no memory.
     if unsafe { libc::geteuid() } == 0 {
         caps::drop_all()?;

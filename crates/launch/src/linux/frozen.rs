@@ -28,8 +28,7 @@ use sandbox_core::{Access, Policy, Promise};
 use super::plan::{
     ABI_SCOPING, Common, Enforcement, EntryKind, FsRight, Guarantee, HARMLESS_DEVICES, Kernel,
     LandlockRule, LaunchDisk, LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, SeccompPlan,
-    loopback_guarantee,
-    outermost_existing_roots,
+    loopback_guarantee, outermost_existing_roots,
 };
 
 /// `/proc` and `/sys`: reading rights only in this plan, whatever the uid. (Landlock names paths,

@@ -40,7 +40,6 @@ use super::sys::{
 };
 use sandbox_core::Access;
 
-
 /// Every pass, in order (see the module's documentation).
 pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
     mount(

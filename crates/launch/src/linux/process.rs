@@ -111,6 +111,9 @@ pub(super) struct Init {
     pub pidfd: OwnedFd,
     /// The read end of init's report pipe (non-blocking).
     pub report: OwnedFd,
+    /// The terminal the helper's group held in the foreground before init took it for the
+    /// chat's group: given back once init has ended.
+    pub terminal: Option<sys::ForegroundTaken>,
     /// The chat's own network, ended once init has (`network = "isolated"`).
     pub pasta: Option<super::network::Pasta>,
 }
@@ -233,6 +236,9 @@ pub(super) fn wait_for_init(
 
     let init_status = loop {
         if let Some(status) = reap(init.pid) {
+            if let Some(taken) = init.terminal {
+                sys::give_back_terminal(taken);
+            }
             break status;
         }
         // The pidfd said init ended; its zombie is there to reap.
@@ -351,9 +357,14 @@ pub(super) fn run_init(
     drop(go);
     // The id maps are written (the helper needed init dumpable to write them): from here on
     // nothing of init's can be read or traced by the chat, which runs as the same uid.
+    // A process group of the chat's own, holding the terminal if the launcher's group held it:
+    // `kill(0)` and `setpriority(PRIO_PGRP, 0)` from inside reach only the chat, and a
+    // terminal's Ctrl-C and resize reach the program (the helper gives the terminal back once
+    // the chat has ended).
     let confined = prctl(libc::PR_SET_DUMPABLE, 0, "PR_SET_DUMPABLE")
         .and_then(|()| close_all_from(3, &[report_fd]))
         .and_then(|()| mask(libc::SIG_BLOCK, &watched()))
+        .and_then(|()| sys::own_process_group().map(drop))
         .and_then(|()| setup());
     if let Err(e) = confined {
         say(Report::Failed(e.to_string()));

@@ -512,3 +512,76 @@ pub(super) fn create_dirs(dir: &Path) -> Result<(), ApplyError> {
         .create(dir)
         .map_err(|e| fail(format!("create {}", dir.display()), e))
 }
+
+/// The terminal this process's group held in the foreground when it took a group of its own, to
+/// give it back with [`give_back_terminal`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ForegroundTaken {
+    pub fd: RawFd,
+    pub group: libc::pid_t,
+}
+
+/// Puts this process at the head of a process group of its own, and, if its group held a
+/// terminal (stdin, stdout or stderr) in the foreground, gives that terminal to the new group.
+/// A chat whose programs share the launcher's group would reach the launcher and its other
+/// children with `kill(0, ...)` (where Landlock does not scope signals) and lower their
+/// priority with `setpriority(PRIO_PGRP, 0)` and `ioprio_set` (at every ABI). A session leader
+/// already leads a group of its own: nothing to do.
+pub(super) fn own_process_group() -> Result<Option<ForegroundTaken>, ApplyError> {
+    // SAFETY: getpgrp, getpid and getsid have no failure that matters here and touch no memory.
+    let (old, me, session) = unsafe { (libc::getpgrp(), libc::getpid(), libc::getsid(0)) };
+    if session == me || old == me {
+        return Ok(None);
+    }
+    let tty = [0, 1, 2].into_iter().find(|fd| {
+        // SAFETY: tcgetpgrp only inspects the descriptor.
+        is_tty(*fd) && unsafe { libc::tcgetpgrp(*fd) } == old
+    });
+    // SAFETY: setpgid on this process, with plain integers.
+    if unsafe { libc::setpgid(0, 0) } != 0 {
+        return Err(os_fail("a process group of the chat's own"));
+    }
+    let Some(fd) = tty else {
+        return Ok(None);
+    };
+    set_foreground(fd, me, "give the terminal to the chat's process group")?;
+    Ok(Some(ForegroundTaken { fd, group: old }))
+}
+
+/// The terminal this process's group holds in the foreground now, if any: what the helper gives
+/// back once init (which takes it for the chat's group) has ended.
+pub(super) fn foreground_terminal() -> Option<ForegroundTaken> {
+    // SAFETY: getpgrp has no failure and touches no memory.
+    let group = unsafe { libc::getpgrp() };
+    [0, 1, 2]
+        .into_iter()
+        // SAFETY: tcgetpgrp only inspects the descriptor.
+        .find(|fd| is_tty(*fd) && unsafe { libc::tcgetpgrp(*fd) } == group)
+        .map(|fd| ForegroundTaken { fd, group })
+}
+
+/// Gives the terminal back to the group that held it before [`own_process_group`].
+pub(super) fn give_back_terminal(taken: ForegroundTaken) {
+    let _ = set_foreground(taken.fd, taken.group, "give the terminal back");
+}
+
+/// `tcsetpgrp`, with `SIGTTOU` blocked for the call: from a group in the background the call
+/// would otherwise stop this process.
+fn set_foreground(fd: RawFd, group: libc::pid_t, step: &str) -> Result<(), ApplyError> {
+    let ttou = signal_set(&[libc::SIGTTOU]);
+    let mut old = signal_set(&[]);
+    // SAFETY: valid sets; the old mask is restored below.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &ttou, &mut old) };
+    if rc != 0 {
+        return Err(fail(step, io::Error::from_raw_os_error(rc)));
+    }
+    // SAFETY: tcsetpgrp on a descriptor of ours, with a plain integer.
+    let set = unsafe { libc::tcsetpgrp(fd, group) };
+    let err = io::Error::last_os_error();
+    // SAFETY: restoring the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    if set != 0 {
+        return Err(fail(step, err));
+    }
+    Ok(())
+}
