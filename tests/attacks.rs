@@ -1777,12 +1777,14 @@ fn the_next_launch_of_a_library_caller() {
     };
     let ctx = launch::Context::load(&settings).unwrap();
     let spec = structured_claude("chat-next");
-    let args = launch::wrap::LandlockArgs::prepare(&ctx, &spec, &launch::facts::probe()).unwrap();
+    // The helper is never looked up on PATH: a library caller that names none is told so.
+    let Ok(args) = launch::wrap::LandlockArgs::prepare(&ctx, &spec, &launch::facts::probe()) else {
+        return;
+    };
     let _ = args.std_command().status();
 }
 
 #[test]
-#[ignore = "FINDING: a library caller finds the helper on PATH; a chat that writes cli-sandbox into a folder of the home on PATH (~/.local/bin, ~/.cargo/bin) has the next launch of every chat run its program unconfined"]
 fn a_chat_cannot_plant_the_helper_that_the_next_launch_runs() {
     let test = "a_chat_cannot_plant_the_helper_that_the_next_launch_runs";
     if !confinement_available(test) {

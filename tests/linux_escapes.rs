@@ -1670,3 +1670,59 @@ fn the_older_kernels_way_of_covering_gives_the_same_verdicts_and_leaves_nothing_
     let dev = std::fs::read_to_string(demo.runtime.join("dev")).unwrap();
     assert!(!dev.contains("stand-ins"), "{dev}");
 }
+
+#[test]
+fn a_helper_a_chat_could_replace_runs_from_a_copy_kept_in_the_state_root() {
+    let test = "a_helper_a_chat_could_replace_runs_from_a_copy_kept_in_the_state_root";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture(None);
+    let demo = &f.demo;
+    // `cargo install` puts the binary in the home, which every chat may write.
+    let installed = demo.home.join(".cargo/bin/cli-sandbox");
+    std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
+    std::fs::copy(cli_sandbox(), &installed).unwrap();
+    let plan = output({
+        let mut cmd = Command::new(&installed);
+        cmd.arg("--config")
+            .arg(&demo.config)
+            .args(["plan", "--cli", "codex", "--chat", &demo.chat, "--json"])
+            .env("HOME", &demo.home)
+            .env_remove("CLI_SANDBOX_HELPER");
+        cmd
+    });
+    assert!(plan.status.success(), "{}", text(&plan));
+    let launch: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let helper = PathBuf::from(launch["argv"][0].as_str().unwrap());
+    assert!(
+        helper.starts_with(demo.state_root.join("state/cli-sandbox/helper")),
+        "the launch runs {} , which a chat could replace",
+        helper.display()
+    );
+    // The copy is the binary itself, and it runs the launch.
+    assert_eq!(
+        std::fs::read(&helper).unwrap(),
+        std::fs::read(&installed).unwrap()
+    );
+    let start = launch["command_start"].as_u64().unwrap() as usize;
+    let argv: Vec<&str> = launch["argv"].as_array().unwrap()[..start]
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let out = output({
+        let mut cmd = Command::new(argv[0]);
+        cmd.args(&argv[1..])
+            .args(["/bin/sh", "-c", "exit 3"])
+            .env("HOME", &demo.home)
+            .stdin(Stdio::null());
+        cmd
+    });
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    // And a chat cannot touch the copy: the state root is closed to it.
+    let policy = launch::Context::load(&demo.settings())
+        .unwrap()
+        .policy(&demo.chat, &[])
+        .unwrap();
+    assert!(!policy.decide(Op::Write, &helper).allowed);
+}

@@ -64,8 +64,10 @@ pub struct LandlockArgs {
     person_files: PersonFilesGuard,
 }
 
-/// How the wrapper finds the `cli-sandbox` binary that runs the Linux helper: given, or
-/// `CLI_SANDBOX_HELPER`, or this process when it is `cli-sandbox`, or PATH.
+/// The `cli-sandbox` binary that runs the Linux helper: given (`Settings::helper`), or
+/// `CLI_SANDBOX_HELPER`, or this process when it is `cli-sandbox`. Never looked up on `PATH`:
+/// the home, which every chat writes, is on many people's `PATH`, and the helper starts
+/// unconfined. See [`helper_for`] for the check a launch adds.
 pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
     if let Some(path) = given {
         return Ok(path.to_owned());
@@ -78,12 +80,115 @@ pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
     {
         return Ok(exe);
     }
-    which::which("cli-sandbox").map_err(|_| {
-        Error::Other(
-            "the `cli-sandbox` helper binary was not found: put it on PATH or set CLI_SANDBOX_HELPER"
-                .into(),
-        )
-    })
+    Err(Error::Other(
+        "the `cli-sandbox` helper binary is not known: set CLI_SANDBOX_HELPER (or the helper of \
+         the launch's settings) to an installed cli-sandbox, outside any place a chat can write"
+            .into(),
+    ))
+}
+
+/// The helper this chat's launch runs, checked: it starts unconfined, so a chat that could
+/// replace it (it, or a folder above it, writable by the chat's uid; for a root chat, outside the
+/// read-only system) would run a program of its choice unconfined at the next launch. When the
+/// helper is this very binary (`cli-sandbox run`, `plan`, the contract) and lies in such a place
+/// (`cargo install` puts it in the home), the launch runs a copy of it that the launcher keeps in
+/// the state root, which every chat's sandbox closes. A helper the caller names in such a place
+/// is the caller's choice: it is used, with a warning.
+pub fn helper_for(ctx: &Context, policy: &Policy) -> Result<PathBuf, Error> {
+    let helper = helper_binary(ctx.helper.as_deref())?;
+    let canonical = std::fs::canonicalize(&helper).map_err(|e| {
+        Error::BadInput(format!(
+            "the helper `{}` cannot be found ({e}): install cli-sandbox and point the launch at it",
+            helper.display()
+        ))
+    })?;
+    if !a_chat_could_replace(&canonical, policy) {
+        return Ok(canonical);
+    }
+    if is_this_binary(&canonical) {
+        return kept_copy_of_this_binary(ctx);
+    }
+    tracing::warn!(
+        helper = %canonical.display(),
+        "the helper lies where a chat can replace it (it or a folder above it is writable by the chats' user): a chat could run its own program unconfined at the next launch; install cli-sandbox outside such places"
+    );
+    Ok(canonical)
+}
+
+/// Whether `path` is the image this process runs (the same file, by device and inode).
+fn is_this_binary(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(path), std::fs::metadata("/proc/self/exe")) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+/// Whether a confined chat of `policy` could replace `path` or a folder above it.
+fn a_chat_could_replace(path: &Path, policy: &Policy) -> bool {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if policy.system_read_only {
+        // A root chat writes only where the policy says; its permissions are root's.
+        return path
+            .ancestors()
+            .any(|p| policy.decide(sandbox_core::Op::Write, p).allowed && p != Path::new("/"))
+            || policy.decide(sandbox_core::Op::Move, path).allowed;
+    }
+    let me = rustix::process::geteuid().as_raw();
+    // Inside a protected root nothing is the chat's: its sandbox closes it (the launcher's own
+    // folders there, the kept copy among them, are written by the launcher only).
+    let writable = |p: &Path| {
+        !policy.is_protected(p)
+            && (rustix::fs::access(p, rustix::fs::Access::WRITE_OK).is_ok()
+                || std::fs::metadata(p).is_ok_and(|m| m.uid() == me))
+    };
+    if writable(path) {
+        return true;
+    }
+    // A folder the chat may write lets it put another file in the helper's place, but a sticky
+    // one only for entries of its own.
+    let mut child = path;
+    for folder in path.ancestors().skip(1) {
+        let sticky = std::fs::metadata(folder).is_ok_and(|m| m.permissions().mode() & 0o1000 != 0);
+        let child_is_mine = std::fs::symlink_metadata(child).is_ok_and(|m| m.uid() == me);
+        if writable(folder) && (!sticky || child_is_mine) {
+            return true;
+        }
+        child = folder;
+    }
+    false
+}
+
+/// This binary, copied once into `<state root>/state/cli-sandbox/helper/`, named by the running
+/// image's device, inode, size and time (a new build gets a new copy); read from
+/// `/proc/self/exe`, the image this process runs, not whatever the path holds now.
+fn kept_copy_of_this_binary(ctx: &Context) -> Result<PathBuf, Error> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let io = |what: String| move |e: std::io::Error| Error::Io { what, source: e };
+    let running = std::fs::File::open("/proc/self/exe").map_err(io("this binary".into()))?;
+    let meta = running.metadata().map_err(io("this binary".into()))?;
+    let dir = ctx.layout.state_root.join("state/cli-sandbox/helper");
+    crate::context::ensure_dir(&dir)?;
+    let path = dir.join(format!(
+        "cli-sandbox-{:x}-{:x}-{:x}-{:x}",
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime_nsec() ^ (meta.mtime() << 30)
+    ));
+    if path.exists() {
+        return Ok(path);
+    }
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io(dir.display().to_string()))?;
+    std::io::copy(&mut &running, &mut tmp).map_err(io(path.display().to_string()))?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o755))
+        .map_err(io(path.display().to_string()))?;
+    tmp.persist(&path).map_err(|e| Error::Io {
+        what: path.display().to_string(),
+        source: e.error,
+    })?;
+    Ok(path)
 }
 
 impl LandlockArgs {
@@ -310,7 +415,7 @@ pub fn wrap(
             )?;
             let file = crate::linux::write_plan(&plan, &ctx.layout)?;
             let mut argv: Vec<OsString> = vec![
-                helper_binary(ctx.helper.as_deref())?.into_os_string(),
+                helper_for(ctx, policy)?.into_os_string(),
                 "exec".into(),
                 "--policy".into(),
                 file.clone().into_os_string(),
