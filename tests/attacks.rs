@@ -1852,7 +1852,6 @@ for path in (home + "/.tmux.conf", home + "/.config/tmux/tmux.conf"):
 "#;
 
 #[test]
-#[ignore = "FINDING: with `harden`, a chat still leaves ~/.tmux.conf and ~/.config/tmux/tmux.conf (not in the persistence list), and the provider's next tmux server, which hosts the chats' panes, runs them unconfined"]
 fn with_harden_a_chat_leaves_no_tmux_configuration_for_the_providers_next_server() {
     let test = "with_harden_a_chat_leaves_no_tmux_configuration_for_the_providers_next_server";
     if !confinement_available(test) {
@@ -1869,10 +1868,12 @@ fn with_harden_a_chat_leaves_no_tmux_configuration_for_the_providers_next_server
             let config = d.state_root.join("config.json");
             let evidence = lab.outside("tmux-ran");
             let (home, config_arg) = (d.home.display().to_string(), config.display().to_string());
+            // What the chat wrote (with `harden`, an empty `~/.tmux.conf` made by the launch to
+            // close the name means what none does).
             let planted = || {
                 [".tmux.conf", ".config/tmux/tmux.conf"]
                     .into_iter()
-                    .filter(|f| d.home.join(f).exists())
+                    .filter(|f| read(&d.home.join(f).display().to_string()).contains("run-shell"))
                     .collect::<Vec<_>>()
             };
             let plan_file = lab.plan(plan, None, &[]);
@@ -1913,7 +1914,6 @@ fn with_harden_a_chat_leaves_no_tmux_configuration_for_the_providers_next_server
 }
 
 #[test]
-#[ignore = "FINDING (low): with `harden`, a root launcher creates the missing persistence folders where a symlink the chat left at ~/.config points, outside the home (/etc)"]
 fn harden_creates_nothing_where_a_symlink_in_the_home_points() {
     let test = "harden_creates_nothing_where_a_symlink_in_the_home_points";
     if !confinement_available(test) || !is_root() {

@@ -305,8 +305,9 @@ fn with_harden_the_persistence_paths_are_closed_in_the_namespace_plan() {
         std::fs::metadata(&autostart).unwrap().permissions().mode() & 0o777,
         0o700
     );
-    // No file was created in the home to close a missing one: that would change what a shell
-    // reads (an empty ~/.bash_profile hides ~/.profile from bash).
+    // No file whose empty form means something else was created in the home to close a missing
+    // one: that would change what a shell reads (an empty ~/.bash_profile hides ~/.profile from
+    // bash). The others were made empty, private and owned like their folder.
     for missing in [
         ".bash_profile",
         ".bash_login",
@@ -338,10 +339,26 @@ fn with_harden_a_missing_startup_file_is_the_gap_the_namespace_plan_reports() {
     let Enforcement::Partly(gap) = &guarantee.enforcement else {
         panic!("a missing ~/.zshrc is a gap, said plainly: {guarantee:?}");
     };
-    for missing in ["~/.zshrc", "~/.gitconfig", "~/.ssh/authorized_keys"] {
+    for missing in ["~/.zshrc", "~/.bash_profile", "~/.ssh/rc"] {
         assert!(gap.contains(missing), "{missing} is not named: {gap}");
     }
     assert!(!gap.contains("~/.bashrc"), "~/.bashrc exists: {gap}");
+    // A missing file whose empty form means its absence is made empty and closed: no gap.
+    for closed in [
+        "~/.gitconfig",
+        "~/.ssh/authorized_keys",
+        "~/.tmux.conf",
+        "~/.profile",
+    ] {
+        assert!(!gap.contains(closed), "{closed} is named: {gap}");
+    }
+    let tmux = demo.home.join(".tmux.conf");
+    step(demo, &format!("printf 'run-shell x' > {}", q(&tmux)));
+    assert_eq!(
+        std::fs::read_to_string(&tmux).unwrap(),
+        "",
+        "~/.tmux.conf was written"
+    );
     // And the gap is real: the file can be created. (The fallback below closes it, at the cost
     // of freezing the home.)
     let zshrc = demo.home.join(".zshrc");

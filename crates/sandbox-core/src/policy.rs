@@ -280,7 +280,7 @@ pub const BLOCKED_PROGRAMS_LINUX: &[&str] = &[
 /// The persistence paths of a home on every OS, relative to the home: what makes a program run
 /// later, outside the sandbox, when written (a shell startup file runs at the next login, git's
 /// global configuration names hooks and an fsmonitor command, ssh's files let someone in or run a
-/// command at the next connection). A trailing `/` marks a folder (closed with all it holds).
+/// command at the next connection, tmux's configuration runs commands in the next tmux server). A trailing `/` marks a folder (closed with all it holds).
 /// Closed to writing only when the configuration says `harden = true`.
 pub const PERSISTENCE_COMMON: &[&str] = &[
     ".profile",
@@ -304,6 +304,10 @@ pub const PERSISTENCE_COMMON: &[&str] = &[
     ".ssh/authorized_keys2",
     ".ssh/rc",
     ".ssh/config",
+    // tmux's configuration: the next tmux server started outside (a person's, a provider's
+    // panes) runs what it says (`run-shell`), unconfined.
+    ".tmux.conf",
+    ".config/tmux/",
 ];
 /// The persistence paths of a macOS home, added to [`PERSISTENCE_COMMON`]: launchd agents, and
 /// the terminal apps' preferences written as files (a startup command in a Terminal or iTerm2
@@ -389,7 +393,25 @@ pub struct Hardened {
     pub path: PathBuf,
     /// A folder: closed with everything it holds, also what is created in it later.
     pub folder: bool,
+    /// A file whose empty form means what its absence means to the programs that read it
+    /// ([`PERSISTENCE_EMPTY_IS_ABSENT`]): a backend may create a missing one empty to close it.
+    #[serde(default)]
+    pub empty_is_absent: bool,
 }
+
+/// The persistence files that mean the same empty as missing: tmux, git, ssh and pam read an
+/// empty one as none, and a POSIX shell an empty `~/.profile`. (Not so `~/.bash_profile` or
+/// `~/.bash_login`, whose mere presence stops bash reading `~/.profile`, nor `~/.tcshrc`, nor the X
+/// session files, which an empty one turns into an empty session.)
+pub const PERSISTENCE_EMPTY_IS_ABSENT: &[&str] = &[
+    ".profile",
+    ".gitconfig",
+    ".ssh/authorized_keys",
+    ".ssh/authorized_keys2",
+    ".ssh/config",
+    ".tmux.conf",
+    ".pam_environment",
+];
 
 /// What the caller wants a policy for.
 #[derive(Debug, Clone)]
@@ -880,7 +902,12 @@ fn persistence_paths(
                 .iter()
                 .any(|r| is_within(&path, r) || is_within(r, &path));
             if !near_protected && !out.iter().any(|h| h.path == path) {
-                out.push(Hardened { path, folder });
+                let empty_is_absent = PERSISTENCE_EMPTY_IS_ABSENT.contains(entry);
+                out.push(Hardened {
+                    path,
+                    folder,
+                    empty_is_absent,
+                });
             }
         }
     }

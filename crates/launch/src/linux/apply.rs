@@ -12,7 +12,6 @@ use std::ffi::{CString, OsString};
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 
 use super::plan::{LinuxPlan, NamespacePlan, PLAN_VERSION};
 pub use super::sys::ApplyError;
@@ -71,8 +70,13 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     for dir in &plan.create_dirs {
         sys::create_dirs(dir)?;
     }
+    // The persistence folders and files `harden` closes that do not exist yet, made empty
+    // (owned like the folder that holds them) so that they can be bound read-only.
     for dir in &plan.create_home_dirs {
-        create_home_dir(dir)?;
+        sys::create_without_links(dir, false)?;
+    }
+    for file in &plan.create_home_files {
+        sys::create_without_links(file, true)?;
     }
     let Some(ns) = &plan.namespaces else {
         return exec_in_place(plan, &filters, &program, &workdir);
@@ -164,28 +168,6 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         },
         signals,
     )
-}
-
-/// Creates a folder in the person's home and every missing folder above it, mode 0700, each owned
-/// like the folder that holds it (the helper may run as root for someone's home).
-fn create_home_dir(dir: &Path) -> Result<(), ApplyError> {
-    use std::os::unix::fs::MetadataExt;
-    let missing: Vec<&Path> = dir
-        .ancestors()
-        .take_while(|a| a.symlink_metadata().is_err())
-        .collect();
-    for folder in missing.into_iter().rev() {
-        let step = || format!("create {}", folder.display());
-        let parent = folder.parent().unwrap_or(Path::new("/"));
-        let owner = std::fs::metadata(parent).map_err(|e| fail(step(), e))?;
-        sys::mkdir(folder, 0o700)?;
-        // SAFETY: geteuid has no failure and touches no memory.
-        if unsafe { libc::geteuid() } == 0 {
-            std::os::unix::fs::lchown(folder, Some(owner.uid()), Some(owner.gid()))
-                .map_err(|e| fail(step(), e))?;
-        }
-    }
-    Ok(())
 }
 
 fn check_single_threaded() -> Result<(), ApplyError> {

@@ -307,6 +307,7 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         workdir: policy.runtime.clone(),
         create_dirs,
         create_home_dirs: Vec::new(),
+        create_home_files: Vec::new(),
         namespaces: None,
         landlock: common.landlock(rules),
         seccomp: SeccompPlan {

@@ -281,6 +281,12 @@ pub struct LinuxPlan {
     /// read it.
     #[serde(default)]
     pub create_home_dirs: Vec<PathBuf>,
+    /// Files created in the person's home before confinement, empty, mode 0600, owned like the
+    /// folder that holds them: the persistence files (`harden`) whose empty form means what their
+    /// absence means (`sandbox_core::PERSISTENCE_EMPTY_IS_ABSENT`), so that they can be bound
+    /// read-only and none can be made during the chat.
+    #[serde(default)]
+    pub create_home_files: Vec<PathBuf>,
     /// `Some` when namespaces are used: user, mount and PID namespace, fresh `/proc` and `/dev`.
     pub namespaces: Option<NamespacePlan>,
     pub landlock: LandlockPlan,
@@ -295,6 +301,7 @@ impl LinuxPlan {
         let mut out: Vec<&Path> = vec![&self.workdir];
         out.extend(self.create_dirs.iter().map(PathBuf::as_path));
         out.extend(self.create_home_dirs.iter().map(PathBuf::as_path));
+        out.extend(self.create_home_files.iter().map(PathBuf::as_path));
         if let Some(ns) = &self.namespaces {
             for step in &ns.mounts {
                 match step {
@@ -723,6 +730,7 @@ pub fn compile(
         workdir: policy.runtime.clone(),
         create_dirs,
         create_home_dirs: hardened.create,
+        create_home_files: hardened.create_files,
         namespaces: Some(NamespacePlan {
             mounts,
             minimal_dev: true,
@@ -769,18 +777,21 @@ struct HardenInNamespace {
     /// Paths whose ancestors are pinned (so that no folder is renamed into their place).
     pinned_below: Vec<PathBuf>,
     create: Vec<PathBuf>,
+    create_files: Vec<PathBuf>,
     guarantee: Guarantee,
 }
 
 /// Each persistence path that exists is bound read-only onto itself; a missing folder is created
-/// empty first; a missing file stays missing (an empty `~/.bash_profile` would stop bash reading
-/// `~/.profile`), which is the gap reported. A path under a symlinked folder is left to its
+/// empty first, and so is a missing file whose empty form means its absence (`~/.tmux.conf`,
+/// `~/.gitconfig`); another missing file stays missing (an empty `~/.bash_profile` would stop
+/// bash reading `~/.profile`), which is the gap reported. A path under a symlinked folder is left to its
 /// resolved twin, which the policy lists beside it.
 fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamespace {
     let mut out = HardenInNamespace {
         mounts: Vec::new(),
         pinned_below: Vec::new(),
         create: Vec::new(),
+        create_files: Vec::new(),
         guarantee: Guarantee::new(
             Promise::Persistence,
             "mount namespace: each bound read-only onto itself, missing folders created empty first, their ancestors pinned",
@@ -811,11 +822,22 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
                 out.pinned_below.push(path.clone());
             }
             Some(EntryKind::Symlink) => links.push(show(path)),
+            // Made only in the home: a persistence path that resolves elsewhere (a `~/.config`
+            // a chat pointed at `/etc`) is not the person's to fill, and stays a gap.
+            None if !path.starts_with(&policy.home) => missing_files.push(show(path)),
             None if hardened.folder => {
                 out.create.push(path.clone());
                 out.mounts.push(MountStep::ReadOnly {
                     path: path.clone(),
                     dir: true,
+                });
+                out.pinned_below.push(path.clone());
+            }
+            None if hardened.empty_is_absent => {
+                out.create_files.push(path.clone());
+                out.mounts.push(MountStep::ReadOnly {
+                    path: path.clone(),
+                    dir: false,
                 });
                 out.pinned_below.push(path.clone());
             }

@@ -585,3 +585,109 @@ fn set_foreground(fd: RawFd, group: libc::pid_t, step: &str) -> Result<(), Apply
     }
     Ok(())
 }
+
+/// Creates `path` (a folder, mode 0700, or with `file` an empty file, mode 0600) and every
+/// missing folder above it, each owned like the folder that holds it (the helper may run as root
+/// for someone's home), walking from `/` one name at a time without following a symlink: a link
+/// a chat left on the way (`~/.config -> /etc`) is refused, never created through. An entry that
+/// exists already is kept.
+pub(super) fn create_without_links(path: &Path, file: bool) -> Result<(), ApplyError> {
+    let step = || format!("create {}", path.display());
+    let names: Vec<_> = path.components().skip(1).collect();
+    let root = CString::new("/").expect("static");
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: a valid C string.
+    let mut dir = owned(
+        unsafe { libc::open(root.as_ptr(), flags) } as libc::c_long,
+        step,
+    )?;
+    // SAFETY: geteuid has no failure and touches no memory.
+    let root_user = unsafe { libc::geteuid() } == 0;
+    for (i, name) in names.iter().enumerate() {
+        let last = i + 1 == names.len();
+        let c = CString::new(name.as_os_str().as_bytes()).map_err(|_| fail(step(), "NUL byte"))?;
+        let owner = std::fs::File::from(dir.try_clone().map_err(|e| fail(step(), e))?)
+            .metadata()
+            .map_err(|e| fail(step(), e))?;
+        if last && file {
+            // SAFETY: a valid descriptor and C string; the new descriptor is owned below.
+            let fd = unsafe {
+                libc::openat(
+                    dir.as_raw_fd(),
+                    c.as_ptr(),
+                    libc::O_CREAT
+                        | libc::O_EXCL
+                        | libc::O_WRONLY
+                        | libc::O_NOFOLLOW
+                        | libc::O_CLOEXEC,
+                    0o600,
+                )
+            };
+            if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) {
+                return Ok(());
+            }
+            let created = owned(fd as libc::c_long, step)?;
+            if root_user {
+                chown_like(&created, &owner, &step)?;
+            }
+            return Ok(());
+        }
+        // SAFETY: a valid descriptor and C string; the new descriptor is owned below.
+        let mut next = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
+        if next < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
+            // SAFETY: a valid descriptor and C string.
+            if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o700) } != 0
+                && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
+            {
+                return Err(os_fail(step()));
+            }
+            // SAFETY: as above.
+            next = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
+            let made = owned(next as libc::c_long, step)?;
+            if root_user {
+                chown_like(&made, &owner, &step)?;
+            }
+            dir = made;
+            continue;
+        }
+        if next < 0 {
+            let err = io::Error::last_os_error();
+            if matches!(err.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) {
+                return Err(fail(
+                    step(),
+                    format!(
+                        "`{}` is not a folder (a symlink?): nothing is created through it",
+                        path.components().take(i + 2).collect::<PathBuf>().display()
+                    ),
+                ));
+            }
+            return Err(fail(step(), err));
+        }
+        dir = owned(next as libc::c_long, step)?;
+    }
+    Ok(())
+}
+
+/// Gives `fd` the owner and group of `like` (what a folder made for the person has).
+fn chown_like(
+    fd: &OwnedFd,
+    like: &std::fs::Metadata,
+    step: &dyn Fn() -> String,
+) -> Result<(), ApplyError> {
+    use std::os::unix::fs::MetadataExt;
+    let empty = CString::default();
+    // SAFETY: a valid descriptor and an empty C string (AT_EMPTY_PATH: the descriptor itself).
+    let rc = unsafe {
+        libc::fchownat(
+            fd.as_raw_fd(),
+            empty.as_ptr(),
+            like.uid(),
+            like.gid(),
+            libc::AT_EMPTY_PATH,
+        )
+    };
+    if rc != 0 {
+        return Err(os_fail(step()));
+    }
+    Ok(())
+}
