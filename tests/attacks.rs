@@ -548,7 +548,6 @@ fn a_hard_link_of_a_granted_file_cannot_be_left_outside_the_grant() {
 }
 
 #[test]
-#[ignore = "FINDING: in the Landlock-only fallback a chat leaves hard links of its grant's and runtime's files in the home and /tmp, where later chats with other grants read and write them"]
 fn without_namespaces_a_hard_link_of_a_granted_file_cannot_be_left_outside_the_grant() {
     let test = "without_namespaces_a_hard_link_of_a_granted_file_cannot_be_left_outside_the_grant";
     if !confinement_available(test) {

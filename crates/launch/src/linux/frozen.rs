@@ -161,11 +161,22 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
 
     // This chat's folders inside the closed roots. A grant's own folder is frozen too, so that
     // a refused entry (present or created later) stays closed: its other entries get the rights.
+    //
+    // The chat's folders get the open rights but `ioctl_dev` (which only a device file needs):
+    // Landlock refuses a link or a rename that would give a file more rights than it had, so a
+    // grant's or the runtime's file cannot be linked into the open places (`/tmp`), where a
+    // later chat with other grants would read and write it.
     let create_dirs = vec![policy.runtime.clone()];
-    rule(policy.runtime.clone(), &common.open_rights);
+    let own: Vec<FsRight> = common
+        .open_rights
+        .iter()
+        .copied()
+        .filter(|r| *r != FsRight::IoctlDev)
+        .collect();
+    rule(policy.runtime.clone(), &own);
     for grant in &policy.grants {
         let rights = match grant.access {
-            Access::ReadWrite => &common.open_rights,
+            Access::ReadWrite => &own,
             Access::ReadOnly => &read,
         };
         let entries = disk.entries(&grant.path);
