@@ -50,17 +50,21 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
         None,
     )?;
     let sources = Sources::take(ns)?;
+    crate::phase!("mounts: take the sources");
     if ns.system_read_only.is_some() {
         system_read_only(&sources)?;
     }
+    crate::phase!("mounts: the system read-only");
     for step in &ns.mounts {
         if let MountStep::Pin { path } = step {
             mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None)?;
         }
     }
+    crate::phase!("mounts: pins");
     if ns.minimal_dev {
         minimal_dev(&sources.devices)?;
     }
+    crate::phase!("mounts: /dev");
     if ns.pid_namespace {
         mount(
             Some(Path::new("proc")),
@@ -74,14 +78,18 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
         super::network::resolv_conf(net)?;
     }
     let stand_ins = StandIns::make(ns.attach_stand_ins)?;
+    crate::phase!("mounts: /proc and the stand-ins");
     for step in &ns.kernel {
         stand_ins.cover(step)?;
     }
+    crate::phase!("mounts: the kernel's tunables");
     masks(ns, sources.bind_back)?;
+    crate::phase!("mounts: masks");
     for step in &ns.mounts {
         stand_ins.cover(step)?;
     }
     stand_ins.done()?;
+    crate::phase!("mounts: covers");
     if ns.minimal_dev {
         mount(
             None,

@@ -125,6 +125,7 @@ impl From<OpArg> for Op {
 }
 
 fn main() -> ExitCode {
+    launch::phase!("start");
     // The helper starts with every confined launch, always as `exec --policy FILE -- PROGRAM...`
     // (the argv `plan` and `run` write): that one form is read here without building the whole
     // command line's parser, which costs a launch about a fifth of a millisecond. Any other form
@@ -133,6 +134,7 @@ fn main() -> ExitCode {
         return finish(exec(&args));
     }
     let cli = Cli::parse();
+    launch::phase!("parse the command line");
     // The exec helper starts with every confined launch and logs nothing: it skips the log
     // subscriber's set-up (see BENCHMARKS.md).
     if !matches!(cli.command, Command::Exec(_)) {
