@@ -80,7 +80,7 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
     let stand_ins = StandIns::make(ns.attach_stand_ins)?;
     crate::phase!("mounts: /proc and the stand-ins");
     for step in &ns.kernel {
-        stand_ins.cover(step)?;
+        stand_ins.cover_kernel(step)?;
     }
     crate::phase!("mounts: the kernel's tunables");
     masks(ns, sources.bind_back)?;
@@ -291,6 +291,19 @@ impl StandIns {
                 attach_tree(&tree, path)
             }
             MountStep::Pin { .. } | MountStep::Mask { .. } => Ok(()),
+        }
+    }
+
+    /// Pass 6: as [`StandIns::cover`], for the kernel's own paths (in the chat's fresh `/proc`,
+    /// and `/sys`): no process of the chat exists yet to have put a symlink there, so they are
+    /// bound by path, two system calls where a copy taken without following links takes four.
+    fn cover_kernel(&self, step: &MountStep) -> Result<(), ApplyError> {
+        match step {
+            MountStep::ReadOnly { path, .. } => {
+                mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None)?;
+                make_read_only(None, path)
+            }
+            other => self.cover(other),
         }
     }
 }
