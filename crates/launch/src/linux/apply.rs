@@ -227,6 +227,7 @@ fn confine_in_namespace(
     for filter in filters {
         seccompiler::apply_filter(filter).map_err(|e| fail("seccomp", e))?;
     }
+    crate::phase!("init: seccomp");
     Ok(())
 }
 

@@ -374,6 +374,7 @@ pub(super) fn run_init(
     }
     let status = match start_program(program, workdir) {
         Ok(pid) => {
+            crate::phase!("init: start the program");
             say(Report::Started);
             reap_until(pid)
         }
