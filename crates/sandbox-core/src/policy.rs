@@ -864,12 +864,10 @@ impl Policy {
     }
 
     /// Every folder the chat may use: its grants and its runtime, with their access.
-    pub fn writable_and_readable(&self) -> impl Iterator<Item = Grant> + '_ {
-        std::iter::once(Grant {
-            path: self.runtime.clone(),
-            access: Access::ReadWrite,
-        })
-        .chain(self.grants.iter().cloned())
+    /// Borrowed, so that a caller that keeps a few of a thousand grants copies only those.
+    pub fn writable_and_readable(&self) -> impl Iterator<Item = (&Path, Access)> + '_ {
+        std::iter::once((self.runtime.as_path(), Access::ReadWrite))
+            .chain(self.grants.iter().map(|g| (g.path.as_path(), g.access)))
     }
 
     /// Whether `path` lies inside (or is) one of the protected roots.

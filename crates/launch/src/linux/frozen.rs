@@ -174,12 +174,12 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         .filter(|r| *r != FsRight::IoctlDev)
         .collect();
     rule(policy.runtime.clone(), &own);
-    for grant in &policy.grants {
+    let listings = disk.entries_of(&policy.grants.iter().map(|g| &*g.path).collect::<Vec<_>>());
+    for (grant, entries) in policy.grants.iter().zip(listings) {
         let rights = match grant.access {
             Access::ReadWrite => &own,
             Access::ReadOnly => &read,
         };
-        let entries = disk.entries(&grant.path);
         let refused = policy.refused_entries(
             grant,
             entries.iter().map(|(name, kind)| (name.as_os_str(), *kind)),

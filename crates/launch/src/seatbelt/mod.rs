@@ -697,8 +697,11 @@ fn literals(params: &[String]) -> Vec<String> {
 /// The folders strictly above the runtime and each grant that lie in a protected root and in no
 /// grant: closed, but `stat` on them must work for `realpath` and `getcwd` below them.
 fn leading_folders(policy: &Policy) -> Vec<PathBuf> {
-    let usable: Vec<PathBuf> = policy.writable_and_readable().map(|g| g.path).collect();
-    let usable_set: HashSet<&Path> = usable.iter().map(PathBuf::as_path).collect();
+    let usable: Vec<&Path> = policy
+        .writable_and_readable()
+        .map(|(path, _)| path)
+        .collect();
+    let usable_set: HashSet<&Path> = usable.iter().copied().collect();
     // Grants share their upper folders (`workflows/`): once a folder has been looked at, so
     // have all of its ancestors. Lookups, not scans, so that a thousand grants stay linear.
     let mut seen: HashSet<&Path> = HashSet::new();
