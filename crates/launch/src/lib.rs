@@ -21,4 +21,4 @@ pub mod wrap;
 
 pub use context::{Context, Settings};
 pub use error::Error;
-pub use wrap::{LandlockArgs, LandlockCmd, LaunchSpec};
+pub use wrap::{EditDone, LandlockArgs, LandlockCmd, LaunchSpec, PreTrustDone};

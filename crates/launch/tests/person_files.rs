@@ -864,6 +864,8 @@ fn a_launch_stops_on_a_settings_file_it_cannot_parse_naming_the_file_and_the_lin
         ),
     ];
     let config = base.join("cli-sandbox.toml");
+    // The state root must exist: a missing one is refused before pre-trust.
+    fs::create_dir_all(base.join("state")).unwrap();
     let mut text = String::new();
     for (cli, ..) in broken {
         text.push_str(&format!("[cli.{cli}]\nprogram = \"/bin/true\"\n"));

@@ -214,12 +214,20 @@ fn confine_in_namespace(
         network::keep_loopback_inside(net)?;
     }
     mounts::build(ns)?;
+    tracing::info!(
+        mounts = ns.mounts.len() + ns.kernel.len(),
+        "the mounts are in place"
+    );
     super::descriptors::check_standard_descriptors()?;
     caps::drop_all()?;
     landlock::restrict_self(plan)?;
     for filter in filters {
         seccompiler::apply_filter(filter).map_err(|e| fail("seccomp", e))?;
     }
+    tracing::info!(
+        filters = filters.len(),
+        "the kernel enforces the seccomp filters"
+    );
     Ok(())
 }
 
@@ -245,6 +253,10 @@ fn exec_in_place(
     for filter in filters {
         seccompiler::apply_filter(filter).map_err(|e| fail("seccomp", e))?;
     }
+    tracing::info!(
+        filters = filters.len(),
+        "the kernel enforces the seccomp filters"
+    );
     exec_program(program, workdir)
 }
 
