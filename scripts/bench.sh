@@ -4,10 +4,12 @@
 #   scripts/bench.sh                 the full table (about 5 minutes on 2 cores)
 #   scripts/bench.sh --quick         fewer rounds (about 2 minutes), for a look
 #   scripts/bench.sh --criterion     also the criterion benchmarks of the compile step
-#   scripts/bench.sh --baseline BIN  also time another cli-sandbox (e.g. one built from main)
-#                                    in the same rounds: before/after a change
+#   scripts/bench.sh --baseline [NAME=]BIN  also time another cli-sandbox (e.g. one built from
+#                                    main) in the same rounds: before/after a change; repeatable
+#   scripts/bench.sh --phases NAME=BIN  also the table of where the time goes for another
+#                                    phase-times build (cargo build --features phase-times)
 #
-# Other options go to the table: --rounds N, --cli-rounds N, --only launch,compile,cli,memory,
+# Other options go to the table: --rounds N, --cli-rounds N, --only launch,compile,cli,memory,phases,
 # --keep. Needs bubblewrap for the comparison (apt-get install bubblewrap) and the pinned CLIs
 # for their rows (npm ci --prefix tests); each is left out, loudly, when missing.
 set -euo pipefail
@@ -18,17 +20,37 @@ args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --criterion) criterion=1 ;;
-    --baseline) args+=("--baseline" "$(realpath "$2")"); shift ;;
+    --baseline | --phases)
+      case "$2" in
+        *=*) args+=("$1" "${2%%=*}=$(realpath "${2#*=}")") ;;
+        *) args+=("$1" "$(realpath "$2")") ;;
+      esac
+      shift ;;
     *) args+=("$1") ;;
   esac
   shift
 done
 
 # The binary as users get it: `cargo bench` would build it with the dev-dependencies' features
-# unified in, so the release build is copied aside first and the table times that copy.
-cargo build --release --locked -p launch --bin cli-sandbox
+# unified in, so the release builds are copied aside first and the table times those copies.
+# Three builds: the one the table measures, linked statically (the install recipe of the README:
+# no dynamic loader at each launch); the plain `cargo build --release` one (dynamic), timed in the
+# same rounds as a baseline; and a static one with the `phase-times` feature, whose marks make the
+# table of where the time goes.
+host=$(rustc -vV | sed -n 's/^host: //p')
+static_build() {
+  RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static" cargo build --release --locked \
+    -p launch --bin cli-sandbox --target "$host" --target-dir target/static "$@"
+}
 mkdir -p target/bench
-cp target/release/cli-sandbox target/bench/cli-sandbox
+static_build
+cp "target/static/$host/release/cli-sandbox" target/bench/cli-sandbox
+static_build --features phase-times
+cp "target/static/$host/release/cli-sandbox" target/bench/cli-sandbox-phases
+cargo build --release --locked -p launch --bin cli-sandbox
+cp target/release/cli-sandbox target/bench/cli-sandbox-dynamic
+args=(--baseline "dynamic=$PWD/target/bench/cli-sandbox-dynamic"
+  --phases "this build=$PWD/target/bench/cli-sandbox-phases" "${args[@]}")
 
 if [ "$criterion" = 1 ]; then
   cargo bench --locked -p launch --bench compile

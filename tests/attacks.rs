@@ -2121,9 +2121,12 @@ fn the_providers_tmux_socket_kept_in_the_state_root_cannot_be_taken_away() {
             let socket = folder.join("provider.sock").display().to_string();
             let tmux = |args: &[&str]| {
                 let mut c = command_as(lab.user.as_ref(), "tmux");
+                // tmux runs the session's command with $SHELL, else the user's login shell:
+                // the test user's is nologin, and CI's environment has no $SHELL.
                 c.args(["-S", &socket])
                     .args(args)
                     .env("HOME", &lab.demo.home)
+                    .env("SHELL", "/bin/sh")
                     .stdin(Stdio::null());
                 run(c)
             };

@@ -43,9 +43,13 @@ fn compile(c: &mut Criterion) {
     // paths lengthened after it is built; the profile only reads them). The profile, and the
     // full command with its ARG_MAX check, which `wrap` adds before anything runs.
     let mut group = c.benchmark_group("seatbelt_1000_grants_190_chars");
+    let thousand = SIZES
+        .iter()
+        .find(|s| s.name == "1,000 grants")
+        .expect("a size of 1,000 grants");
     let mut long = layouts
-        .for_size(&SIZES[5])
-        .policy(Os::MacOs, SIZES[5].grants);
+        .for_size(thousand)
+        .policy(Os::MacOs, thousand.grants);
     for grant in &mut long.grants {
         let pad = 190usize.saturating_sub(grant.path.as_os_str().len() + 1);
         let name = format!("{}-{}", grant.path.display(), "x".repeat(pad));

@@ -12,11 +12,15 @@
 //! 4. the start of the real CLIs (`claude --version`, `codex --version`) bare and confined;
 //! 5. the memory of the `exec` helper (and of the init it leaves in the chat's PID namespace).
 //!
+//! 6. where the time of one launch goes, from the `PHASE` marks of a build with the
+//!    `phase-times` feature (`--phases NAME=BIN`, one table column pair per build).
+//!
 //! Run: `scripts/bench.sh`, or `cargo bench -p launch --bench launch -- [OPTIONS]` with
 //! `--rounds N` (launch rounds, default 200), `--cli-rounds N` (default 40), `--quick`
-//! (40 and 8), `--baseline PATH` (another `cli-sandbox` binary, measured in the same rounds:
-//! before/after a change), `--keep` (leave the layouts and plans on disk, to profile a launch
-//! by hand), `--only launch,compile,cli,memory` (some sections). Linux only: the helper is
+//! (40 and 8), `--baseline [NAME=]PATH` (another `cli-sandbox` binary, measured in the same
+//! rounds: before/after a change; repeatable), `--phases NAME=BIN` (a `phase-times` build;
+//! repeatable), `--keep` (leave the layouts and plans on disk, to profile a launch by hand),
+//! `--only launch,compile,cli,memory,phases` (some sections). Linux only: the helper is
 //! Linux's.
 
 mod common;
@@ -52,7 +56,10 @@ mod table {
     struct Options {
         rounds: usize,
         cli_rounds: usize,
-        baseline: Option<PathBuf>,
+        /// Other binaries timed in the same rounds, by name.
+        baselines: Vec<(String, PathBuf)>,
+        /// `phase-times` builds whose marks make the table of where the time goes, by name.
+        phases: Vec<(String, PathBuf)>,
         binary: Option<PathBuf>,
         keep: bool,
         /// Sections to run (`launch`, `compile`, `cli`, `memory`); all when empty.
@@ -69,7 +76,8 @@ mod table {
         let mut opts = Options {
             rounds: 200,
             cli_rounds: 40,
-            baseline: None,
+            baselines: Vec::new(),
+            phases: Vec::new(),
             binary: None,
             keep: false,
             only: Vec::new(),
@@ -89,13 +97,12 @@ mod table {
                     opts.cli_rounds = 8;
                 }
                 "--baseline" => {
-                    let path = PathBuf::from(args.next().expect("--baseline needs a path"));
-                    assert!(
-                        path.exists(),
-                        "--baseline {} does not exist",
-                        path.display()
-                    );
-                    opts.baseline = Some(path);
+                    let value = args.next().expect("--baseline needs [NAME=]PATH");
+                    opts.baselines.push(named("--baseline", &value, "baseline"));
+                }
+                "--phases" => {
+                    let value = args.next().expect("--phases needs NAME=PATH");
+                    opts.phases.push(named("--phases", &value, "this build"));
                 }
                 "--binary" => {
                     let path = PathBuf::from(args.next().expect("--binary needs a path"));
@@ -112,6 +119,16 @@ mod table {
             }
         }
         opts
+    }
+
+    /// `NAME=PATH` or `PATH` (named `default`); the path must exist.
+    fn named(option: &str, value: &str, default: &str) -> (String, PathBuf) {
+        let (name, path) = match value.split_once('=') {
+            Some((name, path)) if !name.contains('/') => (name.to_owned(), PathBuf::from(path)),
+            _ => (default.to_owned(), PathBuf::from(value)),
+        };
+        assert!(path.exists(), "{option} {} does not exist", path.display());
+        (name, path)
     }
 
     /// One command to time, with the home it runs under.
@@ -459,10 +476,10 @@ mod table {
             format!(
                 "Binary: {}{}. Launch rounds {}, CLI rounds {}.\n",
                 bin.display(),
-                opts.baseline
-                    .as_ref()
-                    .map(|b| format!(", baseline {}", b.display()))
-                    .unwrap_or_default(),
+                opts.baselines
+                    .iter()
+                    .map(|(name, b)| format!(", {name} {}", b.display()))
+                    .collect::<String>(),
                 opts.rounds,
                 opts.cli_rounds
             ),
@@ -494,6 +511,13 @@ mod table {
                 argv.into_iter().map(os).collect(),
                 home,
             ));
+            // Mount and PID namespaces with a fresh /proc, no user namespace (root only).
+            let argv = [UNSHARE, "-m", "-p", "-f", "--mount-proc", TRUE];
+            variants.push(Variant::new(
+                "unshare proc",
+                argv.into_iter().map(os).collect(),
+                home,
+            ));
         }
         if has_bwrap {
             variants.push(Variant::new("bwrap", bwrap_argv(&truth), home));
@@ -512,19 +536,20 @@ mod table {
                 step_argv(&bin, layout, size.grants, &truth),
                 home,
             ));
-            if let Some(baseline) = &opts.baseline
-                && (size.name == "base" || size.name == "largest")
-            {
-                variants.push(Variant::new(
-                    format!("baseline exec {}", size.name),
-                    exec_argv(baseline, plan, &truth),
-                    home,
-                ));
-                variants.push(Variant::new(
-                    format!("baseline step {}", size.name),
-                    step_argv(baseline, layout, size.grants, &truth),
-                    home,
-                ));
+            if size.name == "base" || size.name == "largest" {
+                for (name, baseline) in &opts.baselines {
+                    // A baseline that cannot read this plan's format is left out, loudly.
+                    variants.push(Variant::new(
+                        format!("{name}: exec {}", size.name),
+                        exec_argv(baseline, plan, &truth),
+                        home,
+                    ));
+                    variants.push(Variant::new(
+                        format!("{name}: step {}", size.name),
+                        step_argv(baseline, layout, size.grants, &truth),
+                        home,
+                    ));
+                }
             }
         }
         // `network = "isolated"`: the base plan with a network of the chat's own (pasta).
@@ -537,7 +562,8 @@ mod table {
         }
         if opts.runs("launch") {
             let launches = measure("launches", &variants, opts.rounds);
-            launch_tables(&mut out, &launches, has_bwrap, opts.baseline.is_some());
+            let names: Vec<&str> = opts.baselines.iter().map(|(n, _)| n.as_str()).collect();
+            launch_tables(&mut out, &launches, has_bwrap, &names);
         }
 
         // 3: compile at sizes.
@@ -564,6 +590,12 @@ mod table {
             memory_table(&mut out, &bin, &layouts, &plans);
         }
 
+        // 6: where the time goes.
+        if opts.runs("phases") && !opts.phases.is_empty() {
+            let exec_plan = &plans[0].0;
+            phases_table(&mut out, &opts.phases, exec_plan, base_layout, opts.rounds);
+        }
+
         print!("{out}");
         let _ = std::io::stdout().flush();
         let report = scratch_dir().join("launch-table.md");
@@ -572,7 +604,7 @@ mod table {
         }
     }
 
-    fn launch_tables(out: &mut String, s: &Samples, has_bwrap: bool, baseline: bool) {
+    fn launch_tables(out: &mut String, s: &Samples, has_bwrap: bool, baselines: &[&str]) {
         line(
             out,
             "## Launch overhead (base: 10 workflows, 100 chats, 1 grant)\n",
@@ -580,61 +612,72 @@ mod table {
         line(
             out,
             "Wall time from spawn to reaped. Added = median of the per-round differences with \
-             bare `/bin/true` (p25 to p75 in brackets); vs bwrap likewise with bubblewrap.\n",
+             bare `/bin/true` (p25 to p75 in brackets); vs unshare likewise with \
+             `unshare -U -m -p -f --map-root-user /bin/true` (the namespaces alone), vs bwrap \
+             with `bwrap --ro-bind / / --dev /dev /bin/true`.\n",
         );
         line(
             out,
-            "| command | median ms | p10 to p90 ms | x bare | added ms | vs bwrap ms |",
+            "| command | median ms | p10 to p90 ms | x bare | added ms | vs unshare ms | vs bwrap ms |",
         );
-        line(out, "|---|---:|---:|---:|---:|---:|");
+        line(out, "|---|---:|---:|---:|---:|---:|---:|");
         let bare = s.of("bare");
-        let mut rows = vec![("bare", "`/bin/true`")];
-        rows.push(("exec base", "`cli-sandbox exec --policy PLAN -- /bin/true`"));
-        rows.push((
+        let mut rows: Vec<(String, String)> = Vec::new();
+        let mut row = |label: &str, text: &str| rows.push((label.to_owned(), text.to_owned()));
+        row("bare", "`/bin/true`");
+        row("exec base", "`cli-sandbox exec --policy PLAN -- /bin/true`");
+        row(
             "step base",
             "`cli-sandbox step --chat ... --grant ... -- /bin/true`",
-        ));
-        if s.labels.iter().any(|l| l == "exec isolated") {
-            rows.push((
-                "exec isolated",
-                "`exec` with `network = \"isolated\"` (pasta started, waited for, ended)",
-            ));
+        );
+        row(
+            "exec isolated",
+            "`exec` with `network = \"isolated\"` (pasta started, waited for, ended)",
+        );
+        for name in baselines {
+            row(&format!("{name}: exec base"), &format!("{name}: `exec`"));
+            row(&format!("{name}: step base"), &format!("{name}: `step`"));
         }
-        if baseline {
-            rows.push(("baseline exec base", "baseline `exec` (before the changes)"));
-            rows.push(("baseline step base", "baseline `step` (before the changes)"));
-        }
-        rows.push((
+        row(
             "start",
             "reference: `cli-sandbox --version` (our binary's start alone)",
-        ));
-        if s.labels.iter().any(|l| l == "unshare") {
-            rows.push((
-                "unshare",
-                "reference: `unshare -U -m -p -f --map-root-user /bin/true` (our namespaces alone)",
-            ));
-        }
-        if has_bwrap {
-            rows.push(("bwrap", "`bwrap --ro-bind / / --dev /dev /bin/true`"));
-            rows.push((
-                "bwrap ns",
-                "`bwrap --unshare-user --unshare-pid --ro-bind / / --dev /dev --proc /proc /bin/true`",
-            ));
-        }
-        for (label, text) in rows {
-            let st = s.of(label);
-            let added = s.diff(label, "bare");
-            let reference = matches!(label, "start" | "unshare") || label.starts_with("bwrap");
-            let vs_bwrap = if has_bwrap && !reference {
-                let d = s.diff(label, "bwrap");
+        );
+        row(
+            "unshare",
+            "reference: `unshare -U -m -p -f --map-root-user /bin/true` (our namespaces alone)",
+        );
+        row(
+            "unshare proc",
+            "reference: `unshare -m -p -f --mount-proc /bin/true` (no user namespace)",
+        );
+        row("bwrap", "`bwrap --ro-bind / / --dev /dev /bin/true`");
+        row(
+            "bwrap ns",
+            "`bwrap --unshare-user --unshare-pid --ro-bind / / --dev /dev --proc /proc /bin/true`",
+        );
+        let has = |label: &str| s.labels.iter().any(|l| l == label);
+        let versus = |label: &str, reference: &str| {
+            if has(reference) && label != reference {
+                let d = s.diff(label, reference);
                 format!("{:+.2} [{:+.2}, {:+.2}]", d.median, d.p25, d.p75)
             } else {
-                "".into()
+                String::new()
+            }
+        };
+        for (label, text) in rows.iter().filter(|(label, _)| has(label)) {
+            let st = s.of(label);
+            let added = s.diff(label, "bare");
+            let reference =
+                label == "start" || label.starts_with("unshare") || label.starts_with("bwrap");
+            let (vs_unshare, vs_bwrap) = if reference {
+                (String::new(), String::new())
+            } else {
+                (versus(label, "unshare"), versus(label, "bwrap"))
             };
             line(
                 out,
                 format!(
-                    "| {text} | {:.2} | {:.2} to {:.2} | {:.2} | {:+.2} [{:+.2}, {:+.2}] | {vs_bwrap} |",
+                    "| {text} | {:.2} | {:.2} to {:.2} | {:.2} | {:+.2} [{:+.2}, {:+.2}] | {vs_unshare} | {vs_bwrap} |",
                     st.median,
                     st.p10,
                     st.p90,
@@ -676,19 +719,24 @@ mod table {
                 ),
             );
         }
-        if baseline {
+        for baseline in baselines {
             for name in ["base", "largest"] {
-                let exec = format!("baseline exec {name}");
-                let step = format!("baseline step {name}");
+                let exec = format!("{baseline}: exec {name}");
+                let step = format!("{baseline}: step {name}");
+                let cell = |label: &str| {
+                    if has(label) {
+                        (
+                            format!("{:.2}", s.of(label).median),
+                            format!("{:+.2}", s.diff(label, "bare").median),
+                        )
+                    } else {
+                        ("not run".to_owned(), String::new())
+                    }
+                };
+                let ((em, ea), (sm, sa)) = (cell(&exec), cell(&step));
                 line(
                     out,
-                    format!(
-                        "| {name}, baseline (before the changes) | | | | {:.2} | {:+.2} | {:.2} | {:+.2} |",
-                        s.of(&exec).median,
-                        s.diff(&exec, "bare").median,
-                        s.of(&step).median,
-                        s.diff(&step, "bare").median,
-                    ),
+                    format!("| {name}, {baseline} | | | | {em} | {ea} | {sm} | {sa} |"),
                 );
             }
         }
@@ -706,6 +754,19 @@ mod table {
                 verdict(s.diff("step base", "bare").median <= 2.0),
             ),
         );
+        if has("unshare") {
+            let e = s.diff("exec base", "unshare").median;
+            let st = s.diff("step base", "unshare").median;
+            line(
+                out,
+                format!(
+                    "- within 0.5 ms of `unshare -U -m -p -f --map-root-user`: exec {e:+.2} ms, \
+                     {}; step {st:+.2} ms, {}.",
+                    verdict(e <= 0.5),
+                    verdict(st <= 0.5)
+                ),
+            );
+        }
         if has_bwrap {
             let e = s.diff("exec base", "bwrap").median;
             let st = s.diff("step base", "bwrap").median;
@@ -720,21 +781,25 @@ mod table {
                 ),
             );
         }
-        let grow = |name: &str| {
-            let d = s.diff(&format!("exec {name}"), "exec base");
+        let grow = |launcher: &str, name: &str| {
+            let d = s.diff(&format!("{launcher} {name}"), &format!("{launcher} base"));
             format!("{:+.2} [{:+.2}, {:+.2}]", d.median, d.p25, d.p75)
         };
-        line(
-            out,
-            format!(
-                "- exec against exec at base (per-round differences, ms): 10,000 workflows {}, \
-                 10,000 chats {}, 100 grants {}, 1,000 grants {}.",
-                grow("10,000 workflows"),
-                grow("10,000 chats"),
-                grow("100 grants"),
-                grow("1,000 grants"),
-            ),
-        );
+        for launcher in ["exec", "step"] {
+            line(
+                out,
+                format!(
+                    "- {launcher} against {launcher} at base (per-round differences, ms): \
+                     10,000 workflows {}, 10,000 chats {}, both {}, 100 grants {}, \
+                     1,000 grants {}.",
+                    grow(launcher, "10,000 workflows"),
+                    grow(launcher, "10,000 chats"),
+                    grow(launcher, "10,000 workflows and chats"),
+                    grow(launcher, "100 grants"),
+                    grow(launcher, "1,000 grants"),
+                ),
+            );
+        }
         line(out, "");
     }
 
@@ -939,6 +1004,170 @@ mod table {
             );
         }
         line(out, "");
+    }
+
+    /// The clock of the `PHASE` marks (`CLOCK_MONOTONIC`), in µs.
+    fn monotonic_us() -> i64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid out-parameter for a clock that always exists.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        ts.tv_sec * 1_000_000 + ts.tv_nsec / 1_000
+    }
+
+    /// What ends one launch after its last mark: the program's own run and exit, init's end,
+    /// the namespaces' teardown, the helper's reaping and exit.
+    const LAST_STEP: &str = "(after the last mark) the program runs and ends; init, the helper end";
+
+    /// One launch of a `phase-times` build: the name of each mark with the µs since the one
+    /// before (the first since the spawn), then [`LAST_STEP`] up to the reaping; `None` if the
+    /// launch failed.
+    fn phases_of(variant: &Variant) -> Option<Vec<(String, f64)>> {
+        let mut cmd = variant.command();
+        // The marks' switch in builds that read one (a patched older tree); ignored by ours.
+        cmd.env("CLI_SANDBOX_PHASE_TIMES", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let spawned = monotonic_us();
+        let out = cmd.output().ok()?;
+        let reaped = monotonic_us();
+        if !out.status.success() {
+            return None;
+        }
+        let mut marks: Vec<(i64, String)> = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.strip_prefix("PHASE ")?.splitn(3, ' ');
+                let us = f.next()?.parse().ok()?;
+                let _pid = f.next()?;
+                Some((us, f.next()?.to_owned()))
+            })
+            .collect();
+        marks.sort_by_key(|(us, _)| *us);
+        let mut before = spawned;
+        let mut steps = Vec::with_capacity(marks.len() + 1);
+        for (us, name) in marks {
+            steps.push((name, (us - before) as f64));
+            before = us;
+        }
+        steps.push((LAST_STEP.to_owned(), (reaped - before) as f64));
+        Some(steps)
+    }
+
+    /// Where the time of one `exec` and one `step` launch goes, per build, from the `PHASE`
+    /// marks (median µs of each step over the runs, interleaved like the launch rounds).
+    fn phases_table(
+        out: &mut String,
+        builds: &[(String, PathBuf)],
+        plan: &Path,
+        layout: &ScaledLayout,
+        rounds: usize,
+    ) {
+        let runs = (rounds / 4).clamp(20, 100);
+        let truth = vec![os(TRUE)];
+        let home = &layout.demo.home;
+        let mut variants = Vec::new();
+        for (name, bin) in builds {
+            variants.push((
+                name,
+                "exec",
+                Variant::new("exec", exec_argv(bin, plan, &truth), home),
+            ));
+            variants.push((
+                name,
+                "step",
+                Variant::new("step", step_argv(bin, layout, 1, &truth), home),
+            ));
+        }
+        eprint!("phases: {} launches x {runs} ", variants.len());
+        // Per variant: each step's samples, in the order the steps came in.
+        let mut steps: Vec<Vec<(String, Vec<f64>)>> = vec![Vec::new(); variants.len()];
+        let mut totals: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
+        let mut failed = vec![false; variants.len()];
+        let mut shuffle = Shuffle(0x2545_F491_4F6C_DD1D);
+        for round in 0..runs + 2 {
+            for i in shuffle.order(variants.len()) {
+                let Some(seen) = phases_of(&variants[i].2) else {
+                    failed[i] = true;
+                    continue;
+                };
+                if round < 2 {
+                    continue;
+                }
+                totals[i].push(seen.iter().map(|(_, us)| us).sum());
+                for (name, us) in seen {
+                    match steps[i].iter_mut().find(|(n, _)| *n == name) {
+                        Some((_, samples)) => samples.push(us),
+                        None => steps[i].push((name, vec![us])),
+                    }
+                }
+            }
+            if round % 10 == 0 {
+                eprint!(".");
+            }
+        }
+        eprintln!();
+        line(
+            out,
+            "## Where the time of a launch goes
+",
+        );
+        line(
+            out,
+            format!(
+                "Builds with the `phase-times` feature print a mark at the end of each step \
+                 (`PHASE <µs> <pid> <name>`); each row is the time from the mark before (the \
+                 first: from the spawn, so the binary's own start) to its own, median µs of \
+                 {runs} launches of `/bin/true` at base. Medians do not add up to the total's \
+                 median exactly.\n"
+            ),
+        );
+        for (b, (name, _)) in builds.iter().enumerate() {
+            let (exec, step) = (2 * b, 2 * b + 1);
+            line(out, format!("### {name}\n"));
+            if failed[exec] || failed[step] {
+                line(out, "(a launch failed: see the log)\n");
+            }
+            line(out, "| step (ends at the mark) | exec µs | step µs |");
+            line(out, "|---|---:|---:|");
+            // The step launch's steps in order, with those only exec has where exec has them.
+            let mut order: Vec<String> = steps[step].iter().map(|(n, _)| n.clone()).collect();
+            let mut at = 0;
+            for (n, _) in &steps[exec] {
+                match order.iter().position(|o| o == n) {
+                    Some(p) => at = p + 1,
+                    None => {
+                        order.insert(at, n.clone());
+                        at += 1;
+                    }
+                }
+            }
+            let cell = |i: usize, n: &str| {
+                steps[i]
+                    .iter()
+                    .find(|(m, _)| m == n)
+                    .map_or(String::new(), |(_, v)| {
+                        format!("{:.0}", Stats::of(v).median)
+                    })
+            };
+            for n in &order {
+                line(
+                    out,
+                    format!("| {n} | {} | {} |", cell(exec, n), cell(step, n)),
+                );
+            }
+            line(
+                out,
+                format!(
+                    "| total, spawn to reaped | {:.0} | {:.0} |",
+                    Stats::of(&totals[exec]).median,
+                    Stats::of(&totals[step]).median
+                ),
+            );
+            line(out, "");
+        }
     }
 
     /// `(VmRSS, VmHWM, Pss)` of a process, in KiB.

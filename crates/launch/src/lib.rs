@@ -22,3 +22,35 @@ pub mod wrap;
 pub use context::{Context, Settings};
 pub use error::Error;
 pub use wrap::{EditDone, LandlockArgs, LandlockCmd, LaunchSpec, PreTrustDone};
+
+/// Marks a step of a launch for the table of where its time goes (`scripts/bench.sh`): with the
+/// `phase-times` feature, prints `PHASE <monotonic µs> <pid> <name>` on stderr; without it (every
+/// build that launches chats), expands to nothing.
+#[macro_export]
+macro_rules! phase {
+    ($name:expr) => {
+        #[cfg(feature = "phase-times")]
+        $crate::phase_times::mark($name);
+    };
+}
+
+#[cfg(feature = "phase-times")]
+#[doc(hidden)]
+pub mod phase_times {
+    /// See [`phase!`](crate::phase).
+    pub fn mark(name: &str) {
+        use std::io::Write;
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid out-parameter for a clock that always exists.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        let us = ts.tv_sec * 1_000_000 + ts.tv_nsec / 1_000;
+        let _ = writeln!(
+            std::io::stderr(),
+            "PHASE {us} {} {name}",
+            std::process::id()
+        );
+    }
+}

@@ -23,7 +23,7 @@ pub struct Size {
 }
 
 /// The sizes, one axis at a time from the base, then everything at its largest.
-pub const SIZES: [Size; 7] = [
+pub const SIZES: [Size; 8] = [
     Size {
         name: "base",
         workflows: 10,
@@ -45,6 +45,12 @@ pub const SIZES: [Size; 7] = [
     Size {
         name: "10,000 chats",
         workflows: 10,
+        chats: 10_000,
+        grants: 1,
+    },
+    Size {
+        name: "10,000 workflows and chats",
+        workflows: 10_000,
         chats: 10_000,
         grants: 1,
     },

@@ -66,6 +66,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         .collect::<Result<_, _>>()?;
     let workdir = cstr(&plan.workdir)?;
     let filters = seccomp::filters(&plan.seccomp).map_err(|e| fail("seccomp", e))?;
+    crate::phase!("build the seccomp filters");
 
     for dir in &plan.create_dirs {
         sys::create_dirs(dir)?;
@@ -82,6 +83,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         return exec_in_place(plan, &filters, &program, &workdir);
     };
     check_single_threaded()?;
+    crate::phase!("make the folders");
 
     // SAFETY: getuid and getgid have no failure and touch no memory.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
@@ -93,6 +95,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     sys::mask(libc::SIG_BLOCK, &process::watched())?;
     let signals = sys::signalfd(&process::watched())?;
     let terminal = sys::foreground_terminal();
+    crate::phase!("pipes and signals");
 
     let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_PIDFD;
     if ns.pid_namespace {
@@ -136,6 +139,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     }
     // SAFETY: the kernel just stored init's new pidfd here; nothing else owns it.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    crate::phase!("clone init into the namespaces");
     drop(report_write);
     drop(go_read);
     let mapped = write_id_maps(init, uid, gid);
@@ -158,6 +162,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     go.write_all(b"g")
         .map_err(|e| fail("start the sandbox's init", e))?;
     drop(go);
+    crate::phase!("write the id maps");
     process::wait_for_init(
         process::Init {
             pid: init,
@@ -214,6 +219,7 @@ fn confine_in_namespace(
         network::keep_loopback_inside(net)?;
     }
     mounts::build(ns)?;
+    crate::phase!("init: the mounts");
     tracing::info!(
         mounts = ns.mounts.len() + ns.kernel.len(),
         "the mounts are in place"
@@ -221,9 +227,11 @@ fn confine_in_namespace(
     super::descriptors::check_standard_descriptors()?;
     caps::drop_all()?;
     landlock::restrict_self(plan)?;
+    crate::phase!("init: capabilities and Landlock");
     for filter in filters {
         seccompiler::apply_filter(filter).map_err(|e| fail("seccomp", e))?;
     }
+    crate::phase!("init: seccomp");
     tracing::info!(
         filters = filters.len(),
         "the kernel enforces the seccomp filters"

@@ -9,6 +9,8 @@
 #[cfg(target_os = "linux")]
 pub mod apply;
 #[cfg(target_os = "linux")]
+mod bpf;
+#[cfg(target_os = "linux")]
 mod caps;
 #[cfg(target_os = "linux")]
 mod descriptors;

@@ -50,17 +50,21 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
         None,
     )?;
     let sources = Sources::take(ns)?;
+    crate::phase!("mounts: take the sources");
     if ns.system_read_only.is_some() {
         system_read_only(&sources)?;
     }
+    crate::phase!("mounts: the system read-only");
     for step in &ns.mounts {
         if let MountStep::Pin { path } = step {
             mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None)?;
         }
     }
+    crate::phase!("mounts: pins");
     if ns.minimal_dev {
         minimal_dev(&sources.devices)?;
     }
+    crate::phase!("mounts: /dev");
     if ns.pid_namespace {
         mount(
             Some(Path::new("proc")),
@@ -74,14 +78,18 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
         super::network::resolv_conf(net)?;
     }
     let stand_ins = StandIns::make(ns.attach_stand_ins)?;
+    crate::phase!("mounts: /proc and the stand-ins");
     for step in &ns.kernel {
-        stand_ins.cover(step)?;
+        stand_ins.cover_kernel(step)?;
     }
+    crate::phase!("mounts: the kernel's tunables");
     masks(ns, sources.bind_back)?;
+    crate::phase!("mounts: masks");
     for step in &ns.mounts {
         stand_ins.cover(step)?;
     }
     stand_ins.done()?;
+    crate::phase!("mounts: covers");
     if ns.minimal_dev {
         mount(
             None,
@@ -283,6 +291,19 @@ impl StandIns {
                 attach_tree(&tree, path)
             }
             MountStep::Pin { .. } | MountStep::Mask { .. } => Ok(()),
+        }
+    }
+
+    /// Pass 6: as [`StandIns::cover`], for the kernel's own paths (in the chat's fresh `/proc`,
+    /// and `/sys`): no process of the chat exists yet to have put a symlink there, so they are
+    /// bound by path, two system calls where a copy taken without following links takes four.
+    fn cover_kernel(&self, step: &MountStep) -> Result<(), ApplyError> {
+        match step {
+            MountStep::ReadOnly { path, .. } => {
+                mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None)?;
+                make_read_only(None, path)
+            }
+            other => self.cover(other),
         }
     }
 }

@@ -234,6 +234,7 @@ pub(super) fn wait_for_init(
         }
     }
 
+    crate::phase!("helper: init ended");
     let init_status = loop {
         if let Some(status) = reap(init.pid) {
             if let Some(taken) = init.terminal {
@@ -355,6 +356,7 @@ pub(super) fn run_init(
         leave(2);
     }
     drop(go);
+    crate::phase!("init: woken");
     // The id maps are written (the helper needed init dumpable to write them): from here on
     // nothing of init's can be read or traced by the chat, which runs as the same uid.
     // A process group of the chat's own, holding the terminal if the launcher's group held it:
@@ -372,6 +374,7 @@ pub(super) fn run_init(
     }
     let status = match start_program(program, workdir) {
         Ok(pid) => {
+            crate::phase!("init: start the program");
             say(Report::Started);
             reap_until(pid)
         }

@@ -1,6 +1,7 @@
-//! The seccomp part of the Linux plan: the system calls a confined program may not make, built
-//! with `seccompiler` from the plan's [`SeccompPlan`] and installed by the helper after
-//! Landlock, so that the program and everything it starts inherit it.
+//! The seccomp part of the Linux plan: the system calls a confined program may not make, decided
+//! here from the plan's [`SeccompPlan`], compiled into one program by `bpf.rs` and installed by
+//! the helper (with `seccompiler`) after Landlock, so that the program and everything it starts
+//! inherit it.
 //!
 //! What it is for: the ways out that neither the mounts nor Landlock can name on this kernel.
 //! Most of them are one class, "a unix socket reaches a server started outside" (a tmux server,
@@ -54,12 +55,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch, sock_filter,
-};
+use seccompiler::BpfProgram;
 
+use super::bpf::{self, Cmp, Cond, Filter, Rule};
 use super::plan::{SeccompPlan, SocketFamily};
+
+/// How an argument is compared, as the rules below say it (the values as the kernel reads them:
+/// 32-bit words).
+#[derive(Debug, Clone, Copy)]
+enum SeccompCmpOp {
+    Eq,
+    Ne,
+    MaskedEq(u64),
+}
 
 const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
@@ -68,7 +76,8 @@ const USERFAULTFD_IOC_NEW: u64 = 0xAA00;
 const NETLINK_ROUTE: u64 = 0;
 const NETLINK_SOCK_DIAG: u64 = 4;
 /// The low bits of `socket()`'s and `socketpair()`'s type that name the type (the rest are
-/// `SOCK_NONBLOCK` and `SOCK_CLOEXEC`).
+/// `SOCK_NONBLOCK` and `SOCK_CLOEXEC`): what [`PAIR_TYPES_REFUSED`] covers.
+#[cfg(test)]
 const SOCK_TYPE_MASK: u64 = 0xf;
 /// `__O_TMPFILE`: the bit of `O_TMPFILE` that makes `open` create an unnamed file (which
 /// `linkat` can then name), the same value on every architecture built here.
@@ -83,11 +92,11 @@ const SYS_FCHMODAT2: libc::c_long = 452;
 /// memory protections of every program the chat runs next.
 const ALLOWED_PERSONAS: [u64; 5] = [0, 0x8, 0x20000, 0x20008, 0xffff_ffff];
 
-/// The system calls that one filter refuses, with the conditions under which it does.
-#[derive(Default)]
+/// The system calls refused with one errno, with the conditions under which they are.
+#[derive(Debug, Default)]
 struct Refusals {
     always: BTreeSet<i64>,
-    when: BTreeMap<i64, Vec<SeccompRule>>,
+    when: BTreeMap<i64, Vec<Vec<Cond>>>,
 }
 
 impl Refusals {
@@ -102,15 +111,25 @@ impl Refusals {
         nr: libc::c_long,
         conditions: &[(u8, SeccompCmpOp, u64)],
     ) -> Result<(), String> {
-        let conditions = conditions
-            .iter()
-            .map(|(arg, op, value)| {
-                SeccompCondition::new(*arg, SeccompCmpArgLen::Dword, op.clone(), *value)
-                    .map_err(|e| e.to_string())
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let rule = SeccompRule::new(conditions).map_err(|e| e.to_string())?;
-        self.when.entry(nr).or_default().push(rule);
+        let word = |v: u64| {
+            u32::try_from(v).map_err(|_| format!("{v:#x} does not fit the 32-bit word compared"))
+        };
+        let mut conds = Vec::new();
+        for (arg, op, value) in conditions {
+            if *arg > 5 {
+                return Err(format!("argument {arg} of call {nr} does not exist"));
+            }
+            let cmp = match op {
+                SeccompCmpOp::Eq => Cmp::Eq(word(*value)?),
+                SeccompCmpOp::Ne => Cmp::Ne(word(*value)?),
+                SeccompCmpOp::MaskedEq(mask) => Cmp::MaskedEq {
+                    mask: word(*mask)?,
+                    value: word(*value)?,
+                },
+            };
+            conds.push(Cond { arg: *arg, cmp });
+        }
+        self.when.entry(nr).or_default().push(conds);
         Ok(())
     }
 
@@ -139,29 +158,59 @@ impl Refusals {
         Ok(())
     }
 
-    fn program(self, errno: i32, arch: TargetArch) -> Result<BpfProgram, String> {
-        let mut rules = self.when;
-        for nr in self.always {
-            // No rule: refused whatever the arguments (conditional rules for it are moot).
-            rules.insert(nr, Vec::new());
+    /// Adds these refusals, each with `errno`, to `filter`. A call refused with two errnos is
+    /// a mistake here (which one would the kernel give?), said as such.
+    fn into_filter(self, errno: i32, filter: &mut Filter) -> Result<(), String> {
+        let ret = bpf::errno(errno);
+        let number = |nr: i64| u32::try_from(nr).map_err(|_| format!("call number {nr}"));
+        for nr in &self.always {
+            // No condition: refused whatever the arguments (conditional rules for it are moot).
+            let rules = filter.calls.entry(number(*nr)?).or_default();
+            if !rules.is_empty() {
+                return Err(format!("call {nr} is refused with two errnos"));
+            }
+            rules.push(Rule {
+                conds: Vec::new(),
+                ret,
+            });
         }
-        let filter = SeccompFilter::new(
-            rules,
-            SeccompAction::Allow,
-            SeccompAction::Errno(errno as u32),
-            arch,
-        )
-        .map_err(|e| e.to_string())?;
-        BpfProgram::try_from(filter).map_err(|e| e.to_string())
+        for (nr, alternatives) in self.when {
+            if self.always.contains(&nr) {
+                continue;
+            }
+            let rules = filter.calls.entry(number(nr)?).or_default();
+            if !rules.is_empty() {
+                return Err(format!("call {nr} is refused with two errnos"));
+            }
+            rules.extend(alternatives.into_iter().map(|conds| Rule { conds, ret }));
+        }
+        Ok(())
     }
 }
 
-/// The filters to install, in order. seccompiler gives one action per filter, so there are
-/// several: EPERM for what is refused outright; ENOSYS for what a library should take as "this
-/// kernel lacks it" and work around; and, on x86_64, the x32 guard, which seccompiler cannot
-/// express (it matches system calls by number, not by range).
+/// The filter to install: one program (see `bpf.rs`) refusing with EPERM what is refused
+/// outright, with ENOSYS what a library should take as "this kernel lacks it" and work around,
+/// and, on x86_64, the x32 numbers.
 pub fn filters(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, String> {
-    let arch = target_arch()?;
+    Ok(vec![filter(plan)?.compile()?])
+}
+
+/// The filter as data (the tests compare it with `seccompiler`'s own programs for the same
+/// refusals).
+fn filter(plan: &SeccompPlan) -> Result<Filter, String> {
+    let (eperm, enosys) = refusals(plan)?;
+    let mut filter = Filter {
+        arch: target_arch()?,
+        refuse_x32: plan.refuse_other_abis && cfg!(target_arch = "x86_64"),
+        calls: BTreeMap::new(),
+    };
+    eperm.into_filter(libc::EPERM, &mut filter)?;
+    enosys.into_filter(libc::ENOSYS, &mut filter)?;
+    Ok(filter)
+}
+
+/// What the plan refuses, with EPERM and with ENOSYS.
+fn refusals(plan: &SeccompPlan) -> Result<(Refusals, Refusals), String> {
     let mut eperm = Refusals::default();
     let mut enosys = Refusals::default();
 
@@ -269,17 +318,11 @@ pub fn filters(plan: &SeccompPlan) -> Result<Vec<BpfProgram>, String> {
         eperm.when(libc::SYS_prlimit64, &[(0, SeccompCmpOp::Ne, 0)])?;
     }
 
-    let mut programs = vec![
-        eperm.program(libc::EPERM, arch)?,
-        enosys.program(libc::ENOSYS, arch)?,
-    ];
-    if plan.refuse_other_abis
-        && let Some(guard) = other_abis_guard()
-    {
-        programs.push(guard);
-    }
-    Ok(programs)
+    Ok((eperm, enosys))
 }
+
+/// The masked tests that refuse every socket pair type but stream and seqpacket (see `sockets`).
+const PAIR_TYPES_REFUSED: [(u64, u64); 3] = [(0b0001, 0), (0b0011, 0b0011), (0b1011, 0b1001)];
 
 /// `socket()` and `socketpair()`: see the module doc for why each family and pair is refused.
 fn sockets(plan: &SeccompPlan, eperm: &mut Refusals) -> Result<(), String> {
@@ -324,15 +367,16 @@ fn sockets(plan: &SeccompPlan, eperm: &mut Refusals) -> Result<(), String> {
         &[(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)],
     )?;
     if plan.unix_pairs_stream_only {
-        // Every type but stream and seqpacket, named one by one: an allowlist, since a filter
-        // cannot say "masked value not equal".
-        for kind in 0..=SOCK_TYPE_MASK {
-            if kind == libc::SOCK_STREAM as u64 || kind == libc::SOCK_SEQPACKET as u64 {
-                continue;
-            }
+        // Every type but stream (1) and seqpacket (5) refused: an allowlist, since a filter
+        // cannot say "masked value not equal". Three masked tests cover the fourteen other
+        // values of the type's four bits: the even ones (`t & 1 == 0`: datagram 2 among them),
+        // those ending in binary 11 (`t & 3 == 3`: raw 3, 7, 11, 15), and 9 and 13
+        // (`t & 0b1011 == 0b1001`). 1 (0001) and 5 (0101) pass all three; the unit test below
+        // checks the sixteen values.
+        for (mask, value) in PAIR_TYPES_REFUSED {
             eperm.when(
                 libc::SYS_socketpair,
-                &[(1, SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK), kind)],
+                &[(1, SeccompCmpOp::MaskedEq(mask), value)],
             )?;
         }
     }
@@ -397,68 +441,11 @@ fn exploit_surface(eperm: &mut Refusals, enosys: &mut Refusals) -> Result<(), St
     Ok(())
 }
 
-/// x86_64 only: refuses every system call numbered in the x32 range (`__X32_SYSCALL_BIT` set,
-/// below the sign bit), EPERM. On a kernel built without x32 they fail anyway (ENOSYS); with
-/// x32 they are `socket`, `connect` and the rest under numbers the other filters do not name.
-/// EPERM rather than the kernel's ENOSYS, so that a test can tell this guard from the kernel.
-/// Hand-written because seccompiler matches numbers, not ranges; eight instructions.
-fn other_abis_guard() -> Option<BpfProgram> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
-        const X32_SYSCALL_BIT: u32 = 0x4000_0000;
-        const SIGN_BIT: u32 = 0x8000_0000;
-        // Offsets in `struct seccomp_data`: nr at 0, arch at 4.
-        const NR: u32 = 0;
-        const ARCH: u32 = 4;
-        let stmt = |code: u32, k: u32| sock_filter {
-            code: code as u16,
-            jt: 0,
-            jf: 0,
-            k,
-        };
-        let jump = |code: u32, k: u32, jt: u8, jf: u8| sock_filter {
-            code: code as u16,
-            jt,
-            jf,
-            k,
-        };
-        let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
-        let ret = libc::BPF_RET | libc::BPF_K;
-        Some(vec![
-            stmt(load, ARCH),
-            // Another architecture: end the process, as the other filters do.
-            jump(
-                libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
-                AUDIT_ARCH_X86_64,
-                1,
-                0,
-            ),
-            stmt(ret, libc::SECCOMP_RET_KILL_PROCESS),
-            stmt(load, NR),
-            // At or above the sign bit: not x32 (negative numbers, which the kernel refuses).
-            jump(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K, SIGN_BIT, 2, 0),
-            jump(
-                libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K,
-                X32_SYSCALL_BIT,
-                0,
-                1,
-            ),
-            stmt(ret, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
-            stmt(ret, libc::SECCOMP_RET_ALLOW),
-        ])
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        None
-    }
-}
-
-fn target_arch() -> Result<TargetArch, String> {
+fn target_arch() -> Result<u32, String> {
     match std::env::consts::ARCH {
-        "x86_64" => Ok(TargetArch::x86_64),
-        "aarch64" => Ok(TargetArch::aarch64),
-        "riscv64" => Ok(TargetArch::riscv64),
+        "x86_64" => Ok(bpf::AUDIT_ARCH_X86_64),
+        "aarch64" => Ok(bpf::AUDIT_ARCH_AARCH64),
+        "riscv64" => Ok(bpf::AUDIT_ARCH_RISCV64),
         other => Err(format!("seccomp filters are not built for {other}")),
     }
 }
@@ -471,7 +458,7 @@ mod tests {
     fn the_filters_build_for_both_kinds_of_kernel_and_fit_the_kernels_limit() {
         for unix_by_seccomp in [true, false] {
             let programs = filters(&SeccompPlan::new(unix_by_seccomp)).unwrap();
-            assert!(programs.len() >= 2);
+            assert_eq!(programs.len(), 1, "one program, every action in it");
             for program in programs {
                 // BPF_MAXINSNS: the kernel refuses longer programs.
                 assert!(program.len() <= 4096, "{} instructions", program.len());
@@ -484,5 +471,263 @@ mod tests {
         let mut p = SeccompPlan::new(true);
         p.socket_families.clear();
         assert!(filters(&p).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod pair_types {
+    #[test]
+    fn the_masked_tests_refuse_every_pair_type_but_stream_and_seqpacket() {
+        for kind in 0..=super::SOCK_TYPE_MASK {
+            let refused = super::PAIR_TYPES_REFUSED
+                .iter()
+                .any(|(mask, value)| kind & mask == *value);
+            let allowed = kind == libc::SOCK_STREAM as u64 || kind == libc::SOCK_SEQPACKET as u64;
+            assert_eq!(refused, !allowed, "type {kind}");
+        }
+    }
+}
+
+/// The same refusals as `seccompiler` programs, one per errno, and the hand-made x32 guard: what
+/// the filter was before `bpf.rs`, kept as the reference the one program must agree with.
+#[cfg(test)]
+mod reference {
+    use super::*;
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp as Op, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch, sock_filter,
+    };
+
+    fn program(r: &Refusals, errno: i32) -> BpfProgram {
+        let arch = match std::env::consts::ARCH {
+            "x86_64" => TargetArch::x86_64,
+            "aarch64" => TargetArch::aarch64,
+            _ => TargetArch::riscv64,
+        };
+        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+        for (nr, alternatives) in &r.when {
+            for conds in alternatives {
+                let conds = conds
+                    .iter()
+                    .map(|c| {
+                        let (op, value) = match c.cmp {
+                            Cmp::Eq(v) => (Op::Eq, v),
+                            Cmp::Ne(v) => (Op::Ne, v),
+                            Cmp::MaskedEq { mask, value } => (Op::MaskedEq(mask.into()), value),
+                        };
+                        SeccompCondition::new(c.arg, SeccompCmpArgLen::Dword, op, value.into())
+                            .unwrap()
+                    })
+                    .collect();
+                rules
+                    .entry(*nr)
+                    .or_default()
+                    .push(SeccompRule::new(conds).unwrap());
+            }
+        }
+        for nr in &r.always {
+            rules.insert(*nr, Vec::new());
+        }
+        let filter = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno as u32),
+            arch,
+        )
+        .unwrap();
+        BpfProgram::try_from(filter).unwrap()
+    }
+
+    /// The programs the kernel ran before, in the order they were installed.
+    pub(super) fn programs(plan: &SeccompPlan) -> Vec<BpfProgram> {
+        let (eperm, enosys) = refusals(plan).unwrap();
+        let mut out = vec![program(&eperm, libc::EPERM), program(&enosys, libc::ENOSYS)];
+        if plan.refuse_other_abis
+            && let Some(guard) = other_abis_guard()
+        {
+            out.push(guard);
+        }
+        out
+    }
+
+    /// x86_64 only: refuses every system call numbered in the x32 range (`__X32_SYSCALL_BIT` set,
+    /// below the sign bit), EPERM. On a kernel built without x32 they fail anyway (ENOSYS); with
+    /// x32 they are `socket`, `connect` and the rest under numbers the other filters do not name.
+    /// EPERM rather than the kernel's ENOSYS, so that a test can tell this guard from the kernel.
+    /// Hand-written because seccompiler matches numbers, not ranges; eight instructions.
+    fn other_abis_guard() -> Option<BpfProgram> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+            const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+            const SIGN_BIT: u32 = 0x8000_0000;
+            // Offsets in `struct seccomp_data`: nr at 0, arch at 4.
+            const NR: u32 = 0;
+            const ARCH: u32 = 4;
+            let stmt = |code: u32, k: u32| sock_filter {
+                code: code as u16,
+                jt: 0,
+                jf: 0,
+                k,
+            };
+            let jump = |code: u32, k: u32, jt: u8, jf: u8| sock_filter {
+                code: code as u16,
+                jt,
+                jf,
+                k,
+            };
+            let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+            let ret = libc::BPF_RET | libc::BPF_K;
+            Some(vec![
+                stmt(load, ARCH),
+                // Another architecture: end the process, as the other filters do.
+                jump(
+                    libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+                    AUDIT_ARCH_X86_64,
+                    1,
+                    0,
+                ),
+                stmt(ret, libc::SECCOMP_RET_KILL_PROCESS),
+                stmt(load, NR),
+                // At or above the sign bit: not x32 (negative numbers, which the kernel refuses).
+                jump(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K, SIGN_BIT, 2, 0),
+                jump(
+                    libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K,
+                    X32_SYSCALL_BIT,
+                    0,
+                    1,
+                ),
+                stmt(ret, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+                stmt(ret, libc::SECCOMP_RET_ALLOW),
+            ])
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
+        }
+    }
+
+    /// What the kernel gives for several programs: the most restrictive action, and for two of
+    /// the same the one installed last (it runs first).
+    pub(super) fn run_all(programs: &[BpfProgram], data: &[u32; 16]) -> u32 {
+        let mut best: Option<u32> = None;
+        for p in programs.iter().rev() {
+            let ret = super::bpf::run(p, data);
+            let action = |r: u32| (r & libc::SECCOMP_RET_ACTION_FULL) as i32;
+            if best.is_none_or(|b| action(ret) < action(b)) {
+                best = Some(ret);
+            }
+        }
+        best.unwrap()
+    }
+
+    #[allow(dead_code)]
+    fn _uses(_: sock_filter) {}
+}
+
+#[cfg(test)]
+mod one_program {
+    use super::*;
+
+    /// Every call number the programs could tell apart, with argument words that hit each
+    /// comparison of each rule (equal, one off, masked in and out) and some that hit none.
+    fn cases(filter: &Filter) -> Vec<[u32; 16]> {
+        let mut words: BTreeSet<u32> = [
+            0,
+            1,
+            2,
+            3,
+            5,
+            7,
+            0x800,
+            0x80000,
+            0o4000,
+            0o2000,
+            0o6755,
+            u32::MAX,
+        ]
+        .into_iter()
+        .collect();
+        for rules in filter.calls.values() {
+            for rule in rules {
+                for cond in &rule.conds {
+                    let (a, b) = match cond.cmp {
+                        Cmp::Eq(v) | Cmp::Ne(v) => (v, v),
+                        Cmp::MaskedEq { mask, value } => (value, mask),
+                    };
+                    for w in [
+                        a,
+                        a.wrapping_add(1),
+                        a.wrapping_sub(1),
+                        b,
+                        !b,
+                        a | !b,
+                        a ^ b,
+                    ] {
+                        words.insert(w);
+                    }
+                }
+            }
+        }
+        let words: Vec<u32> = words.into_iter().collect();
+        let mut numbers: Vec<u32> = (0..520).collect();
+        numbers.extend([
+            0x4000_0000,
+            0x4000_0029,
+            0x4000_0136,
+            0x7fff_ffff,
+            0x8000_0000,
+            u32::MAX,
+        ]);
+        let mut out = Vec::new();
+        for nr in numbers {
+            for (i, w) in words.iter().enumerate() {
+                let mut data = [0u32; 16];
+                data[0] = nr;
+                data[1] = filter.arch;
+                // Six arguments, low words at 4 + 2 * arg: a different mix for each case.
+                for arg in 0..6usize {
+                    data[4 + 2 * arg] = words[(i + arg * 3) % words.len()];
+                }
+                data[4 + 2 * (i % 6)] = *w;
+                out.push(data);
+            }
+        }
+        // Another architecture.
+        let mut other = [0u32; 16];
+        other[1] = 0x4000_0003; // AUDIT_ARCH_I386
+        out.push(other);
+        out
+    }
+
+    #[test]
+    fn the_one_program_gives_what_seccompilers_three_gave_for_every_call_and_argument() {
+        for unix_by_seccomp in [true, false] {
+            for refuse_shared_ipc in [false, true] {
+                let plan = SeccompPlan {
+                    refuse_shared_ipc,
+                    ..SeccompPlan::new(unix_by_seccomp)
+                };
+                let one = filter(&plan).unwrap();
+                let program = one.compile().unwrap();
+                let before = reference::programs(&plan);
+                let cases = cases(&one);
+                for data in &cases {
+                    assert_eq!(
+                        bpf::run(&program, data),
+                        reference::run_all(&before, data),
+                        "call {:#x} arguments {:x?} (unix by seccomp: {unix_by_seccomp})",
+                        data[0],
+                        &data[4..16]
+                    );
+                }
+                let old: usize = before.iter().map(Vec::len).sum();
+                assert!(
+                    program.len() <= old,
+                    "{} instructions where there were {old}",
+                    program.len()
+                );
+            }
+        }
     }
 }

@@ -171,6 +171,7 @@ impl From<OpArg> for Op {
 }
 
 fn main() -> ExitCode {
+    launch::phase!("start");
     // The helper starts with every confined launch, always as `exec --policy FILE -- PROGRAM...`
     // (the argv `plan` and `run` write): that one form is read here without building the whole
     // command line's parser, which costs a launch about a fifth of a millisecond. Any other form
@@ -182,6 +183,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
+    launch::phase!("parse the command line");
     if let Command::Exec(args) = &cli.command {
         // The helper logs only when asked (RUST_LOG, or `run -v`): no subscriber otherwise.
         return exec::run(args);

@@ -19,8 +19,11 @@ pub struct StepArgs {
 
 pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
     let ctx = crate::load(settings)?;
+    launch::phase!("load the layout and configuration");
     let policy = args.chat.policy(&ctx)?;
+    launch::phase!("build the policy");
     ctx.ensure_runtime(&policy)?;
+    launch::phase!("make the runtime");
     confined_exec(&ctx, &policy, &args.argv)
 }
 
@@ -32,6 +35,7 @@ fn confined_exec(
     argv: &[OsString],
 ) -> Result<ExitCode, Error> {
     let plan = launch::linux::compile(policy, launch::linux::this_kernel())?;
+    launch::phase!("compile the plan");
     let _span = tracing::info_span!("helper", chat = %plan.chat).entered();
     crate::exec::describe(&plan, std::path::Path::new("(compiled in this process)"));
     let err = launch::linux::apply::exec(&plan, argv);
