@@ -552,6 +552,9 @@ fn an_unmodified_tmux_whose_sockets_go_through_io_uring_cannot_reach_the_tmux_se
             let mut cmd = command_as(case.user.as_ref(), TMUX);
             cmd.arg("-S").arg(&socket).args(args);
             case.environment(&mut cmd);
+            // tmux runs the session's command with $SHELL, else the user's login shell: the
+            // test user's is nologin, and CI's environment has no $SHELL.
+            cmd.env("SHELL", "/bin/sh");
             cmd.stdout(Stdio::null()).stderr(Stdio::null()).status()
         };
         let started = tmux(&["new-session", "-d", "-s", "outside", "sleep 3600"]);
