@@ -1120,3 +1120,265 @@ fn the_contract_takes_comma_lists_and_its_report_fits_in_100_columns_and_adds_up
     );
     assert_eq!(v["clis"], serde_json::json!(["claude", "pi"]));
 }
+
+// ---------- the README, run as written ----------
+
+/// The README's text.
+fn readme() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap()
+}
+
+/// The first ```LANG block under the heading `## SECTION` of the README.
+fn readme_block(section: &str, lang: &str) -> String {
+    let text = readme();
+    let start = text
+        .find(&format!("\n## {section}\n"))
+        .unwrap_or_else(|| panic!("the README has no section `{section}`"));
+    let rest = &text[start..];
+    let open = format!("```{lang}\n");
+    let from = rest
+        .find(&open)
+        .unwrap_or_else(|| panic!("no ```{lang} block under `{section}`"))
+        + open.len();
+    let to = from + rest[from..].find("```").unwrap();
+    rest[from..to].to_owned()
+}
+
+/// A fresh machine's view: a scratch HOME and TMPDIR, and PATH with `cli-sandbox` and a
+/// stand-in `codex` (a script that says where it ran, leaves a marker in its working folder and
+/// tries to write into the workflow it was not given) ahead of the system's folders only.
+struct Fresh {
+    dir: tempfile::TempDir,
+}
+
+impl Fresh {
+    fn new() -> Fresh {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["home", "tmp", "bin"] {
+            std::fs::create_dir(dir.path().join(sub)).unwrap();
+        }
+        let bin = dir.path().join("bin");
+        std::os::unix::fs::symlink(
+            assert_cmd::cargo::cargo_bin("cli-sandbox"),
+            bin.join("cli-sandbox"),
+        )
+        .unwrap();
+        let codex = bin.join("codex");
+        std::fs::write(
+            &codex,
+            "#!/bin/sh\n\
+             echo \"stand-in codex in $PWD\"\n\
+             touch ran-codex\n\
+             target=\"${AGENTWORKS_WORKSPACE_DOCS:-unset}/workflows/wf2/planted\"\n\
+             echo \"trying $target\"\n\
+             touch \"$target\" 2>/dev/null && echo planted\n\
+             exit 7\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Fresh { dir }
+    }
+
+    fn path(&self, sub: &str) -> PathBuf {
+        self.dir.path().join(sub)
+    }
+
+    /// `program` in the fresh environment: nothing of the caller's but the system's PATH.
+    fn command(&self, program: &str) -> std::process::Command {
+        let mut cmd = std::process::Command::new(program);
+        cmd.env_clear()
+            .env(
+                "PATH",
+                format!(
+                    "{}:/usr/local/bin:/usr/bin:/bin",
+                    self.path("bin").display()
+                ),
+            )
+            .env("HOME", self.path("home"))
+            .env("TMPDIR", self.path("tmp"))
+            .current_dir(self.path("home"));
+        cmd
+    }
+}
+
+#[test]
+fn the_readme_tour_runs_as_written_on_a_fresh_layout() {
+    let test = "the_readme_tour_runs_as_written_on_a_fresh_layout";
+    if !confined_here(test) {
+        return;
+    }
+    let fresh = Fresh::new();
+    let block = readme_block("A quick tour", "sh");
+    // Each command's output and status kept apart; the comments that follow a command go.
+    let comment = regex::Regex::new(r"\s+#\s.*$").unwrap();
+    let mut script = String::from("set -u\n");
+    let mut commands = Vec::new();
+    for line in block.lines() {
+        if line.trim_start().starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let line = comment.replace(line, "").into_owned();
+        if line.starts_with("cli-sandbox ") {
+            let n = commands.len();
+            script.push_str(&format!(
+                "{line} > \"$TOUR/{n}.out\" 2> \"$TOUR/{n}.err\"; echo $? > \"$TOUR/{n}.status\"\n"
+            ));
+            commands.push(line);
+        } else {
+            script.push_str(&line);
+            script.push('\n');
+        }
+    }
+    script.push_str("echo \"$D\" > \"$TOUR/layout\"\n");
+    let tour = fresh.path("tour");
+    std::fs::create_dir(&tour).unwrap();
+    let out = fresh
+        .command("/bin/sh")
+        .arg("-c")
+        .arg(&script)
+        .env("TOUR", &tour)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the tour's script: {}", text(&out));
+    let read = |name: String| std::fs::read_to_string(tour.join(name)).unwrap_or_default();
+    let layout = PathBuf::from(read("layout".into()).trim());
+    assert!(
+        layout.starts_with(fresh.path("tmp")),
+        "the tour's layout is not in the scratch TMPDIR: {}",
+        layout.display()
+    );
+    let mut seen = BTreeSet::new();
+    for (n, command) in commands.iter().enumerate() {
+        let status: i32 = read(format!("{n}.status")).trim().parse().unwrap();
+        let (stdout, stderr) = (read(format!("{n}.out")), read(format!("{n}.err")));
+        let said = format!("`{command}`: status {status}\nstdout: {stdout}\nstderr: {stderr}");
+        let word = command.split_whitespace().nth(1).unwrap();
+        seen.insert(word.to_owned());
+        match word {
+            "step" => {
+                // The grant took the write, the other workflow refused the read: cat's status.
+                assert_eq!(status, 1, "{said}");
+                // Refused (Seatbelt, Landlock alone) or not there at all (the mount namespace
+                // masks workspace-docs but for the grants).
+                assert!(
+                    stderr.contains("Permission denied") || stderr.contains("No such file"),
+                    "{said}"
+                );
+                assert!(!stdout.contains("private"), "{said}");
+                // The control: unconfined, the file reads.
+                let notes = layout.join("docs/workflows/wf2/notes.md");
+                assert_eq!(std::fs::read_to_string(notes).unwrap(), "private\n");
+                let result = layout.join("docs/workflows/wf1/result.txt");
+                assert_eq!(
+                    std::fs::read_to_string(&result).unwrap(),
+                    "done\n",
+                    "{said}"
+                );
+            }
+            "run" => {
+                // The stand-in CLI's own status; it ran in the chat's runtime, and its write into
+                // the other workflow was refused (verdicts from the disk).
+                assert_eq!(status, 7, "{said}");
+                let cwd = stdout
+                    .lines()
+                    .find_map(|l| l.strip_prefix("stand-in codex in "))
+                    .unwrap_or_else(|| panic!("the CLI did not start: {said}"));
+                assert!(Path::new(cwd).join("ran-codex").is_file(), "{said}");
+                assert!(
+                    cwd.starts_with(layout.join("state").to_str().unwrap()),
+                    "{said}"
+                );
+                let planted = layout.join("docs/workflows/wf2/planted");
+                assert!(
+                    stdout.contains(&format!("trying {}", planted.display())),
+                    "{said}"
+                );
+                assert!(!planted.exists(), "{said}");
+                // The control: unconfined, the same write succeeds.
+                std::fs::write(&planted, "").unwrap();
+            }
+            _ => {
+                assert_eq!(status, 0, "{said}");
+                if word == "explain" {
+                    assert!(stdout.contains("closed"), "{said}");
+                }
+                if command.contains("--json") {
+                    let answer: Value =
+                        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {said}"));
+                    assert_eq!(answer["version"], 1, "{said}");
+                }
+            }
+        }
+    }
+    for word in [
+        "doctor", "adapters", "explain", "plan", "step", "profile", "run",
+    ] {
+        assert!(
+            seen.contains(word),
+            "the tour no longer shows `{word}`: {block}"
+        );
+    }
+}
+
+#[test]
+fn the_readme_python_launch_runs_the_cli_confined_after_pre_trust() {
+    let test = "the_readme_python_launch_runs_the_cli_confined_after_pre_trust";
+    if !confined_here(test) {
+        return;
+    }
+    if !Path::new("/usr/bin/python3").exists() {
+        let why = format!("{test}: /usr/bin/python3 is missing (apt-get install python3)");
+        assert!(
+            std::env::var("CLI_SANDBOX_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
+            "{why}, and CLI_SANDBOX_REQUIRE_LANDLOCK=1 requires it"
+        );
+        let _ = writeln!(std::io::stderr(), "\n!!! SKIPPED {why}.\n");
+        return;
+    }
+    let fresh = Fresh::new();
+    let program = readme_block("Launching from another language", "python");
+    assert!(
+        program.lines().count() <= 25,
+        "the README's Python launch grew past 25 lines"
+    );
+    let launch_py = fresh.path("launch.py");
+    std::fs::write(&launch_py, &program).unwrap();
+    let (state, docs) = (
+        fresh.path("agentworks/state"),
+        fresh.path("agentworks/docs"),
+    );
+    let (wf1, wf2) = (docs.join("workflows/wf1"), docs.join("workflows/wf2"));
+    for dir in [&state, &wf1, &wf2] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let out = fresh
+        .command("/usr/bin/python3")
+        .arg(&launch_py)
+        .arg(&wf1)
+        .env("AGENTWORKS_STATE_ROOT", &state)
+        .env("AGENTWORKS_WORKSPACE_DOCS", &docs)
+        .output()
+        .unwrap();
+    // The CLI's own status, through Python.
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let cwd = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("stand-in codex in "))
+        .unwrap_or_else(|| panic!("the CLI did not start: {}", text(&out)));
+    // It ran in the runtime pre-trust made, the trust entry is in the person's Codex
+    // configuration, and the other workflow refused its write.
+    assert!(cwd.starts_with(state.to_str().unwrap()), "{}", text(&out));
+    assert!(Path::new(cwd).join("ran-codex").is_file(), "{}", text(&out));
+    let config = std::fs::read_to_string(fresh.path("home/.codex/config.toml")).unwrap();
+    assert!(config.contains(cwd), "no trust entry for {cwd}: {config}");
+    let planted = wf2.join("planted");
+    assert!(
+        stdout.contains(&format!("trying {}", planted.display())),
+        "{}",
+        text(&out)
+    );
+    assert!(!planted.exists(), "{}", text(&out));
+    // The control: unconfined, the same write succeeds.
+    std::fs::write(&planted, "").unwrap();
+}
