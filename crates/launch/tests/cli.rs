@@ -697,12 +697,9 @@ fn v_on_run_shows_the_pre_trust_edits_and_the_helpers_mounts_and_what_the_kernel
     let l = layout();
     let program = l.stand_in("codex", "echo ran");
     let config = l.config_with_program("codex", &program);
-    let run = |extra: &[&str], env: &[(&str, &str)]| {
-        let mut cmd = l.cli_with(&config);
+    let run = |config: &Path, extra: &[&str]| {
+        let mut cmd = l.cli_with(config);
         cmd.args(extra);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
         cmd.args([
             "run",
             "--cli",
@@ -715,10 +712,10 @@ fn v_on_run_shows_the_pre_trust_edits_and_the_helpers_mounts_and_what_the_kernel
         .output()
         .unwrap()
     };
-    let quiet = run(&[], &[]);
+    let quiet = run(&config, &[]);
     assert!(quiet.status.success(), "{}", text(&quiet));
     assert!(quiet.stderr.is_empty(), "{}", text(&quiet));
-    let loud = run(&["-vv"], &[]);
+    let loud = run(&config, &["-vv"]);
     let log = String::from_utf8_lossy(&loud.stderr);
     assert!(loud.status.success(), "{}", text(&loud));
     assert!(log.contains("pre-trust edit"), "{log}");
@@ -736,21 +733,7 @@ fn v_on_run_shows_the_pre_trust_edits_and_the_helpers_mounts_and_what_the_kernel
     }
     // The helper's log variable does not reach the program.
     let leak = l.stand_in("codex", "env");
-    let config = l.config_with_program("codex", &leak);
-    let out = l
-        .cli_with(&config)
-        .args([
-            "-v",
-            "run",
-            "--cli",
-            "codex",
-            "--chat",
-            "c1",
-            "--shape",
-            "structured",
-        ])
-        .output()
-        .unwrap();
+    let out = run(&l.config_with_program("codex", &leak), &["-v"]);
     let env = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", text(&out));
     assert!(!env.contains("CLI_SANDBOX_LOG"), "{env}");
