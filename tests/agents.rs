@@ -291,7 +291,9 @@ fn inside_a_network_namespace_with_only_loopback_the_layer_still_passes() {
         if std::env::var(REQUIRE).as_deref() == Ok("1") {
             panic!("{test}: `unshare -n` fails here ({REQUIRE}=1)");
         }
-        eprintln!("SKIPPED {test}: `unshare -n` cannot make a network namespace here");
+        cli_sandbox_tests::say(&format!(
+            "\n!!! SKIPPED {test}: `unshare -n` cannot make a network namespace here. Set {REQUIRE}=1 to make this an error.\n"
+        ));
         return;
     }
     // Nothing but `lo` exists: a connection anywhere else fails at once, so a pass shows that
@@ -423,9 +425,9 @@ fn the_scripted_model_drives_each_clis_own_tools_and_records_what_it_sends() {
         if std::env::var(REQUIRE).as_deref() == Ok("1") {
             panic!("{test}: strace is not installed ({REQUIRE}=1): apt-get install strace");
         }
-        eprintln!(
-            "{test}: strace is not installed: connects are NOT recorded (apt-get install strace)"
-        );
+        cli_sandbox_tests::say(&format!(
+            "\n!!! {test}: strace is not installed: connects are NOT recorded (apt-get install strace). Set {REQUIRE}=1 to make this an error.\n"
+        ));
     }
     let bin = cli_sandbox_tests::real_clis::bin_dir();
     for cli in PINNED {

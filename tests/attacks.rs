@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use cli_sandbox_tests::users::{TestUser, command_as};
-use cli_sandbox_tests::{cli_sandbox, confinement_available, say};
+use cli_sandbox_tests::{cli_sandbox, confinement_available, root_or_skip, say};
 use launch::demo::Demo;
 use launch::linux::plan::{Kernel, LinuxPlan};
 use sandbox_core::{Enforcement, Promise};
@@ -117,7 +117,7 @@ impl Lab {
         let ctx = self.context();
         let grants: Vec<_> = grants
             .iter()
-            .map(|g| sandbox_core::GrantRequest::parse(g))
+            .map(|g| sandbox_core::GrantRequest::parse(g).unwrap())
             .collect();
         let policy = ctx.policy(&self.demo.chat, &grants).expect("policy");
         ctx.ensure_runtime(&policy).unwrap();
@@ -197,11 +197,6 @@ fn every_user(test: &str) -> Vec<Option<TestUser>> {
         users.push(Some(user));
     }
     users
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no failure and touches no memory.
-    unsafe { libc::geteuid() == 0 }
 }
 
 fn python<'a>(program: &'a str, args: &[&'a str]) -> Vec<&'a str> {
@@ -1077,10 +1072,9 @@ fn children_of(pid: u32) -> Vec<u32> {
 #[test]
 fn a_launch_whose_init_is_killed_while_the_program_runs_does_not_say_it_never_started() {
     let test = "a_launch_whose_init_is_killed_while_the_program_runs_does_not_say_it_never_started";
-    if !confinement_available(test) || !is_root() {
-        say(&format!(
-            "\n!!! {test}: needs root (to kill the sandbox's init, as the OOM killer would)\n"
-        ));
+    if !confinement_available(test)
+        || !root_or_skip(test, "to kill the sandbox's init, as the OOM killer would")
+    {
         return;
     }
     let mut failures = Vec::new();
@@ -1111,7 +1105,7 @@ fn a_launch_whose_init_is_killed_while_the_program_runs_does_not_say_it_never_st
         let status = launch.0.try_wait().unwrap().unwrap();
         let mut stderr = String::new();
         std::io::Read::read_to_string(launch.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-        if stderr.contains("not started") || status.code() == Some(2) {
+        if stderr.contains("not started") || status.code() == Some(125) {
             failures.push(format!("{}: {status:?}, {stderr}", lab.who()));
         }
     }
@@ -1348,10 +1342,7 @@ fn put_back(path: &Path, before: &std::fs::Metadata) {
 #[test]
 fn a_root_chat_changes_no_mode_time_or_attribute_of_the_system() {
     let test = "a_root_chat_changes_no_mode_time_or_attribute_of_the_system";
-    if !confinement_available(test) || !is_root() {
-        say(&format!(
-            "\n!!! {test}: needs root (the launcher is root in this case)\n"
-        ));
+    if !confinement_available(test) || !root_or_skip(test, "the launcher is root in this case") {
         return;
     }
     let tag = format!(
@@ -1406,10 +1397,7 @@ fn a_root_chat_changes_no_mode_time_or_attribute_of_the_system() {
 #[ignore = "FINDING: a root chat changes the mode, times and attributes of a writable place itself (/tmp, /var/tmp, `[policy] writable`): `chmod 0777 /tmp` drops the sticky bit for every user and every later chat of the machine"]
 fn a_root_chat_cannot_change_the_mode_of_a_writable_place_itself() {
     let test = "a_root_chat_cannot_change_the_mode_of_a_writable_place_itself";
-    if !confinement_available(test) || !is_root() {
-        say(&format!(
-            "\n!!! {test}: needs root (the launcher is root in this case)\n"
-        ));
+    if !confinement_available(test) || !root_or_skip(test, "the launcher is root in this case") {
         return;
     }
     // A writable place of the lab's own, shaped like /tmp (mode 1777, root's): the machine's
@@ -1456,10 +1444,7 @@ const READ_DEVICE: &str = "import sys\ntry: print(open(sys.argv[1], 'rb').read(6
 #[test]
 fn a_root_chat_reads_no_block_device() {
     let test = "a_root_chat_reads_no_block_device";
-    if !confinement_available(test) || !is_root() {
-        say(&format!(
-            "\n!!! {test}: needs root (a block device is root's)\n"
-        ));
+    if !confinement_available(test) || !root_or_skip(test, "a block device is root's") {
         return;
     }
     // A loop device over an image that holds a secret stands in for the disk (this machine's own
@@ -1915,10 +1900,9 @@ fn with_harden_a_chat_leaves_no_tmux_configuration_for_the_providers_next_server
 #[test]
 fn harden_creates_nothing_where_a_symlink_in_the_home_points() {
     let test = "harden_creates_nothing_where_a_symlink_in_the_home_points";
-    if !confinement_available(test) || !is_root() {
-        say(&format!(
-            "\n!!! {test}: needs root (a root launcher creating folders of the system)\n"
-        ));
+    if !confinement_available(test)
+        || !root_or_skip(test, "a root launcher creating folders of the system")
+    {
         return;
     }
     let lab = Lab::new(None);
@@ -2185,11 +2169,11 @@ fn the_providers_tmux_socket_kept_in_the_state_root_cannot_be_taken_away() {
 // ---------------------------------------------------------------------------------------------
 // What the launch reports.
 
-/// Prints `argv[1]` on stderr and exits 2, as the helper does when confinement fails.
-const FORGE_FAILURE: &str = "import sys\nsys.stderr.write(sys.argv[1])\nsys.exit(2)";
+/// Prints `argv[1]` on stderr and exits 125, as the helper does when confinement fails.
+const FORGE_FAILURE: &str = "import sys\nsys.stderr.write(sys.argv[1])\nsys.exit(125)";
 
 #[test]
-#[ignore = "FINDING (low): a program that prints the helper's own `not started, confinement failed` words and exits 2 is indistinguishable from a launch that never started; nothing outside the program's reach says which it was"]
+#[ignore = "FINDING (low): a program that prints the helper's own `not started, confinement failed` words and exits 125 is indistinguishable from a launch that never started; nothing outside the program's reach says which it was"]
 fn a_program_cannot_pass_for_a_launch_that_never_started() {
     let test = "a_program_cannot_pass_for_a_launch_that_never_started";
     if !confinement_available(test) {
@@ -2202,7 +2186,7 @@ fn a_program_cannot_pass_for_a_launch_that_never_started() {
     let file = lab.demo.root.join("impossible-plan.json");
     std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
     let real = run(lab.exec(&file, &["/bin/true"]));
-    assert_eq!(real.status.code(), Some(2), "{}", text(&real));
+    assert_eq!(real.status.code(), Some(125), "{}", text(&real));
     let words = String::from_utf8_lossy(&real.stderr).into_owned();
     let forged = run(lab.confined(Plan::Namespaces, &[], &python(FORGE_FAILURE, &[&words])));
     assert!(

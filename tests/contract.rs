@@ -34,8 +34,8 @@ fn failing_rows(report: &Value) -> Vec<String> {
 }
 
 #[test]
-fn the_contract_passes_for_the_six_clis_in_both_shapes() {
-    if !confinement_available("the_contract_passes_for_the_six_clis_in_both_shapes") {
+fn the_contract_passes_for_every_registered_cli_in_both_shapes() {
+    if !confinement_available("the_contract_passes_for_every_registered_cli_in_both_shapes") {
         return;
     }
     let (code, report, stderr) = contract(&[]);
@@ -47,7 +47,14 @@ fn the_contract_passes_for_the_six_clis_in_both_shapes() {
         report["errors"]
     );
     let rows = report["rows"].as_array().expect("rows");
-    for cli in ["claude", "codex", "cursor", "muse", "agy", "pi"] {
+    // All seven by default, Gemini CLI among them.
+    assert_eq!(
+        report["clis"].as_array().map(Vec::len),
+        Some(7),
+        "{}",
+        report["clis"]
+    );
+    for cli in launch::registry::names() {
         for shape in ["tmux", "structured"] {
             let n = rows
                 .iter()
@@ -70,7 +77,7 @@ fn the_contract_passes_for_the_six_clis_in_both_shapes() {
         .filter_map(|r| r["cli"].as_str())
         .collect();
     if bin_dir().join("claude").exists() {
-        for cli in ["claude", "codex", "pi"] {
+        for cli in ["claude", "codex", "pi", "gemini"] {
             assert!(
                 real.contains(&cli),
                 "real {cli} was not proven confined: {}",
@@ -82,10 +89,10 @@ fn the_contract_passes_for_the_six_clis_in_both_shapes() {
             "the real CLIs are not installed and {REQUIRE_REAL_CLIS}=1: run `npm ci --prefix tests`"
         );
     } else {
-        eprintln!(
-            "\n!!! the real-CLI part of the contract was SKIPPED: the pinned CLIs are not installed. \
-             Run `npm ci --prefix tests` to include them.\n"
-        );
+        cli_sandbox_tests::say(&format!(
+            "\n!!! SKIPPED the real-CLI part of the_contract_passes_for_every_registered_cli_in_both_shapes: \
+             the pinned CLIs are not installed (`npm ci --prefix tests`). Set {REQUIRE_REAL_CLIS}=1 to make this an error.\n"
+        ));
     }
 }
 
@@ -116,18 +123,28 @@ fn a_broken_plan_fails_and_names_the_action() {
 }
 
 #[test]
-fn an_unknown_cli_is_bad_input() {
-    let out = Command::new(cli_sandbox())
-        .args(["contract", "--cli", "nope"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown CLI `nope`"));
+fn an_unknown_cli_is_bad_input_also_inside_a_comma_list() {
+    for list in [
+        &["--cli", "nope"][..],
+        &["--cli", "claude,nope"],
+        &["--cli", "claude", "--cli", "nope"],
+    ] {
+        let out = Command::new(cli_sandbox())
+            .arg("contract")
+            .args(list)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{list:?}: {stderr}");
+        assert!(stderr.contains("unknown CLI `nope`"), "{list:?}: {stderr}");
+    }
 }
 
 #[test]
 fn the_seventh_cli_gemini_passes_the_contract_and_its_real_cli_runs_confined() {
-    if !confinement_available("the_seventh_cli_gemini_passes_the_contract") {
+    if !confinement_available(
+        "the_seventh_cli_gemini_passes_the_contract_and_its_real_cli_runs_confined",
+    ) {
         return;
     }
     let (code, report, stderr) = contract(&["--cli", "gemini"]);

@@ -324,7 +324,9 @@ fn with_harden_the_persistence_paths_are_closed_in_the_namespace_plan() {
 
 #[test]
 fn with_harden_a_missing_startup_file_is_the_gap_the_namespace_plan_reports() {
-    if !confinement_available("with_harden_a_missing_startup_file_is_the_gap") {
+    if !confinement_available(
+        "with_harden_a_missing_startup_file_is_the_gap_the_namespace_plan_reports",
+    ) {
         return;
     }
     let f = fixture(true);

@@ -1,7 +1,8 @@
 //! The adapters against the real CLIs, pinned in `tests/package.json` (install with
 //! `npm ci --prefix tests`): each real parser accepts our argv, each CLI reads the trust entry we
 //! wrote, and the person's own MCP server (a stand-in that leaves a marker file) does not start.
-//! Every CLI runs with `HOME` in a scratch folder, a clean environment, and no login.
+//! Every CLI runs with `HOME` and `TMPDIR` in a scratch folder that the test removes (Claude
+//! leaves files in its temporary folder), a clean environment, and no login.
 //!
 //! Where a check could pass for the wrong reason, a control run without our part shows the
 //! thing we prevent does happen (the trust screen appears, the person's server starts).
@@ -491,7 +492,7 @@ fn confined_in_tmux(
     let spec = launch::LaunchSpec {
         cli: cli.to_owned(),
         chat: demo.chat.clone(),
-        grants: vec![sandbox_core::GrantRequest::parse(&demo.grant_arg())],
+        grants: vec![sandbox_core::GrantRequest::parse(&demo.grant_arg()).unwrap()],
         shape: Shape::Tmux,
         mode: Mode::Full,
         mcp_bridge: None,
@@ -512,6 +513,12 @@ fn confined_in_tmux(
     let mut env = BTreeMap::new();
     env.insert("PATH".to_owned(), std::env::var("PATH").unwrap_or_default());
     env.insert("HOME".to_owned(), demo.home.display().to_string());
+    env.insert(
+        "TMPDIR".to_owned(),
+        cli_sandbox_tests::real_clis::scratch_tmp(&demo.home)
+            .display()
+            .to_string(),
+    );
     env.insert("TERM".to_owned(), "xterm-256color".to_owned());
     env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
     env.extend(args.env.set.clone());
@@ -657,6 +664,10 @@ fn run_writes_the_trust_entry_then_starts_the_real_codex_confined() {
         ])
         .args(["--shape", "structured", "--", "--version"])
         .env("HOME", &demo.home)
+        .env(
+            "TMPDIR",
+            cli_sandbox_tests::real_clis::scratch_tmp(&demo.home),
+        )
         .env("PATH", cli_sandbox_tests::real_clis::path_with_real_clis())
         .env_remove("CODEX_HOME")
         .env_remove("AGENTWORKS_STATE_ROOT")

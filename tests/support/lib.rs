@@ -31,8 +31,35 @@ pub fn cli_sandbox() -> PathBuf {
 }
 
 /// Set by `.ci/run`: on a machine with Landlock, a test that finds it missing fails instead of
-/// skipping.
+/// skipping; so does a test that finds missing what `.ci/run` installs for the confinement
+/// tests (tmux, python3, pasta, iproute2).
 pub const REQUIRE_LANDLOCK: &str = "CLI_SANDBOX_REQUIRE_LANDLOCK";
+
+/// Set by `.ci/run` when it runs as root: a test that needs root (a root chat, the sandbox's init
+/// killed from outside, a mount made on the host) fails instead of skipping.
+pub const REQUIRE_ROOT: &str = "CLI_SANDBOX_REQUIRE_ROOT";
+
+/// Says on the real stderr, where a person running `cargo test` sees it, that `test` is
+/// skipped and why; or fails the test when `require` is `1` (CI asks for what is missing).
+/// The caller returns after it.
+pub fn skip(test: &str, why: &str, require: &str) {
+    if std::env::var(require).as_deref() == Ok("1") {
+        panic!("{test}: {why}, and {require}=1 requires it");
+    }
+    say(&format!(
+        "\n!!! SKIPPED {test}: {why}. Set {require}=1 to make this an error.\n"
+    ));
+}
+
+/// Whether this process runs as root; otherwise [`skip`]s `test` (which needs root) with `why`.
+pub fn root_or_skip(test: &str, why: &str) -> bool {
+    // SAFETY: geteuid has no failure and touches no memory.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    skip(test, &format!("not root ({why})"), REQUIRE_ROOT);
+    false
+}
 
 /// `true` when the kernel can confine (Landlock and user namespaces). Otherwise prints why the
 /// calling test is skipped, loudly, or panics when `CLI_SANDBOX_REQUIRE_LANDLOCK=1`.
@@ -52,12 +79,10 @@ pub fn confinement_available(test: &str) -> bool {
     let Some(problem) = problem else {
         return true;
     };
-    if std::env::var(REQUIRE_LANDLOCK).as_deref() == Ok("1") {
-        panic!("{test}: {problem}, and {REQUIRE_LANDLOCK}=1 requires real confinement");
-    }
-    say(&format!(
-        "\n!!! SKIPPED {test}: {problem}. Real confinement cannot be tested on this machine. \
-         Set {REQUIRE_LANDLOCK}=1 to make this an error.\n"
-    ));
+    skip(
+        test,
+        &format!("{problem}; real confinement cannot be tested on this machine"),
+        REQUIRE_LANDLOCK,
+    );
     false
 }

@@ -43,7 +43,9 @@ pub fn require(name: &str, test: &str) -> Option<PathBuf> {
     if std::env::var(REQUIRE).is_ok_and(|v| v == "1") {
         panic!("{test}: {why} ({REQUIRE}=1 makes a missing CLI a failure)");
     }
-    eprintln!("SKIPPED {test}: {why} (set {REQUIRE}=1 to make this a failure)");
+    crate::say(&format!(
+        "\n!!! SKIPPED {test}: {why}. Set {REQUIRE}=1 to make this an error.\n"
+    ));
     None
 }
 
@@ -127,9 +129,12 @@ pub fn prepare(adapter: &dyn CliAdapter, req: &LaunchRequest) -> CliLaunch {
 /// Applies pre-trust edits to a scratch home as the launcher does: through the guard of a chat
 /// whose AgentWorks data lies beside the home, where no test here writes.
 pub fn apply_edits(home: &Path, edits: &[sandbox_core::FileEdit]) {
+    // A state root must exist (a missing one is refused, not created).
+    let state_root = home.with_file_name("agentworks");
+    fs::create_dir_all(&state_root).unwrap();
     let ctx = launch::Context::load(&launch::Settings {
         home: Some(home.to_owned()),
-        state_root: Some(home.with_file_name("agentworks")),
+        state_root: Some(state_root),
         ..Default::default()
     })
     .unwrap();
@@ -140,8 +145,17 @@ pub fn apply_edits(home: &Path, edits: &[sandbox_core::FileEdit]) {
     }
 }
 
+/// The temporary folder of a CLI run from the scratch `home`: `tmp` beside it, in the test's own
+/// temporary folder, so that what the CLI leaves there (Claude's telemetry files among it) goes
+/// when the test's folder does, not into the machine's `/tmp`.
+pub fn scratch_tmp(home: &Path) -> PathBuf {
+    let tmp = home.with_file_name("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    tmp
+}
+
 /// The environment the CLI gets: a clean one (nothing of the developer's leaks in), the
-/// scratch home, and the adapter's changes.
+/// scratch home and its temporary folder ([`scratch_tmp`]), and the adapter's changes.
 pub fn clean_env(
     home: &Path,
     launch: &CliLaunch,
@@ -150,6 +164,7 @@ pub fn clean_env(
     let mut env = BTreeMap::new();
     env.insert("PATH".to_owned(), std::env::var("PATH").unwrap_or_default());
     env.insert("HOME".to_owned(), home.display().to_string());
+    env.insert("TMPDIR".to_owned(), scratch_tmp(home).display().to_string());
     env.insert("TERM".to_owned(), "xterm-256color".to_owned());
     env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
     for (k, v) in &launch.env.set {
@@ -352,7 +367,9 @@ pub fn tmux_available(test: &str) -> bool {
         if std::env::var(REQUIRE).is_ok_and(|v| v == "1") {
             panic!("{test}: tmux is not installed ({REQUIRE}=1)");
         }
-        eprintln!("SKIPPED {test}: tmux is not installed (apt-get install tmux to enable)");
+        crate::say(&format!(
+            "\n!!! SKIPPED {test}: tmux is not installed (apt-get install tmux). Set {REQUIRE}=1 to make this an error.\n"
+        ));
     }
     ok
 }

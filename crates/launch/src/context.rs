@@ -31,6 +31,9 @@ pub struct Context {
     pub helper: Option<PathBuf>,
     pub config: Config,
     pub layout: Layout,
+    /// The places a flag, a variable or the configuration named, with where: each must exist
+    /// ([`Context::check_named_places`]).
+    named: Vec<(&'static str, PathBuf, String)>,
 }
 
 impl Context {
@@ -51,7 +54,11 @@ impl Context {
                         path.display()
                     ))
                 })?;
-                Config::parse(&text, &path.display().to_string())?
+                Config::parse(
+                    &text,
+                    &path.display().to_string(),
+                    &crate::registry::names(),
+                )?
             }
             None => Config::default(),
         };
@@ -65,20 +72,40 @@ impl Context {
             .clone()
             .or_else(|| env_path("HOME"))
             .ok_or(Error::NoHome)?;
+        let from_file = |key: &str| match &settings.config {
+            Some(file) => format!("[layout] {key} in `{}`", file.display()),
+            None => format!("[layout] {key}"),
+        };
+        // Each named place, with where it was named (for the error when it does not exist).
+        let state_root = named(
+            settings.state_root.clone(),
+            "--state-root",
+            "AGENTWORKS_STATE_ROOT",
+            config.layout.state_root.clone(),
+            from_file("state_root"),
+        );
+        let workspace_docs = named(
+            settings.workspace_docs.clone(),
+            "--workspace-docs",
+            "AGENTWORKS_WORKSPACE_DOCS",
+            config.layout.workspace_docs.clone(),
+            from_file("workspace_docs"),
+        );
+        let mut named = Vec::new();
+        for (what, place) in [
+            ("state root", &state_root),
+            ("workspace-docs", &workspace_docs),
+        ] {
+            if let Some((path, source)) = place {
+                named.push((what, path.clone(), source.clone()));
+            }
+        }
         let inputs = LayoutInputs {
             os,
             home,
             xdg_data_home: env_path("XDG_DATA_HOME"),
-            state_root: settings
-                .state_root
-                .clone()
-                .or_else(|| env_path("AGENTWORKS_STATE_ROOT"))
-                .or_else(|| config.layout.state_root.clone()),
-            workspace_docs: settings
-                .workspace_docs
-                .clone()
-                .or_else(|| env_path("AGENTWORKS_WORKSPACE_DOCS"))
-                .or_else(|| config.layout.workspace_docs.clone()),
+            state_root: state_root.map(|(path, _)| path),
+            workspace_docs: workspace_docs.map(|(path, _)| path),
         };
         let layout = Layout::resolve(&inputs, &RealDisk)?;
         Ok(Context {
@@ -87,6 +114,7 @@ impl Context {
             helper: settings.helper.clone(),
             config,
             layout,
+            named,
         })
     }
 
@@ -106,9 +134,77 @@ impl Context {
         )?)
     }
 
-    /// Creates the chat's runtime folder if it is missing (mode 0700: it is the chat's alone).
+    /// Refuses a state root or workspace-docs that a flag, a variable or the configuration
+    /// named and that does not exist: a typo, or a layout not there yet. A launch would
+    /// otherwise make `/typo/state/...` and protect the typo, while the real workspace-docs,
+    /// named nowhere, stayed open. The binary asks this of every command; a library caller that
+    /// only computes a policy need not.
+    pub fn check_named_places(&self) -> Result<(), Error> {
+        for (what, path, source) in &self.named {
+            must_be_a_folder(what, path, source)?;
+        }
+        Ok(())
+    }
+
+    /// What a launch needs before it writes anything: the named places
+    /// ([`Context::check_named_places`]) and a state root that exists, named or by default (the
+    /// plan and the chat's runtime go inside it; creating it would create AgentWorks' app folder
+    /// in the name of an app that is not installed).
+    pub fn require_state_root(&self) -> Result<(), Error> {
+        self.check_named_places()?;
+        must_be_a_folder("state root", &self.layout.state_root, STATE_ROOT_SOURCE)
+    }
+
+    /// Creates the chat's runtime folder if it is missing (mode 0700: it is the chat's alone),
+    /// inside the state root, which must exist ([`Context::require_state_root`]).
     pub fn ensure_runtime(&self, policy: &Policy) -> Result<(), Error> {
-        ensure_dir(&policy.runtime)
+        self.require_state_root()?;
+        ensure_runtime_in(&self.layout.state_root, &policy.runtime)
+    }
+}
+
+/// [`Context::ensure_runtime`] for a runtime inside `state_root`.
+pub(crate) fn ensure_runtime_in(state_root: &Path, runtime: &Path) -> Result<(), Error> {
+    must_be_a_folder("state root", state_root, STATE_ROOT_SOURCE)?;
+    tracing::debug!(runtime = %runtime.display(), "the chat's runtime");
+    ensure_dir(runtime)
+}
+
+/// Where a state root that is not there came from, when it was not named.
+const STATE_ROOT_SOURCE: &str =
+    "AgentWorks' app folder; --state-root or AGENTWORKS_STATE_ROOT names another";
+
+/// The first of a flag, a variable and the configuration that names a place, with its source.
+fn named(
+    flag: Option<PathBuf>,
+    flag_name: &str,
+    var: &str,
+    configured: Option<PathBuf>,
+    configured_name: String,
+) -> Option<(PathBuf, String)> {
+    let from_var = std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    flag.map(|p| (p, flag_name.to_owned()))
+        .or_else(|| from_var.map(|p| (p, var.to_owned())))
+        .or_else(|| configured.map(|p| (p, configured_name)))
+}
+
+fn must_be_a_folder(what: &str, path: &Path, source: &str) -> Result<(), Error> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(Error::BadInput(format!(
+            "{what} `{}` ({source}) is not a folder: name AgentWorks' folder; nothing was created",
+            path.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::BadInput(format!(
+            "{what} `{}` ({source}) does not exist: name an existing folder, or create it first; nothing was created",
+            path.display()
+        ))),
+        Err(e) => Err(Error::BadInput(format!(
+            "{what} `{}` ({source}) cannot be used ({e}): name a folder this user can reach; nothing was created",
+            path.display()
+        ))),
     }
 }
 

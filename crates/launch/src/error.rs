@@ -1,6 +1,11 @@
 use std::io;
+use std::path::PathBuf;
 
 /// Everything that can stop a launch. Each message names the thing and what to do.
+///
+/// The `cli-sandbox` binary exits 125 for all of them but [`Error::CannotRun`], which exits as a
+/// shell would when it cannot run a program (127 missing, 126 otherwise): the statuses `env`,
+/// `timeout` and `nice` use, so that a caller can tell our failure from the program's own status.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
@@ -15,6 +20,16 @@ pub enum Error {
     UnknownCli { name: String, known: String },
     #[error("HOME is not set: set it to the person's home folder")]
     NoHome,
+    /// The program itself cannot be run: it is missing, or not something this machine can run.
+    /// Not a failure of the sandbox: nothing was confined or started.
+    #[error("{message}")]
+    CannotRun {
+        program: PathBuf,
+        /// The program does not exist (a shell's 127), as opposed to existing but not being
+        /// runnable (126).
+        missing: bool,
+        message: String,
+    },
     #[error("{what}: {source}")]
     Io { what: String, source: io::Error },
     #[error("{0}")]
@@ -24,7 +39,8 @@ pub enum Error {
 }
 
 impl Error {
-    /// Bad input (exit status 2) as opposed to a failure of the machine.
+    /// Bad input, as opposed to a failure of the machine. Both stop the launch before anything
+    /// runs; the distinction is for callers that report them differently.
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
@@ -35,5 +51,28 @@ impl Error {
                 | Error::UnknownCli { .. }
                 | Error::BadInput(_)
         ) || matches!(self, Error::Plan(e) if e.is_bad_input())
+    }
+
+    /// An `exec` of `program` that failed with `source`, as [`Error::CannotRun`]: missing
+    /// (`ENOENT`, `ENOTDIR`) or not runnable (permissions, not an executable format, ...).
+    pub fn cannot_run(program: impl Into<PathBuf>, source: &io::Error) -> Error {
+        let program = program.into();
+        let missing = matches!(
+            source.raw_os_error(),
+            Some(libc::ENOENT) | Some(libc::ENOTDIR)
+        );
+        Error::CannotRun {
+            message: format!(
+                "`{}` cannot be run ({source}): {}",
+                program.display(),
+                if missing {
+                    "install it, or give its full path"
+                } else {
+                    "check that it is an executable this machine can run, and its permissions"
+                }
+            ),
+            program,
+            missing,
+        }
     }
 }

@@ -21,7 +21,7 @@ pub mod wrap;
 
 pub use context::{Context, Settings};
 pub use error::Error;
-pub use wrap::{LandlockArgs, LandlockCmd, LaunchSpec};
+pub use wrap::{EditDone, LandlockArgs, LandlockCmd, LaunchSpec, PreTrustDone};
 
 /// Marks a step of a launch for the table of where its time goes (`scripts/bench.sh`): with the
 /// `phase-times` feature, prints `PHASE <monotonic µs> <pid> <name>` on stderr; without it (every

@@ -62,6 +62,29 @@ pub struct LandlockArgs {
     /// person named by the variables the adapter read.
     #[serde(skip)]
     person_files: PersonFilesGuard,
+    /// The state root the working folder lies in (which must exist when it is made).
+    #[serde(skip)]
+    state_root: PathBuf,
+}
+
+/// What [`LandlockArgs::pre_trust`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct PreTrustDone {
+    /// The chat's runtime, made if it was missing.
+    pub runtime: PathBuf,
+    /// Each pre-trust entry, in the order the plan lists them.
+    pub edits: Vec<EditDone>,
+    /// The launch's own files, written (replaced) in the runtime.
+    pub files: Vec<PathBuf>,
+}
+
+/// One pre-trust entry as applied.
+#[derive(Debug, Clone, Serialize)]
+pub struct EditDone {
+    pub file: PathBuf,
+    pub keys: Vec<String>,
+    /// `false` when the entry was there already and the file was left as it was.
+    pub written: bool,
 }
 
 /// The `cli-sandbox` binary that runs the Linux helper: given (`Settings::helper`), or
@@ -192,13 +215,24 @@ fn kept_copy_of_this_binary(ctx: &Context) -> Result<PathBuf, Error> {
 }
 
 impl LandlockArgs {
-    /// Computes the launch. Writes the compiled Linux plan (our own file, in the state root) but
-    /// never the person's files: pre-trust is listed, and applied by [`LandlockArgs::pre_trust`].
+    /// Computes the launch. Writes the compiled Linux plan (our own file, in the state root, and
+    /// the kept copy of the helper where [`helper_for`] needs one) and nothing else: not the
+    /// person's files, not the chat's runtime, not the refused folders of its grants. Pre-trust
+    /// is listed, and applied by [`LandlockArgs::pre_trust`], which also makes the runtime; the
+    /// Linux helper makes the refused folders (and the runtime) again at the launch itself.
     pub fn prepare(ctx: &Context, spec: &LaunchSpec, facts: &Facts) -> Result<LandlockArgs, Error> {
         let adapter = find_adapter(&spec.cli)?;
         let decision = platform::decide(facts, spec.mode, adapter.modes());
+        let _span =
+            tracing::info_span!("launch", cli = adapter.name(), chat = %spec.chat).entered();
+        tracing::info!(
+            backend = ?decision.backend,
+            mode = decision.mode.as_str(),
+            reason = %decision.reason,
+            "decision"
+        );
         let policy = ctx.policy(&spec.chat, &spec.grants)?;
-        ctx.ensure_runtime(&policy)?;
+        ctx.require_state_root()?;
         let (program, program_found) = find_program(ctx, adapter);
         let request = LaunchRequest {
             shape: spec.shape,
@@ -243,25 +277,50 @@ impl LandlockArgs {
             files: launch.files,
             plan_file,
             person_files: person.guard(),
+            state_root: ctx.layout.state_root.clone(),
         })
     }
 
-    /// Writes the pre-trust entries into the person's files (under a lock, atomically, only
-    /// where the person's files may be: see [`crate::person_files`]), then the launch's own
-    /// files into the working folder.
-    pub fn pre_trust(&self) -> Result<(), Error> {
+    /// Makes the chat's runtime, writes the pre-trust entries into the person's files (under a
+    /// lock, atomically, only where the person's files may be: see [`crate::person_files`]),
+    /// then the launch's own files into the working folder; says what it did.
+    pub fn pre_trust(&self) -> Result<PreTrustDone, Error> {
+        let _span = tracing::info_span!("pre-trust", cli = %self.cli).entered();
+        // The working folder first: the launch's own files go into it, and the CLI starts in it.
+        crate::context::ensure_runtime_in(&self.state_root, &self.cwd)?;
+        let mut done = PreTrustDone {
+            runtime: self.cwd.clone(),
+            edits: Vec::new(),
+            files: Vec::new(),
+        };
         for edit in &self.pre_trust {
             // The person's file could not take the entry (unparsable, a key of another type, a
             // link into protected data): the launch stops, and the person has a file to fix, so
             // it is bad input.
-            self.person_files
+            let applied = self
+                .person_files
                 .apply(edit)
                 .map_err(|e| Error::BadInput(e.to_string()))?;
+            let written = applied == crate::person_files::Applied::Written;
+            tracing::info!(
+                file = %edit.file.display(),
+                keys = %edit.keys.join("."),
+                value = %edit.value,
+                written,
+                "pre-trust edit"
+            );
+            done.edits.push(EditDone {
+                file: edit.file.clone(),
+                keys: edit.keys.clone(),
+                written,
+            });
         }
         for file in &self.files {
+            tracing::info!(file = %file.path.display(), mode = %format!("{:04o}", file.mode), "launch file");
             write_launch_file(file)?;
+            done.files.push(file.path.clone());
         }
-        Ok(())
+        Ok(done)
     }
 
     /// The same launch with another command in place of the CLI (the contract's harness).
@@ -394,6 +453,11 @@ pub fn wrap(
                 }
             };
             let profile = SeatbeltProfile::for_policy(policy).map_err(as_error)?;
+            tracing::info!(
+                params = profile.params.len(),
+                bytes = profile.text.len(),
+                "seatbelt profile"
+            );
             let argv = profile.wrap(&command);
             // Refused here, before anything runs, rather than by execve with E2BIG.
             let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
@@ -414,8 +478,10 @@ pub fn wrap(
                 },
             )?;
             let file = crate::linux::write_plan(&plan, &ctx.layout)?;
+            let helper = helper_for(ctx, policy)?;
+            tracing::info!(plan = %file.display(), helper = %helper.display(), "plan file");
             let mut argv: Vec<OsString> = vec![
-                helper_for(ctx, policy)?.into_os_string(),
+                helper.into_os_string(),
                 "exec".into(),
                 "--policy".into(),
                 file.clone().into_os_string(),
@@ -424,7 +490,10 @@ pub fn wrap(
             argv.extend(command);
             Ok((argv, Some(file)))
         }
-        Backend::None => Ok((command, None)),
+        Backend::None => {
+            tracing::info!("no sandbox here: the CLI runs bridge-only, its own tools off");
+            Ok((command, None))
+        }
     }
 }
 

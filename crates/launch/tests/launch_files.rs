@@ -28,7 +28,7 @@ fn a_symlink_at_the_bridge_extensions_name_is_replaced_not_followed() {
     let spec = LaunchSpec {
         cli: "pi".into(),
         chat: demo.chat.clone(),
-        grants: vec![GrantRequest::parse(&demo.grant_arg())],
+        grants: vec![GrantRequest::parse(&demo.grant_arg()).unwrap()],
         shape: Shape::Structured,
         mode: Mode::BridgeOnly,
         mcp_bridge: Some(McpServer {

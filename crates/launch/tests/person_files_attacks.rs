@@ -67,7 +67,7 @@ fn world() -> World {
     let policy = ctx
         .policy(
             &demo.chat,
-            &[sandbox_core::GrantRequest::parse(&demo.grant_arg())],
+            &[sandbox_core::GrantRequest::parse(&demo.grant_arg()).unwrap()],
         )
         .unwrap();
     ctx.ensure_runtime(&policy).unwrap();
@@ -1084,11 +1084,14 @@ fn as_an_ordinary_user_a_file_or_folder_of_another_owner_is_refused() {
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
     if !rustix::process::geteuid().is_root() {
-        // Written to the real stderr: a test's own `eprintln!` is captured.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED as_an_ordinary_user_a_file_or_folder_of_another_owner_is_refused: it starts a child as `nobody`, which needs root"
+        let why = "as_an_ordinary_user_a_file_or_folder_of_another_owner_is_refused: it starts a \
+                   child as `nobody`, which needs root";
+        assert!(
+            std::env::var("CLI_SANDBOX_REQUIRE_ROOT").as_deref() != Ok("1"),
+            "{why} (CLI_SANDBOX_REQUIRE_ROOT=1 asks for it to run)"
         );
+        // Written to the real stderr: a test's own `eprintln!` is captured.
+        let _ = writeln!(std::io::stderr(), "\n!!! SKIPPED {why}\n");
         return;
     }
     const NOBODY: u32 = 65534;

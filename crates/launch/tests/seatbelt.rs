@@ -1188,12 +1188,34 @@ fn every_shell_probe_succeeds_unconfined_so_a_refusal_under_seatbelt_means_somet
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
+/// Set where CI runs on a Mac: the real `sandbox-exec` suite must run, never be skipped.
+const REQUIRE_SEATBELT: &str = "CLI_SANDBOX_REQUIRE_SEATBELT";
+
 #[cfg(not(target_os = "macos"))]
 #[test]
 fn the_real_sandbox_exec_suite_needs_a_mac() {
-    eprintln!(
-        "SKIPPED here: seatbelt_macos.rs asks the same probes of the real /usr/bin/sandbox-exec \
-         and compiles only on macOS. On a Mac: cargo test -p launch --test seatbelt_macos \
-         (see docs/macos.md)."
+    // What the skip notice says must hold: the Mac suite exists and asks the same probes.
+    let suite = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/seatbelt_macos.rs"),
+    )
+    .expect("tests/seatbelt_macos.rs, the suite under the real sandbox-exec");
+    for probes in ["shell_probes(", "two_path_shell_probes("] {
+        assert!(
+            suite.contains(probes),
+            "seatbelt_macos.rs no longer asks {probes}..): the notice below would be wrong"
+        );
+    }
+    assert!(
+        std::env::var(REQUIRE_SEATBELT).as_deref() != Ok("1"),
+        "{REQUIRE_SEATBELT}=1 asks for the real sandbox-exec suite, and this is not a Mac: \
+         run it on macOS (cargo test -p launch --test seatbelt_macos)"
+    );
+    // On the real stderr: libtest captures `eprintln!`.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n!!! SKIPPED the real sandbox-exec suite: seatbelt_macos.rs asks the same probes of \
+         /usr/bin/sandbox-exec and compiles only on macOS. On a Mac: cargo test -p launch --test \
+         seatbelt_macos (see docs/macos.md); {REQUIRE_SEATBELT}=1 makes its absence an error.\n"
     );
 }

@@ -72,7 +72,9 @@ pub struct FileEdit {
     /// Keys from the document's top down to the value (tables in TOML, objects in JSON).
     pub keys: Vec<String>,
     pub value: serde_json::Value,
-    /// Mode of the file when it has to be created (Codex keeps its config 0600).
+    /// Mode of the file when it has to be created (Codex keeps its config 0600); an octal
+    /// string in JSON (`"0600"`).
+    #[serde(with = "octal_mode")]
     pub create_mode: u32,
     /// What to do at `keys`: set the value (the default) or add it to a list.
     #[serde(default)]
@@ -106,8 +108,42 @@ pub struct PreTrust {
 pub struct LaunchFile {
     pub path: PathBuf,
     pub text: String,
-    /// The file's mode (0600 when it holds the bridge's environment).
+    /// The file's mode (0600 when it holds the bridge's environment); an octal string in JSON.
+    #[serde(with = "octal_mode")]
     pub mode: u32,
+}
+
+/// File modes in JSON as people write them, an octal string (`"0600"`), not the number 384.
+/// Read back from such a string or, for what older versions wrote, from a number.
+pub mod octal_mode {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{mode:04o}"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Text(String),
+            Number(u32),
+        }
+        let mode = match Either::deserialize(d)? {
+            Either::Number(n) => n,
+            Either::Text(t) => u32::from_str_radix(&t, 8).map_err(|_| {
+                D::Error::custom(format!(
+                    "mode `{t}` is not an octal number such as \"0600\""
+                ))
+            })?,
+        };
+        if mode > 0o7777 {
+            return Err(D::Error::custom(format!(
+                "mode {mode:o} has bits beyond 07777: give permission bits only, such as \"0600\""
+            )));
+        }
+        Ok(mode)
+    }
 }
 
 /// The assembled launch of a CLI (the program itself is found by the launcher).
@@ -265,4 +301,33 @@ pub struct ArgvParts {
     pub own_sandbox_off: Vec<String>,
     pub pre_trust: Vec<String>,
     pub mcp: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_are_octal_strings_in_json_and_read_back_from_either_form() {
+        let file = LaunchFile {
+            path: "/r/x".into(),
+            text: String::new(),
+            mode: 0o600,
+        };
+        let json = serde_json::to_value(&file).unwrap();
+        assert_eq!(json["mode"], "0600");
+        assert_eq!(serde_json::from_value::<LaunchFile>(json).unwrap(), file);
+        let older = serde_json::json!({"path": "/r/x", "text": "", "mode": 384});
+        assert_eq!(
+            serde_json::from_value::<LaunchFile>(older).unwrap().mode,
+            0o600
+        );
+        for bad in ["600x", "0o600", "17777"] {
+            let wrong = serde_json::json!({"path": "/r/x", "text": "", "mode": bad});
+            let err = serde_json::from_value::<LaunchFile>(wrong)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("0600"), "{bad}: {err}");
+        }
+    }
 }

@@ -114,6 +114,13 @@ pub struct CliConfig {
     pub program: Option<PathBuf>,
 }
 
+/// The names of the `[cli.NAME]` tables with where each stands in the text.
+#[derive(Deserialize)]
+struct CliNames {
+    #[serde(default)]
+    cli: BTreeMap<toml::Spanned<String>, serde::de::IgnoredAny>,
+}
+
 /// A configuration file that cannot be used, with the line that is wrong.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("configuration `{source_name}`{}: {message}", line.map(|l| format!(", line {l}")).unwrap_or_default())]
@@ -124,28 +131,52 @@ pub struct ConfigError {
 }
 
 impl Config {
-    /// Parses the text of a configuration file; `source_name` names it in errors.
-    pub fn parse(text: &str, source_name: &str) -> Result<Config, ConfigError> {
+    /// Parses the text of a configuration file; `source_name` names it in errors. `clis` are the
+    /// CLI names the launcher knows (its registry): a `[cli.NAME]` table for any other name is
+    /// an error, like an unknown key, so that a typo (`[cli.codx]`) does not silently leave the
+    /// real CLI's setting out.
+    pub fn parse(text: &str, source_name: &str, clis: &[&str]) -> Result<Config, ConfigError> {
+        let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
         let config: Config = toml::from_str(text).map_err(|e| ConfigError {
             source_name: source_name.to_owned(),
-            line: e
-                .span()
-                .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1),
+            line: e.span().map(|span| line_of(span.start)),
             message: e.message().trim().to_owned(),
         })?;
-        let error = |message: String| ConfigError {
+        let error = |line: Option<usize>, message: String| ConfigError {
             source_name: source_name.to_owned(),
-            line: None,
+            line,
             message,
         };
+        if config.cli.keys().any(|name| !clis.contains(&name.as_str())) {
+            // Read once more for the table names' places (the text parsed above, so this parses).
+            let names: CliNames = toml::from_str(text).map_err(|e| error(None, e.to_string()))?;
+            for name in names.cli.keys() {
+                if !clis.contains(&name.get_ref().as_str()) {
+                    return Err(error(
+                        Some(line_of(name.span().start)),
+                        format!(
+                            "unknown CLI table `[cli.{}]`: use one of {}",
+                            name.get_ref(),
+                            clis.iter()
+                                .map(|c| format!("`{c}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
         for (name, cli) in &config.cli {
             if let Some(program) = &cli.program
                 && !program.is_absolute()
             {
-                return Err(error(format!(
-                    "cli.{name}.program `{}` is not absolute: give the full path",
-                    program.display()
-                )));
+                return Err(error(
+                    None,
+                    format!(
+                        "cli.{name}.program `{}` is not absolute: give the full path",
+                        program.display()
+                    ),
+                ));
             }
         }
         Ok(config)
@@ -161,10 +192,12 @@ impl Config {
 mod tests {
     use super::*;
 
+    const CLIS: &[&str] = &["claude", "codex"];
+
     #[test]
     fn the_documented_example_parses() {
         let text = include_str!("../../../config.example.toml");
-        let config = Config::parse(text, "config.example.toml").unwrap();
+        let config = Config::parse(text, "config.example.toml", CLIS).unwrap();
         assert_eq!(
             config.layout.state_root.as_deref(),
             Some(std::path::Path::new("/srv/agentworks/state"))
@@ -180,7 +213,7 @@ mod tests {
 
     #[test]
     fn an_unknown_key_names_its_line() {
-        let err = Config::parse("[policy]\nprotect = []\n", "x.toml").unwrap_err();
+        let err = Config::parse("[policy]\nprotect = []\n", "x.toml", CLIS).unwrap_err();
         assert_eq!(err.line, Some(2), "{err}");
         assert!(err.to_string().contains("protect"), "{err}");
     }
@@ -188,9 +221,9 @@ mod tests {
     #[test]
     fn network_is_shared_unless_the_configuration_says_isolated() {
         assert_eq!(Config::default().policy.network, Network::Shared);
-        let isolated = Config::parse("[policy]\nnetwork = \"isolated\"\n", "x.toml").unwrap();
+        let isolated = Config::parse("[policy]\nnetwork = \"isolated\"\n", "x.toml", CLIS).unwrap();
         assert_eq!(isolated.policy.network, Network::Isolated);
-        let shared = Config::parse("[policy]\nnetwork = \"shared\"\n", "x.toml").unwrap();
+        let shared = Config::parse("[policy]\nnetwork = \"shared\"\n", "x.toml", CLIS).unwrap();
         assert_eq!(shared.policy.network, Network::Shared);
     }
 
@@ -201,7 +234,7 @@ mod tests {
             ("[policy]\nharden = false\nnetwork = true\n", 3),
             ("[policy]\nnetwork = \"Isolated\"\n", 2),
         ] {
-            let err = Config::parse(text, "x.toml").unwrap_err();
+            let err = Config::parse(text, "x.toml", CLIS).unwrap_err();
             let message = err.to_string();
             assert_eq!(err.line, Some(line), "{message}");
             for word in ["policy.network", "\"shared\"", "\"isolated\""] {
@@ -211,8 +244,58 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_cli_table_names_itself_its_line_and_the_known_names() {
+        for (text, line) in [
+            ("[cli.codx]\nprogram = \"/opt/codex\"\n", 1),
+            (
+                "[policy]\nharden = true\n\n[cli.codex]\nprogram = \"/x\"\n[cli.\"cla ude\"]\n",
+                6,
+            ),
+            ("[cli]\ncodex = {}\ngemini = { program = \"/g\" }\n", 3),
+        ] {
+            let err = Config::parse(text, "x.toml", CLIS).unwrap_err();
+            let message = err.to_string();
+            assert_eq!(err.line, Some(line), "{message}");
+            for word in ["unknown CLI table", "`claude`", "`codex`", "x.toml"] {
+                assert!(message.contains(word), "{word} missing: {message}");
+            }
+        }
+        // The known names pass, and an empty table is fine.
+        Config::parse(
+            "[cli.claude]\n[cli.codex]\nprogram = \"/c\"\n",
+            "x.toml",
+            CLIS,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn an_unknown_key_anywhere_names_the_key_and_the_known_ones() {
+        for (text, key, known) in [
+            ("[polcy]\n", "polcy", "`policy`"),
+            (
+                "[layout]\nstate_rot = \"/s\"\n",
+                "state_rot",
+                "`state_root`",
+            ),
+            ("[cli.codex]\nprogramm = \"/c\"\n", "programm", "`program`"),
+            (
+                "[policy]\nharden = true\nnetwrk = \"shared\"\n",
+                "netwrk",
+                "`network`",
+            ),
+        ] {
+            let message = Config::parse(text, "x.toml", CLIS).unwrap_err().to_string();
+            assert!(
+                message.contains(key) && message.contains(known),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
     fn a_relative_program_is_refused() {
-        let err = Config::parse("[cli.codex]\nprogram = \"codex\"\n", "x.toml").unwrap_err();
+        let err = Config::parse("[cli.codex]\nprogram = \"codex\"\n", "x.toml", CLIS).unwrap_err();
         assert!(err.to_string().contains("not absolute"), "{err}");
     }
 }

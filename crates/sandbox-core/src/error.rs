@@ -14,6 +14,11 @@ pub enum PolicyError {
         id.escape_debug()
     )]
     BadChatId { id: String },
+    #[error(
+        "grant `{}` ends in `:{}`, which is not an access: write `:ro` (read-only) or `:rw` (read-write); a folder whose name holds `:` is granted with its access written out (`{}:rw`)",
+        grant.escape_debug(), suffix.escape_debug(), grant.escape_debug()
+    )]
+    BadAccess { grant: String, suffix: String },
     #[error("grant `{path}` does not exist ({reason}): create it first or drop the grant")]
     GrantMissing { path: PathBuf, reason: String },
     #[error("grant `{path}` is not a folder: grant the folder that holds it")]

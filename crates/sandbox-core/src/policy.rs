@@ -66,16 +66,29 @@ pub struct GrantRequest {
 
 impl GrantRequest {
     /// Reads `PATH`, `PATH:ro` or `PATH:rw` (read-write when no suffix is given).
-    pub fn parse(text: &str) -> GrantRequest {
+    ///
+    /// The access is what follows the last `:` when no `/` comes after it; anything there but
+    /// `ro` or `rw` (`:RO`, `:xx`, a trailing `:`) is refused, never taken as part of the path: a
+    /// typo must not grant a folder read-write. A folder whose own name holds a `:` is granted
+    /// with its access written out: `/w/wf1:xx:rw` grants `/w/wf1:xx` read-write, and
+    /// `/w/wf1:ro:ro` grants the folder `wf1:ro` read-only. A `:` inside a folder above the last
+    /// `/` needs nothing (`/w/a:b/wf1`). Commas are never split: a path may hold one.
+    pub fn parse(text: &str) -> Result<GrantRequest, PolicyError> {
         let (path, access) = match text.rsplit_once(':') {
             Some((p, "ro")) => (p, Access::ReadOnly),
             Some((p, "rw")) => (p, Access::ReadWrite),
+            Some((_, suffix)) if !suffix.contains('/') => {
+                return Err(PolicyError::BadAccess {
+                    grant: text.to_owned(),
+                    suffix: suffix.to_owned(),
+                });
+            }
             _ => (text, Access::ReadWrite),
         };
-        GrantRequest {
+        Ok(GrantRequest {
             path: PathBuf::from(path),
             access,
-        }
+        })
     }
 }
 

@@ -350,7 +350,7 @@ proptest! {
         config.policy.blocked_programs = blocked;
         config.policy.allow_unix_sockets = sockets;
         config.policy.refused = refused.iter().map(|r| lossy(r)).collect();
-        let grants = [GrantRequest::parse(&format!("{DOCS}/workflows/wf-1"))];
+        let grants = [GrantRequest::parse(&format!("{DOCS}/workflows/wf-1")).unwrap()];
         match build(&fs, &chat, &grants, &config) {
             Ok(policy) => {
                 check_invariants(&policy, &layout(&fs))?;
@@ -373,8 +373,8 @@ proptest! {
         let mut config = Config::default();
         config.policy.harden = true;
         let grants = [
-            GrantRequest::parse(&format!("{DOCS}/workflows/wf-1:rw")),
-            GrantRequest::parse(&format!("{DOCS}/workflows/wf-2:ro")),
+            GrantRequest::parse(&format!("{DOCS}/workflows/wf-1:rw")).unwrap(),
+            GrantRequest::parse(&format!("{DOCS}/workflows/wf-2:ro")).unwrap(),
         ];
         let policy = build(&fs, &chat, &grants, &config).unwrap();
         let verdict = policy.decide(op, &path);
@@ -421,12 +421,20 @@ proptest! {
             let _ = pattern.refuses(Path::new(name));
             let _ = pattern.refuses_on(Os::MacOs, Path::new(name));
         }
-        let _ = GrantRequest::parse(&text);
+        // Either a request or a refusal that names the grant: never a panic, never a path that
+        // swallowed a wrong access suffix.
+        match GrantRequest::parse(&text) {
+            Ok(g) => {
+                let tail = g.path.to_string_lossy().rsplit('/').next().unwrap_or("").to_owned();
+                prop_assert!(!tail.contains(':') || text.ends_with(":ro") || text.ends_with(":rw"), "{text:?}");
+            }
+            Err(e) => prop_assert!(e.to_string().contains("is not an access"), "{e}"),
+        }
     }
 
     #[test]
     fn configuration_text_never_panics(text in "(\\[policy\\]\n|\\[layout\\]\n|harden = |protected = |\\[cli\\.x\\]\n|program = |\"|'|=|\\[|\\]|\n|[a-z_]{1,8}| |#|\\\\|é){0,30}") {
-        match Config::parse(&text, "fuzz.toml") {
+        match Config::parse(&text, "fuzz.toml", &["x"]) {
             Ok(_) => {}
             Err(e) => prop_assert!(e.to_string().contains("fuzz.toml")),
         }
@@ -438,7 +446,7 @@ fn symlink_grants_resolve_or_are_refused_with_the_reason() {
     let fs = world();
     let chat = ChatId::new("chat-1").unwrap();
     let config = Config::default();
-    let one = |grant: &str| build(&fs, &chat, &[GrantRequest::parse(grant)], &config);
+    let one = |grant: &str| build(&fs, &chat, &[GrantRequest::parse(grant).unwrap()], &config);
     // A link in the home into a protected root names the folder through something every chat
     // can retarget: refused, with the folder to grant instead.
     for grant in ["to-wf-2", "relative-up"] {

@@ -135,7 +135,7 @@ impl ScaledLayout {
     pub fn grant_requests(&self, n: usize) -> Vec<GrantRequest> {
         self.grant_args(n)
             .iter()
-            .map(|g| GrantRequest::parse(g))
+            .map(|g| GrantRequest::parse(g).unwrap())
             .collect()
     }
 

@@ -208,7 +208,7 @@ pub fn run(options: &AgentOptions, facts: &Facts) -> Result<AgentReport, Error> 
     settings.helper = Some(options.helper.clone());
     let mut ctx = Context::load(&settings)?;
     let outside = Outside::start(&demo).map_err(io("the processes outside"))?;
-    let grants = vec![GrantRequest::parse(&demo.grant_arg())];
+    let grants = vec![GrantRequest::parse(&demo.grant_arg())?];
     let policy = ctx.policy(&demo.chat, &grants)?;
     let decision =
         sandbox_core::platform::decide(facts, Mode::Full, &[Mode::Full, Mode::BridgeOnly]);
@@ -623,7 +623,7 @@ impl World<'_> {
         let spec = LaunchSpec {
             cli: cli.to_owned(),
             chat: self.demo.chat.clone(),
-            grants: vec![GrantRequest::parse(&self.demo.grant_arg())],
+            grants: vec![GrantRequest::parse(&self.demo.grant_arg())?],
             shape,
             mode,
             mcp_bridge: bridge,

@@ -25,8 +25,26 @@ pub struct Options {
     /// A grant added to every launch but not to the expectations: a deliberately broken plan,
     /// for the test that proves the contract notices.
     pub broken_grant: Option<PathBuf>,
-    /// Print a line per step to stderr.
-    pub progress: bool,
+}
+
+/// What the runner is doing, for a caller that shows progress (the binary's one line per CLI).
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// A launch starts: the scripted step (`cli` "step", `shape` "-"), or one CLI in one shape.
+    Launch { cli: &'a str, shape: &'a str },
+    /// One verdict was read from the disk.
+    Verdict {
+        cli: &'a str,
+        shape: &'a str,
+        action: &'a str,
+        passed: bool,
+    },
+    /// A launch could not be computed or run (counted as a failure; the report says why).
+    Error { cli: &'a str },
+    /// The real CLI was started confined (`Some(passed)`), or is not installed (`None`).
+    RealCli { cli: &'a str, passed: Option<bool> },
+    /// Everything of this CLI (or of the scripted step) is done.
+    Done { cli: &'a str },
 }
 
 /// One row: a CLI (or the scripted step), a shape, an action, expected and actual.
@@ -60,6 +78,9 @@ pub struct Report {
     pub layout: PathBuf,
     pub backend: Backend,
     pub reason: String,
+    /// What the demo chat's Linux plan enforces, promise by promise (empty for other backends:
+    /// `cli-sandbox doctor` says what they close).
+    pub guarantees: Vec<sandbox_core::Guarantee>,
     pub clis: Vec<String>,
     pub rows: Vec<Row>,
     pub real_clis: Vec<RealCli>,
@@ -75,8 +96,13 @@ impl Report {
     }
 }
 
-/// Builds the layout under `options.root`, runs everything, and reports.
-pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
+/// Builds the layout under `options.root`, runs everything, and reports; `progress` hears of
+/// each launch and verdict as it happens.
+pub fn run(
+    options: &Options,
+    facts: &Facts,
+    progress: &dyn Fn(Event<'_>),
+) -> Result<Report, Error> {
     let io = |what: &str| {
         let what = what.to_owned();
         move |e| Error::Io { what, source: e }
@@ -86,16 +112,10 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
     settings.helper = Some(options.helper.clone());
     let ctx = Context::load(&settings)?;
     let outside = Outside::start(&demo).map_err(io("the processes outside"))?;
-    let grants = vec![GrantRequest::parse(&demo.grant_arg())];
+    let grants = vec![GrantRequest::parse(&demo.grant_arg())?];
     let policy = ctx.policy(&demo.chat, &grants)?;
     let decision =
         sandbox_core::platform::decide(facts, Mode::Full, &[Mode::Full, Mode::BridgeOnly]);
-    let progress = |line: String| {
-        if options.progress {
-            eprintln!("contract: {line}");
-        }
-    };
-
     let mut launch_grants = grants.clone();
     if let Some(extra) = &options.broken_grant {
         launch_grants.push(GrantRequest {
@@ -104,10 +124,21 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
         });
     }
 
+    let guarantees = match decision.backend {
+        Backend::Landlock { abi, namespaces } => {
+            let kernel = crate::linux::plan::Kernel {
+                landlock_abi: abi,
+                namespaces,
+            };
+            crate::linux::compile(&policy, kernel)?.guarantees
+        }
+        _ => Vec::new(),
+    };
     let mut report = Report {
         layout: demo.root.clone(),
         backend: decision.backend,
         reason: decision.reason.clone(),
+        guarantees,
         clis: options.clis.clone(),
         rows: Vec::new(),
         real_clis: Vec::new(),
@@ -119,7 +150,10 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
     // The scripted step: `cli-sandbox step` on the same workflow.
     let mut step_outcomes: Option<Vec<Outcome>> = None;
     if matches!(decision.backend, Backend::Landlock { .. }) {
-        progress("scripted step (cli-sandbox step)".into());
+        progress(Event::Launch {
+            cli: "step",
+            shape: "-",
+        });
         let harness = Harness::write(&demo, &policy, &outside, "step")
             .map_err(io("the scripted step's harness"))?;
         let mut cmd = Command::new(&options.helper);
@@ -141,7 +175,8 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
         }
         run_to_end(cmd, Duration::from_secs(120)).map_err(io("the scripted step"))?;
         let outcomes = read_verdicts(&harness.actions, &outside);
-        push_rows(&mut report, "step", "-", &outcomes, &progress);
+        push_rows(&mut report, "step", "-", &outcomes, progress);
+        progress(Event::Done { cli: "step" });
         step_outcomes = Some(outcomes);
     }
 
@@ -158,7 +193,10 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
                 Shape::Tmux => "tmux",
                 Shape::Structured => "structured",
             };
-            progress(format!("{cli} ({shape_name})"));
+            progress(Event::Launch {
+                cli,
+                shape: shape_name,
+            });
             let spec = LaunchSpec {
                 cli: cli.clone(),
                 chat: demo.chat.clone(),
@@ -175,6 +213,7 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
                 Err(e) => {
                     report.errors.push(format!("{cli} ({shape_name}): {e}"));
                     report.failed += 1;
+                    progress(Event::Error { cli });
                     continue;
                 }
             };
@@ -196,6 +235,12 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
                     passed: bridge_only,
                 };
                 count(&mut report, &row);
+                progress(Event::Verdict {
+                    cli,
+                    shape: shape_name,
+                    action: &row.action,
+                    passed: row.passed,
+                });
                 report.rows.push(row);
                 continue;
             }
@@ -204,6 +249,7 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
                     .errors
                     .push(format!("{cli} ({shape_name}) pre-trust: {e}"));
                 report.failed += 1;
+                progress(Event::Error { cli });
                 continue;
             }
             let token = format!("{}-{shape_name}", adapter.name());
@@ -229,10 +275,11 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
                     "{cli} ({shape_name}): the harness did not run: {e}"
                 ));
                 report.failed += 1;
+                progress(Event::Error { cli });
                 continue;
             }
             let outcomes = read_verdicts(&harness.actions, &outside);
-            push_rows(&mut report, cli, shape_name, &outcomes, &progress);
+            push_rows(&mut report, cli, shape_name, &outcomes, progress);
             if let Some(step) = &step_outcomes {
                 for (agent, scripted) in outcomes.iter().zip(step) {
                     let row = Row {
@@ -246,18 +293,32 @@ pub fn run(options: &Options, facts: &Facts) -> Result<Report, Error> {
                         passed: scripted.actual == agent.actual,
                     };
                     count(&mut report, &row);
+                    progress(Event::Verdict {
+                        cli,
+                        shape: shape_name,
+                        action: &row.action,
+                        passed: row.passed,
+                    });
                     report.rows.push(row);
                 }
             }
         }
-        if let Some(real) = real_cli(&ctx, &demo, cli, &launch_grants, facts, &progress)? {
-            if real.passed {
-                report.passed += 1;
-            } else {
-                report.failed += 1;
+        match real_cli(&ctx, &demo, cli, &launch_grants, facts)? {
+            Some(real) => {
+                if real.passed {
+                    report.passed += 1;
+                } else {
+                    report.failed += 1;
+                }
+                progress(Event::RealCli {
+                    cli,
+                    passed: Some(real.passed),
+                });
+                report.real_clis.push(real);
             }
-            report.real_clis.push(real);
+            None => progress(Event::RealCli { cli, passed: None }),
         }
+        progress(Event::Done { cli });
     }
     drop(tmux);
     Ok(report)
@@ -286,16 +347,15 @@ fn push_rows(
     cli: &str,
     shape: &str,
     outcomes: &[Outcome],
-    progress: &dyn Fn(String),
+    progress: &dyn Fn(Event<'_>),
 ) {
     for o in outcomes {
-        progress(format!(
-            "  {cli} {shape} {}: expected {:?}, actual {:?}{}",
-            o.id,
-            o.expected,
-            o.actual,
-            if o.passed() { "" } else { "  <-- MISMATCH" }
-        ));
+        progress(Event::Verdict {
+            cli,
+            shape,
+            action: &o.id,
+            passed: o.passed(),
+        });
         let row = Row {
             cli: cli.to_owned(),
             shape: shape.to_owned(),
@@ -414,20 +474,14 @@ fn real_cli(
     cli: &str,
     grants: &[GrantRequest],
     facts: &Facts,
-    progress: &dyn Fn(String),
 ) -> Result<Option<RealCli>, Error> {
     let Some(adapter) = registry::find(cli) else {
         return Ok(None);
     };
     let (program, found) = crate::wrap::find_program(ctx, adapter);
     if !found {
-        progress(format!("{cli}: real CLI not installed, not started"));
         return Ok(None);
     }
-    progress(format!(
-        "{cli}: real CLI {} --version, confined",
-        program.display()
-    ));
     let spec = LaunchSpec {
         cli: cli.to_owned(),
         chat: demo.chat.clone(),
@@ -469,7 +523,14 @@ fn real_cli(
         demo,
     );
     let mut cmd = harness.std_command();
-    cmd.stdin(Stdio::null());
+    // The CLI's own temporary files (Claude's among them) in the demo layout, which goes away
+    // with it, not in the machine's /tmp.
+    let tmp = demo.root.join("tmp");
+    std::fs::create_dir_all(&tmp).map_err(|e| Error::Io {
+        what: format!("folder `{}`", tmp.display()),
+        source: e,
+    })?;
+    cmd.env("TMPDIR", &tmp).stdin(Stdio::null());
     let _ = run_to_end(cmd, Duration::from_secs(120));
 
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();

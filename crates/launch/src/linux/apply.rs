@@ -220,6 +220,10 @@ fn confine_in_namespace(
     }
     mounts::build(ns)?;
     crate::phase!("init: the mounts");
+    tracing::info!(
+        mounts = ns.mounts.len() + ns.kernel.len(),
+        "the mounts are in place"
+    );
     super::descriptors::check_standard_descriptors()?;
     caps::drop_all()?;
     landlock::restrict_self(plan)?;
@@ -228,6 +232,10 @@ fn confine_in_namespace(
         seccompiler::apply_filter(filter).map_err(|e| fail("seccomp", e))?;
     }
     crate::phase!("init: seccomp");
+    tracing::info!(
+        filters = filters.len(),
+        "the kernel enforces the seccomp filters"
+    );
     Ok(())
 }
 
@@ -253,6 +261,10 @@ fn exec_in_place(
     for filter in filters {
         seccompiler::apply_filter(filter).map_err(|e| fail("seccomp", e))?;
     }
+    tracing::info!(
+        filters = filters.len(),
+        "the kernel enforces the seccomp filters"
+    );
     exec_program(program, workdir)
 }
 

@@ -112,5 +112,10 @@ pub(super) fn restrict_self(plan: &LinuxPlan) -> Result<(), ApplyError> {
             ),
         ));
     }
+    tracing::info!(
+        abi = ll.abi,
+        rules = ll.rules.len(),
+        "the kernel enforces the Landlock ruleset fully"
+    );
     Ok(())
 }

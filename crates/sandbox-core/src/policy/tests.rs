@@ -49,7 +49,10 @@ fn build_with(grants: &[&str], config: &Config) -> Result<Policy, PolicyError> {
     let fs = fs();
     let layout = layout(&fs);
     let chat = ChatId::new("chat-1").unwrap();
-    let grants: Vec<_> = grants.iter().map(|g| GrantRequest::parse(g)).collect();
+    let grants: Vec<_> = grants
+        .iter()
+        .map(|g| GrantRequest::parse(g).unwrap())
+        .collect();
     Policy::build(
         &PolicyRequest {
             os: Os::Linux,
@@ -215,6 +218,7 @@ fn configured_protected_roots_and_patterns_are_added() {
     let config = Config::parse(
         "[policy]\nprotected = [\"/srv/tenant\"]\nrefused = [\"secrets/\"]\n",
         "t",
+        &[],
     )
     .unwrap();
     let p = build_with(&[&format!("{DOCS}/workflows/wf-1")], &config).unwrap();
@@ -296,7 +300,7 @@ fn a_grant_named_through_a_symlink_into_or_below_a_protected_root_is_refused() {
         format!("{DOCS}/workflows/wf-1/outputs:ro"),
         format!("{DOCS}/workflows/wf-1/outputs/bob:ro"),
     ] {
-        let grants = vec![GrantRequest::parse(&asked)];
+        let grants = vec![GrantRequest::parse(&asked).unwrap()];
         let err = Policy::build(
             &PolicyRequest {
                 os: Os::Linux,
@@ -320,9 +324,7 @@ fn a_grant_named_through_a_symlink_into_or_below_a_protected_root_is_refused() {
         &format!("{DOCS}/workflows/wf-1"),
     );
     let looped_layout = layout(&looped_fs);
-    let grants = vec![GrantRequest::parse(&format!(
-        "{DOCS}/workflows/wf-1/self/sub"
-    ))];
+    let grants = vec![GrantRequest::parse(&format!("{DOCS}/workflows/wf-1/self/sub")).unwrap()];
     let err = Policy::build(
         &PolicyRequest {
             os: Os::Linux,
@@ -347,9 +349,10 @@ fn a_grant_named_through_a_symlink_above_the_protected_root_is_resolved() {
     let moved_fs = fs().dir("/data/ann").link("/home/moved", "/home/ann");
     let moved_layout = layout(&moved_fs);
     let chat = ChatId::new("chat-1").unwrap();
-    let grants = vec![GrantRequest::parse(
-        "/home/moved/.local/share/AgentWorks/workspace-docs/workflows/wf-2:ro",
-    )];
+    let grants = vec![
+        GrantRequest::parse("/home/moved/.local/share/AgentWorks/workspace-docs/workflows/wf-2:ro")
+            .unwrap(),
+    ];
     let p = Policy::build(
         &PolicyRequest {
             os: Os::Linux,
@@ -442,10 +445,50 @@ fn layout_overrides_and_xdg() {
 
 #[test]
 fn grant_parse_reads_the_access_suffix() {
-    assert_eq!(GrantRequest::parse("/a:ro").access, Access::ReadOnly);
-    assert_eq!(GrantRequest::parse("/a:rw").access, Access::ReadWrite);
-    assert_eq!(GrantRequest::parse("/a").access, Access::ReadWrite);
-    assert_eq!(GrantRequest::parse("/a:b").path, Path::new("/a:b"));
+    let parse = |text: &str| GrantRequest::parse(text).unwrap();
+    assert_eq!(parse("/a:ro").access, Access::ReadOnly);
+    assert_eq!(parse("/a:rw").access, Access::ReadWrite);
+    assert_eq!(parse("/a").access, Access::ReadWrite);
+    // A `:` above the last `/` is part of a folder's name.
+    assert_eq!(parse("/a:b/c").path, Path::new("/a:b/c"));
+    assert_eq!(parse("/a:b/c:ro").path, Path::new("/a:b/c"));
+    // A folder whose own name holds `:`: its access written out.
+    let named = parse("/w/wf1:xx:rw");
+    assert_eq!(
+        (named.path.as_path(), named.access),
+        (Path::new("/w/wf1:xx"), Access::ReadWrite)
+    );
+    let named = parse("/w/wf1:ro:ro");
+    assert_eq!(
+        (named.path.as_path(), named.access),
+        (Path::new("/w/wf1:ro"), Access::ReadOnly)
+    );
+}
+
+#[test]
+fn grant_parse_refuses_any_other_access_naming_the_grant_and_the_way_out() {
+    for (text, suffix) in [
+        ("/w/wf1:xx", "xx"),
+        ("/w/wf1:RO", "RO"),
+        ("/w/wf1:Rw", "Rw"),
+        ("/w/wf1:", ""),
+        ("/w/wf1:ro ", "ro "),
+        ("/w/wf1:read-only", "read-only"),
+        ("/w/wf1:rw:", ""),
+    ] {
+        let err = GrantRequest::parse(text).unwrap_err();
+        assert_eq!(
+            err,
+            PolicyError::BadAccess {
+                grant: text.to_owned(),
+                suffix: suffix.to_owned()
+            }
+        );
+        let message = err.to_string();
+        for word in [text, "`:ro`", "`:rw`", &format!("`{text}:rw`")] {
+            assert!(message.contains(word), "{word} missing: {message}");
+        }
+    }
 }
 
 #[test]
@@ -486,7 +529,7 @@ fn hardened_policy(fs: &FakeFs, os: Os) -> Policy {
         fs,
     )
     .unwrap();
-    let config = Config::parse("[policy]\nharden = true\n", "t").unwrap();
+    let config = Config::parse("[policy]\nharden = true\n", "t", &[]).unwrap();
     let chat = ChatId::new("chat-1").unwrap();
     Policy::build(
         &PolicyRequest {
@@ -612,7 +655,7 @@ fn harden_leaves_out_paths_in_a_protected_root() {
         &fs,
     )
     .unwrap();
-    let config = Config::parse("[policy]\nharden = true\n", "t").unwrap();
+    let config = Config::parse("[policy]\nharden = true\n", "t", &[]).unwrap();
     let chat = ChatId::new("chat-1").unwrap();
     let p = Policy::build(
         &PolicyRequest {
@@ -737,7 +780,10 @@ fn build_privileged(grants: &[&str], config: &Config) -> Policy {
         .dir("/var/tmp");
     let layout = layout(&fs);
     let chat = ChatId::new("chat-1").unwrap();
-    let grants: Vec<_> = grants.iter().map(|g| GrantRequest::parse(g)).collect();
+    let grants: Vec<_> = grants
+        .iter()
+        .map(|g| GrantRequest::parse(g).unwrap())
+        .collect();
     Policy::build(
         &PolicyRequest {
             os: Os::Linux,

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use launch::{Context, Error, Settings, registry};
+use launch::{Error, Settings, registry};
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -14,7 +14,7 @@ struct Row {
 }
 
 pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
-    let ctx = Context::load(settings)?;
+    let ctx = crate::load(settings)?;
     let rows: Vec<Row> = registry::ADAPTERS
         .iter()
         .map(|a| {
@@ -28,7 +28,11 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
         })
         .collect();
     if json {
-        crate::print_json(&rows)?;
+        #[derive(Serialize)]
+        struct Answer<'a> {
+            adapters: &'a [Row],
+        }
+        crate::print_json(&Answer { adapters: &rows })?;
     } else {
         for r in &rows {
             println!(

@@ -22,7 +22,7 @@ struct Report {
 
 pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
     // A configuration that cannot be used is reported as such, not as a way out left open.
-    Context::load(settings)?;
+    crate::load(settings)?;
     let facts = launch::facts::probe_thoroughly();
     let decision = platform::decide(&facts, Mode::Full, &[Mode::Full, Mode::BridgeOnly]);
     let ways_out = ways_out(settings, &facts, decision.backend);
@@ -110,21 +110,7 @@ fn print_text(r: &Report) {
         }
         Facts::Other { name } => println!("platform: {name}"),
     }
-    println!(
-        "backend:  {}",
-        match r.backend {
-            Backend::Seatbelt => "seatbelt".to_owned(),
-            Backend::Landlock { abi, namespaces } => format!(
-                "landlock (ABI {abi}{})",
-                if namespaces {
-                    ", namespaces"
-                } else {
-                    ", no namespaces"
-                }
-            ),
-            Backend::None => "none".to_owned(),
-        }
-    );
+    println!("backend:  {}", crate::launch_cmds::backend_words(r.backend));
     println!("mode:     {}", r.mode.as_str());
     println!("reason:   {}", r.reason);
     println!("notice:   {}", r.notice);

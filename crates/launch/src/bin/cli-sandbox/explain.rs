@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use launch::disk::RealDisk;
-use launch::{Context, Error, Settings};
+use launch::{Error, Settings};
 use sandbox_core::{Op, Verdict, canonicalize_lenient};
 use serde::Serialize;
 
@@ -34,7 +34,7 @@ struct Answer {
 }
 
 pub fn run(settings: &Settings, args: &ExplainArgs) -> Result<ExitCode, Error> {
-    let ctx = Context::load(settings)?;
+    let ctx = crate::load(settings)?;
     let policy = args.chat.policy(&ctx)?;
     let path = canonicalize_lenient("path", &args.path, &RealDisk)?;
     let op = Op::from(args.op);

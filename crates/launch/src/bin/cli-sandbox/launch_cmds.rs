@@ -1,11 +1,13 @@
-//! `cli-sandbox plan` and `cli-sandbox run`: one CLI's launch, computed or carried out.
+//! `cli-sandbox plan`, `pre-trust` and `run`: one CLI's launch, computed, prepared, or carried
+//! out. The three take the same flags and compute the same launch, so that a consumer can run
+//! `plan --json`, then `pre-trust`, then the argv it was given.
 
 use std::os::unix::process::CommandExt;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use launch::{Context, Error, LandlockArgs, LaunchSpec, Settings};
-use sandbox_core::{McpServer, Mode, Shape};
+use launch::{Error, LandlockArgs, LaunchSpec, Settings};
+use sandbox_core::{Backend, McpServer, Mode, Shape, Stdin};
 
 use crate::ChatArgs;
 
@@ -43,12 +45,29 @@ pub struct LaunchArgs {
     /// The model.
     #[arg(long)]
     model: Option<String>,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
     /// Passed to the CLI after our own arguments.
     #[arg(last = true, value_name = "EXTRA")]
     extra: Vec<String>,
+}
+
+/// `plan`: the launch's flags, and how to print it.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    launch: LaunchArgs,
+    /// Print JSON (docs/json.md): what a consumer in any language launches from.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `pre-trust`: the same flags as `plan`.
+#[derive(Debug, Args)]
+pub struct PreTrustArgs {
+    #[command(flatten)]
+    launch: LaunchArgs,
+    /// Print what was written as JSON (docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 impl LaunchArgs {
@@ -64,7 +83,7 @@ impl LaunchArgs {
         Ok(LaunchSpec {
             cli: self.cli.clone(),
             chat: self.chat.chat.clone(),
-            grants: self.chat.grant_requests(),
+            grants: self.chat.grant_requests()?,
             shape: match self.shape {
                 ShapeArg::Tmux => Shape::Tmux,
                 ShapeArg::Structured => Shape::Structured,
@@ -82,65 +101,146 @@ impl LaunchArgs {
 }
 
 fn prepare(settings: &Settings, args: &LaunchArgs) -> Result<LandlockArgs, Error> {
-    let ctx = Context::load(settings)?;
+    let spec = args.spec()?;
+    let ctx = crate::load(settings)?;
     let facts = launch::facts::probe();
-    LandlockArgs::prepare(&ctx, &args.spec()?, &facts)
+    LandlockArgs::prepare(&ctx, &spec, &facts)
 }
 
-pub fn plan(settings: &Settings, args: &LaunchArgs) -> Result<ExitCode, Error> {
-    let launch = prepare(settings, args)?;
+/// The backend in words, for people (the JSON answers keep the tagged value).
+pub fn backend_words(backend: Backend) -> String {
+    match backend {
+        Backend::Seatbelt => "Seatbelt (sandbox-exec with a generated profile)".to_owned(),
+        Backend::Landlock {
+            abi,
+            namespaces: true,
+        } => format!("Landlock ABI {abi} in user, mount and PID namespaces, with a seccomp filter"),
+        Backend::Landlock {
+            abi,
+            namespaces: false,
+        } => format!(
+            "Landlock ABI {abi} alone (no namespaces here: the protected roots' ancestors are frozen), with a seccomp filter"
+        ),
+        Backend::None => "none: nothing can confine here, so the CLI runs bridge-only".to_owned(),
+    }
+}
+
+pub fn plan(settings: &Settings, args: &PlanArgs) -> Result<ExitCode, Error> {
+    let launch = prepare(settings, &args.launch)?;
     if args.json {
         crate::print_json(&launch)?;
-    } else {
-        println!("cli:     {}", launch.cli);
-        println!("backend: {:?}", launch.decision.backend);
-        println!("mode:    {}", launch.decision.mode.as_str());
-        println!("reason:  {}", launch.decision.reason);
-        println!("notice:  {}", launch.decision.notice);
-        if !launch.program_found {
-            println!("program: {} (NOT FOUND)", launch.program.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("cli:     {}", launch.cli);
+    println!("backend: {}", backend_words(launch.decision.backend));
+    println!("mode:    {}", launch.decision.mode.as_str());
+    println!("reason:  {}", launch.decision.reason);
+    println!("notice:  {}", launch.decision.notice);
+    if !launch.program_found {
+        println!("program: {} (NOT FOUND)", launch.program.display());
+    }
+    println!("cwd:     {}", launch.cwd.display());
+    let words: Vec<String> = launch
+        .argv
+        .iter()
+        .map(|a| shell_words::quote(&a.to_string_lossy()).into_owned())
+        .collect();
+    println!("argv:    {}", words.join(" "));
+    for (k, v) in &launch.env.set {
+        println!("env:     {k}={v}");
+    }
+    for k in &launch.env.remove {
+        println!("env:     unset {k}");
+    }
+    println!(
+        "stdin:   {}",
+        match launch.stdin {
+            Stdin::Inherit => "inherited",
+            Stdin::Null => "/dev/null",
         }
-        println!("cwd:     {}", launch.cwd.display());
-        let words: Vec<String> = launch
-            .argv
-            .iter()
-            .map(|a| shell_words::quote(&a.to_string_lossy()).into_owned())
-            .collect();
-        println!("argv:    {}", words.join(" "));
-        for (k, v) in &launch.env.set {
-            println!("env:     {k}={v}");
-        }
-        for k in &launch.env.remove {
-            println!("env:     unset {k}");
-        }
-        println!("stdin:   {:?}", launch.stdin);
-        for edit in &launch.pre_trust {
-            println!(
-                "run would write: {} {} = {}",
-                edit.file.display(),
-                edit.keys.join("."),
-                edit.value
-            );
-        }
+    );
+    for edit in &launch.pre_trust {
+        println!(
+            "pre-trust: {} {} = {}",
+            edit.file.display(),
+            edit.keys.join("."),
+            edit.value
+        );
+    }
+    for file in &launch.files {
+        println!("file:    {}", file.path.display());
+    }
+    match &launch.plan_file {
+        Some(file) => println!("wrote:   {} (the plan the helper reads)", file.display()),
+        None => println!("wrote:   nothing"),
+    }
+    println!(
+        "         Nothing else was made: the pre-trust entries, the files and the runtime are \
+         written by `cli-sandbox pre-trust` or `run`; the grants' refused folders by the helper."
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pre-trust`: what `run` writes before it starts the CLI, on its own.
+pub fn pre_trust(settings: &Settings, args: &PreTrustArgs) -> Result<ExitCode, Error> {
+    let launch = prepare(settings, &args.launch)?;
+    let done = launch.pre_trust()?;
+    if args.json {
+        crate::print_json(&done)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("runtime: {}", done.runtime.display());
+    for edit in &done.edits {
+        println!(
+            "{} {} {}",
+            if edit.written { "wrote:  " } else { "kept:   " },
+            edit.file.display(),
+            edit.keys.join(".")
+        );
+    }
+    for file in &done.files {
+        println!("file:    {}", file.display());
+    }
+    if done.edits.is_empty() && done.files.is_empty() {
+        println!("(this launch needs no pre-trust entry)");
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Pre-trust, then exec the wrapped CLI: its exit status is ours.
-pub fn run(settings: &Settings, args: &LaunchArgs) -> Result<ExitCode, Error> {
+pub fn run(settings: &Settings, args: &LaunchArgs, verbose: u8) -> Result<ExitCode, Error> {
     let launch = prepare(settings, args)?;
     if !launch.program_found {
-        return Err(Error::BadInput(format!(
-            "{} is not installed: `{}` is not on PATH; install it or set [cli.{}] program in the configuration",
-            launch.cli,
-            launch.program.display(),
-            launch.cli
-        )));
+        // As a shell says it, before anything is written.
+        return Err(Error::CannotRun {
+            message: format!(
+                "{} is not installed: `{}` is not on PATH; install it or set [cli.{}] program in the configuration",
+                launch.cli,
+                launch.program.display(),
+                launch.cli
+            ),
+            program: launch.program.clone(),
+            missing: true,
+        });
     }
     launch.pre_trust()?;
-    let err = launch.std_command().exec();
-    Err(Error::Io {
-        what: format!("run `{}`", launch.argv[0].to_string_lossy()),
-        source: err,
-    })
+    let mut cmd = launch.std_command();
+    if verbose > 0 && launch.plan_file.is_some() && std::env::var_os("RUST_LOG").is_none() {
+        // The helper's own steps (mounts, what the kernel enforced), at the same level.
+        cmd.env(crate::exec::LOG_VAR, crate::verbosity_filter(verbose));
+    }
+    tracing::info!(argv0 = %launch.argv[0].to_string_lossy(), "exec");
+    let err = cmd.exec();
+    if launch.command_start == 0 {
+        // Bridge-only: the first word is the CLI itself.
+        Err(Error::cannot_run(&launch.argv[0], &err))
+    } else {
+        Err(Error::Io {
+            what: format!(
+                "the sandbox `{}` cannot be started",
+                launch.argv[0].to_string_lossy()
+            ),
+            source: err,
+        })
+    }
 }

@@ -1,9 +1,10 @@
 //! `cli-sandbox`: launch, inspect and self-test coding CLIs inside the OS sandbox.
 //!
 //! This is the only place that knows the command line; every command is a few lines over the
-//! `launch` library.
+//! `launch` library, one file per command. What it decides itself: the exit status (see
+//! [`EXIT_STATUS`]), how much is logged (`-v`, `RUST_LOG`), and the shape of every JSON answer
+//! (a `version` field first, `docs/json.md`).
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -12,31 +13,70 @@ use launch::{Context, Error, Settings};
 use sandbox_core::{GrantRequest, Op};
 
 mod adapters;
+mod completions;
 mod contract;
 mod doctor;
+mod exec;
 mod explain;
 mod launch_cmds;
+mod man;
 mod profile;
 mod step;
+
+/// Our own failure: bad input, a confinement that could not be applied, the helper missing.
+/// The number `env`, `timeout` and `nice` keep for their own failures, so that it is told apart
+/// from a program's status (2 is a common one).
+pub const FAILED: u8 = 125;
+
+/// The program exists but cannot be run (a shell's 126).
+pub const CANNOT_RUN: u8 = 126;
+
+/// The program was not found (a shell's 127).
+pub const NOT_FOUND: u8 = 127;
+
+/// The exit statuses, for `--help` and the man page (the README says the same).
+const EXIT_STATUS: &str = "\
+Exit status:
+  0    success
+  1    contract: a check did not get the verdict the policy expects
+  125  cli-sandbox itself failed: bad input, a confinement that could not be applied, the helper
+       missing (nothing was started)
+  126  the program exists but cannot be run
+  127  the program was not found
+  run, step: otherwise the program's own status; a program ended by a signal ends cli-sandbox
+       by the same signal (a shell shows 128+N)";
+
+/// The heading of the flags every command takes.
+const GLOBAL: &str = "Global options";
+
+/// The version of every JSON answer's shape (`"version"`, first in each): raised when a field
+/// changes meaning or goes away; new fields may appear without it. See `docs/json.md`.
+pub const JSON_VERSION: u32 = 1;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "cli-sandbox",
     version,
-    about = "Launch coding CLIs confined by the OS sandbox"
+    about = "Launch coding CLIs confined by the OS sandbox",
+    long_about = "Launch coding CLIs (Claude Code, Codex, Cursor, Muse, Agy, Pi, Gemini CLI) with \
+                  their own tools on, confined by the OS sandbox: macOS Seatbelt, or Linux \
+                  Landlock with namespaces and seccomp; bridge-only where nothing can confine.",
+    after_help = EXIT_STATUS,
+    max_term_width = 100
 )]
-struct Cli {
-    /// The app folder as this process sees it (overrides AGENTWORKS_STATE_ROOT).
-    #[arg(long, global = true, value_name = "DIR")]
+pub struct Cli {
+    /// The app folder as this process sees it (overrides AGENTWORKS_STATE_ROOT); it must exist.
+    #[arg(long, global = true, value_name = "DIR", help_heading = GLOBAL)]
     state_root: Option<PathBuf>,
-    /// AgentWorks' workspace data (overrides AGENTWORKS_WORKSPACE_DOCS).
-    #[arg(long, global = true, value_name = "DIR")]
+    /// AgentWorks' workspace data (overrides AGENTWORKS_WORKSPACE_DOCS); it must exist.
+    #[arg(long, global = true, value_name = "DIR", help_heading = GLOBAL)]
     workspace_docs: Option<PathBuf>,
-    /// A TOML configuration file (see config.example.toml).
-    #[arg(long, global = true, value_name = "FILE")]
+    /// A TOML configuration file (every key in config.example.toml).
+    #[arg(long, global = true, value_name = "FILE", help_heading = GLOBAL)]
     config: Option<PathBuf>,
-    /// More log output (also RUST_LOG).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    /// Each launch step on stderr (-v), in more detail (-vv, -vvv); RUST_LOG (tracing's filter
+    /// syntax) does the same and wins.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = GLOBAL)]
     verbose: u8,
     #[command(subcommand)]
     command: Command,
@@ -49,25 +89,36 @@ enum Command {
     /// The registered CLIs, their program as found on PATH, their modes.
     Adapters(JsonFlag),
     /// One CLI's launch: the decision, its reason, the notice, the final argv, env and cwd.
-    Plan(launch_cmds::LaunchArgs),
+    /// Creates nothing but the plan file the argv names.
+    Plan(launch_cmds::PlanArgs),
+    /// Writes the pre-trust edits `plan` lists (and makes the chat's runtime), for a launch
+    /// from `plan --json`.
+    PreTrust(launch_cmds::PreTrustArgs),
     /// Pre-trust, then run the CLI confined; its exit status is ours.
+    #[command(after_help = EXIT_STATUS)]
     Run(launch_cmds::LaunchArgs),
     /// The verdict of the policy for one operation on one path, and the rule that decided.
     Explain(explain::ExplainArgs),
     /// The generated Seatbelt profile or Linux plan for a chat.
     Profile(profile::ProfileArgs),
     /// The sandbox contract: every CLI's real launch on a demo layout, verdicts from the disk.
+    #[command(after_help = EXIT_STATUS)]
     Contract(contract::ContractArgs),
     /// Run a scripted workflow step: any program, under the chat's confinement, in its runtime.
+    #[command(after_help = EXIT_STATUS)]
     Step(step::StepArgs),
+    /// Shell completions, printed on stdout.
+    Completions(completions::CompletionsArgs),
+    /// The man page (roff), printed on stdout.
+    Man,
     /// The Linux helper: apply a compiled plan to itself and run PROGRAM (internal).
     #[command(hide = true)]
-    Exec(ExecArgs),
+    Exec(exec::ExecArgs),
 }
 
 #[derive(Debug, Args)]
 struct JsonFlag {
-    /// Print JSON.
+    /// Print JSON (docs/json.md).
     #[arg(long)]
     json: bool,
 }
@@ -78,29 +129,24 @@ pub struct ChatArgs {
     /// The chat's id ([A-Za-z0-9._-], 1 to 128 characters).
     #[arg(long, value_name = "ID")]
     chat: String,
-    /// A folder this chat may use inside a protected root: PATH, PATH:ro or PATH:rw.
+    /// A folder this chat may use inside a protected root: PATH, PATH:ro or PATH:rw (read-write
+    /// when no access is given); repeat it for more. A folder whose name holds `:` is given
+    /// with its access written out (`DIR/wf:1:rw`). Never split at commas: a path may hold one.
     #[arg(long = "grant", value_name = "PATH[:ro|:rw]")]
     grants: Vec<String>,
 }
 
 impl ChatArgs {
-    fn grant_requests(&self) -> Vec<GrantRequest> {
-        self.grants.iter().map(|g| GrantRequest::parse(g)).collect()
+    fn grant_requests(&self) -> Result<Vec<GrantRequest>, Error> {
+        self.grants
+            .iter()
+            .map(|g| GrantRequest::parse(g).map_err(Error::from))
+            .collect()
     }
 
     fn policy(&self, ctx: &Context) -> Result<sandbox_core::Policy, Error> {
-        ctx.policy(&self.chat, &self.grant_requests())
+        ctx.policy(&self.chat, &self.grant_requests()?)
     }
-}
-
-#[derive(Debug, Args)]
-struct ExecArgs {
-    /// The compiled plan (written by `plan`, `run` or `step`).
-    #[arg(long, value_name = "FILE")]
-    policy: PathBuf,
-    /// The program and its arguments.
-    #[arg(last = true, required = true, value_name = "PROGRAM")]
-    argv: Vec<OsString>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -130,103 +176,126 @@ fn main() -> ExitCode {
     // (the argv `plan` and `run` write): that one form is read here without building the whole
     // command line's parser, which costs a launch about a fifth of a millisecond. Any other form
     // (`--help`, a typo) goes to clap as usual.
-    if let Some(args) = exec_fast_path(std::env::args_os()) {
-        return finish(exec(&args));
+    if let Some(args) = exec::fast_path(std::env::args_os()) {
+        return exec::run(&args);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     launch::phase!("parse the command line");
-    // The exec helper starts with every confined launch and logs nothing: it skips the log
-    // subscriber's set-up (see BENCHMARKS.md).
-    if !matches!(cli.command, Command::Exec(_)) {
-        init_tracing(cli.verbose);
+    if let Command::Exec(args) = &cli.command {
+        // The helper logs only when asked (RUST_LOG, or `run -v`): no subscriber otherwise.
+        return exec::run(args);
     }
-    if let Command::Contract(args) = &cli.command {
-        return finish(contract::run(cli.state_root.clone(), args));
-    }
+    init_tracing(cli.verbose);
     let settings = Settings {
         home: None,
-        state_root: cli.state_root,
-        workspace_docs: cli.workspace_docs,
-        config: cli.config,
+        state_root: cli.state_root.clone(),
+        workspace_docs: cli.workspace_docs.clone(),
+        config: cli.config.clone(),
         helper: None,
     };
-    let result = match cli.command {
+    let result = match &cli.command {
         Command::Doctor(a) => doctor::run(&settings, a.json),
         Command::Adapters(a) => adapters::run(&settings, a.json),
-        Command::Plan(a) => launch_cmds::plan(&settings, &a),
-        Command::Run(a) => launch_cmds::run(&settings, &a),
-        Command::Explain(a) => explain::run(&settings, &a),
-        Command::Profile(a) => profile::run(&settings, &a),
+        Command::Plan(a) => launch_cmds::plan(&settings, a),
+        Command::PreTrust(a) => launch_cmds::pre_trust(&settings, a),
+        Command::Run(a) => launch_cmds::run(&settings, a, cli.verbose),
+        Command::Explain(a) => explain::run(&settings, a),
+        Command::Profile(a) => profile::run(&settings, a),
         Command::Step(a) => step::run(&settings, a),
-        Command::Exec(a) => exec(&a),
-        Command::Contract(_) => unreachable!("handled above"),
+        Command::Contract(a) => contract::run(cli.state_root.clone(), a),
+        Command::Completions(a) => completions::run(a),
+        Command::Man => man::run(),
+        Command::Exec(_) => unreachable!("handled above"),
     };
     finish(result)
 }
 
-fn finish(result: Result<ExitCode, Error>) -> ExitCode {
+/// The configuration and layout for the OS this runs on, every place the flags, the environment
+/// or the configuration named checked to exist (a typo is refused before anything is computed).
+pub fn load(settings: &Settings) -> Result<Context, Error> {
+    let ctx = Context::load(settings)?;
+    ctx.check_named_places()?;
+    Ok(ctx)
+}
+
+/// As [`load`], for another OS's profile.
+pub fn load_for(settings: &Settings, os: sandbox_core::Os) -> Result<Context, Error> {
+    let ctx = Context::load_for(settings, os)?;
+    ctx.check_named_places()?;
+    Ok(ctx)
+}
+
+/// A command line clap could not read: its message, and our status for bad input. `--help` and
+/// `--version` are answers, not errors.
+fn usage_error(e: clap::Error) -> ExitCode {
+    let _ = e.print();
+    if e.use_stderr() {
+        ExitCode::from(FAILED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The status of a command that returns: its own, or ours for an error.
+pub fn finish(result: Result<ExitCode, Error>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("cli-sandbox: {e}");
-            ExitCode::from(if e.is_bad_input() { 2 } else { 1 })
+            ExitCode::from(match e {
+                Error::CannotRun { missing: true, .. } => NOT_FOUND,
+                Error::CannotRun { missing: false, .. } => CANNOT_RUN,
+                _ => FAILED,
+            })
         }
     }
 }
 
-fn init_tracing(verbose: u8) {
-    let default = match verbose {
+/// The log filter for `-v` counts: warnings only, then each launch step, then its details.
+pub fn verbosity_filter(verbose: u8) -> &'static str {
+    match verbose {
         0 => "warn",
         1 => "info",
-        _ => "debug",
-    };
+        2 => "debug",
+        _ => "trace",
+    }
+}
+
+/// Log lines on stderr, without times; `RUST_LOG` wins over `-v`.
+fn init_tracing(verbose: u8) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(verbosity_filter(verbose)));
+    start_subscriber(filter);
+}
+
+pub fn start_subscriber(filter: tracing_subscriber::EnvFilter) {
+    use std::io::IsTerminal;
+    let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
         .without_time()
-        .init();
+        .try_init();
 }
 
-/// `cli-sandbox exec --policy FILE -- PROGRAM [ARGS...]` exactly, or `None`.
-fn exec_fast_path(args: impl Iterator<Item = OsString>) -> Option<ExecArgs> {
-    let mut args = args.skip(1);
-    if args.next()? != "exec" || args.next()? != "--policy" {
-        return None;
+/// Prints a value as pretty JSON on stdout, `{"version": JSON_VERSION, ...its fields}`. A path
+/// that is not UTF-8 cannot be JSON text: that is bad input, said as such.
+pub fn print_json(value: &impl serde::Serialize) -> Result<(), Error> {
+    #[derive(serde::Serialize)]
+    struct Versioned<'a, T: serde::Serialize> {
+        version: u32,
+        #[serde(flatten)]
+        value: &'a T,
     }
-    let policy = PathBuf::from(args.next()?);
-    if args.next()? != "--" {
-        return None;
-    }
-    let argv: Vec<OsString> = args.collect();
-    (!argv.is_empty() && !policy.as_os_str().is_empty()).then_some(ExecArgs { policy, argv })
-}
-
-/// `cli-sandbox exec`: never returns on success (this process ends as the program ends).
-fn exec(args: &ExecArgs) -> Result<ExitCode, Error> {
-    #[cfg(target_os = "linux")]
-    {
-        let plan = launch::linux::read_plan(&args.policy)?;
-        let err = launch::linux::apply::exec(&plan, &args.argv);
-        eprintln!("cli-sandbox exec: not started, confinement failed: {err}");
-        Ok(ExitCode::from(2))
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = args;
-        eprintln!(
-            "cli-sandbox exec: the Linux helper runs only on Linux (use sandbox-exec on macOS)"
-        );
-        Ok(ExitCode::from(2))
-    }
-}
-
-/// Prints a value as pretty JSON on stdout.
-/// Prints a value as pretty JSON on stdout. A path that is not UTF-8 cannot be JSON text: that
-/// is bad input, said as such.
-fn print_json(value: &impl serde::Serialize) -> Result<(), Error> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| {
+    let text = serde_json::to_string_pretty(&Versioned {
+        version: JSON_VERSION,
+        value,
+    })
+    .map_err(|e| {
         Error::BadInput(format!(
             "the answer cannot be written as JSON ({e}): a path in it is not UTF-8; rename it or drop --json"
         ))
@@ -238,50 +307,25 @@ fn print_json(value: &impl serde::Serialize) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
-    fn args(text: &[&str]) -> impl Iterator<Item = OsString> {
-        let mut all = vec![OsString::from("cli-sandbox")];
-        all.extend(text.iter().map(OsString::from));
-        all.into_iter()
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
     }
 
     #[test]
-    fn the_helpers_one_form_skips_the_parser_and_every_other_goes_to_it() {
-        let fast = exec_fast_path(args(&[
-            "exec",
-            "--policy",
-            "/p.json",
-            "--",
-            "/bin/true",
-            "-x",
-        ]))
-        .expect("the form plan and run write");
-        assert_eq!(fast.policy, PathBuf::from("/p.json"));
-        assert_eq!(
-            fast.argv,
-            [OsString::from("/bin/true"), OsString::from("-x")]
-        );
-        for other in [
-            &["exec", "--help"][..],
-            &["exec", "--policy", "/p.json"],
-            &["exec", "--policy", "/p.json", "--"],
-            &["exec", "--policy=/p.json", "--", "/bin/true"],
-            &["exec", "/bin/true"],
-            &[
-                "--config", "c.toml", "exec", "--policy", "/p.json", "--", "x",
-            ],
-            &["step", "--chat", "c", "--", "x"],
-            &[],
-        ] {
-            assert!(exec_fast_path(args(other)).is_none(), "{other:?}");
+    fn every_exit_status_the_binary_uses_is_in_the_help() {
+        for code in [FAILED, CANNOT_RUN, NOT_FOUND] {
+            assert!(EXIT_STATUS.contains(&format!("  {code}  ")), "{code}");
         }
-        // What the fast path takes, clap takes the same way.
-        let cli =
-            Cli::try_parse_from(args(&["exec", "--policy", "/p.json", "--", "/bin/true"])).unwrap();
-        let Command::Exec(slow) = cli.command else {
-            panic!("not exec")
-        };
-        assert_eq!(slow.policy, PathBuf::from("/p.json"));
-        assert_eq!(slow.argv, [OsString::from("/bin/true")]);
+    }
+
+    #[test]
+    fn verbosity_counts_map_to_levels() {
+        assert_eq!(verbosity_filter(0), "warn");
+        assert_eq!(verbosity_filter(1), "info");
+        assert_eq!(verbosity_filter(2), "debug");
+        assert_eq!(verbosity_filter(7), "trace");
     }
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use launch::linux::plan::Enforcement;
 use launch::seatbelt::SeatbeltProfile;
-use launch::{Context, Error, Settings};
+use launch::{Error, Settings};
 
 use crate::ChatArgs;
 
@@ -33,11 +33,21 @@ pub struct ProfileArgs {
 pub fn run(settings: &Settings, args: &ProfileArgs) -> Result<ExitCode, Error> {
     match args.backend {
         BackendArg::Landlock => {
-            let ctx = Context::load_for(settings, sandbox_core::Os::Linux)?;
+            let ctx = crate::load_for(settings, sandbox_core::Os::Linux)?;
             let policy = args.chat.policy(&ctx)?;
             let plan = launch::linux::compile(&policy, launch::linux::this_kernel())?;
             if args.json {
-                crate::print_json(&plan)?;
+                // The plan exactly as the helper reads it, under its own key (it has its own
+                // `version`, the plan format's).
+                #[derive(serde::Serialize)]
+                struct Answer<'a> {
+                    backend: &'static str,
+                    plan: &'a launch::linux::plan::LinuxPlan,
+                }
+                crate::print_json(&Answer {
+                    backend: "landlock",
+                    plan: &plan,
+                })?;
             } else {
                 println!(
                     "{}",
@@ -57,7 +67,7 @@ pub fn run(settings: &Settings, args: &ProfileArgs) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         BackendArg::Seatbelt => {
-            let ctx = Context::load_for(settings, sandbox_core::Os::MacOs)?;
+            let ctx = crate::load_for(settings, sandbox_core::Os::MacOs)?;
             let policy = args.chat.policy(&ctx)?;
             let profile =
                 SeatbeltProfile::for_policy(&policy).map_err(|e| Error::BadInput(e.to_string()))?;
@@ -67,9 +77,12 @@ pub fn run(settings: &Settings, args: &ProfileArgs) -> Result<ExitCode, Error> {
                 args.argv.clone()
             };
             if args.json {
-                let json = profile
+                let mut json = profile
                     .to_json(&argv)
                     .map_err(|e| Error::BadInput(e.to_string()))?;
+                if let Some(fields) = json.as_object_mut() {
+                    fields.insert("backend".into(), "seatbelt".into());
+                }
                 crate::print_json(&json)?;
             } else {
                 print!("{}", profile.text);

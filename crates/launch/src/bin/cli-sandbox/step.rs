@@ -17,8 +17,8 @@ pub struct StepArgs {
     argv: Vec<OsString>,
 }
 
-pub fn run(settings: &Settings, args: StepArgs) -> Result<ExitCode, Error> {
-    let ctx = Context::load(settings)?;
+pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
+    let ctx = crate::load(settings)?;
     launch::phase!("load the layout and configuration");
     let policy = args.chat.policy(&ctx)?;
     launch::phase!("build the policy");
@@ -36,9 +36,11 @@ fn confined_exec(
 ) -> Result<ExitCode, Error> {
     let plan = launch::linux::compile(policy, launch::linux::this_kernel())?;
     launch::phase!("compile the plan");
+    let _span = tracing::info_span!("helper", chat = %plan.chat).entered();
+    crate::exec::describe(&plan, std::path::Path::new("(compiled in this process)"));
     let err = launch::linux::apply::exec(&plan, argv);
     eprintln!("cli-sandbox step: not started, confinement failed: {err}");
-    Ok(ExitCode::from(2))
+    Ok(ExitCode::from(crate::FAILED))
 }
 
 /// macOS: `sandbox-exec` with the chat's profile, exec'd in the runtime.
@@ -68,7 +70,10 @@ fn confined_exec(
     launch::seatbelt::close_inherited_descriptors(&mut cmd);
     let err = cmd.exec();
     Err(Error::Io {
-        what: format!("run `{}`", wrapped[0].to_string_lossy()),
+        what: format!(
+            "the sandbox `{}` cannot be started",
+            wrapped[0].to_string_lossy()
+        ),
         source: err,
     })
 }
