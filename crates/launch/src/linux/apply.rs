@@ -85,8 +85,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     check_single_threaded()?;
     crate::phase!("make the folders");
 
-    // SAFETY: getuid and getgid have no failure and touch no memory.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (uid, gid) = sys::real_ids();
     let (report_read, report_write) = sys::pipe()?;
     sys::set_nonblocking(&report_read)?;
     let (go_read, go_write) = sys::pipe()?;

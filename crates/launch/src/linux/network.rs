@@ -71,8 +71,7 @@ impl Pasta {
         let (ready_read, ready_write) = sys::pipe()?;
         let log = memfd("cli-sandbox-pasta-log")?;
 
-        // SAFETY: getuid and getgid have no failure and touch no memory.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let (uid, gid) = sys::real_ids();
         let fd_path = |fd: RawFd| format!("/proc/self/fd/{fd}");
         let mut args: Vec<String> = vec!["pasta".into()];
         args.extend(net.pasta_args.iter().cloned());
@@ -272,11 +271,12 @@ unsafe fn exec_child(
         // SAFETY: leaving the child without running anything of the parent's.
         unsafe { libc::_exit(127) }
     };
-    // SAFETY: setsid makes no memory access.
+    // SAFETY: setsid touches no memory and is async-signal-safe.
     if unsafe { libc::setsid() } < 0 {
         die();
     }
-    // SAFETY: prctl with integer arguments.
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number and reads or writes no memory; prctl is a
+    // plain system call, safe after fork.
     if unsafe {
         libc::prctl(
             libc::PR_SET_PDEATHSIG,
@@ -298,26 +298,32 @@ unsafe fn exec_child(
     // a source that sits where another belongs is never overwritten before it is moved.
     let mut moved = [-1; 4];
     for (i, (from, _)) in child.fds.iter().enumerate() {
-        // SAFETY: duplicating a descriptor of this process.
+        // SAFETY: `from` is a descriptor the helper opened for pasta (inherited by this child);
+        // fcntl touches no memory and is async-signal-safe.
         moved[i] = unsafe { libc::fcntl(*from, libc::F_DUPFD_CLOEXEC, 10) };
         if moved[i] < 0 {
             die();
         }
     }
     for (i, (_, to)) in child.fds.iter().enumerate() {
-        // SAFETY: dup2 of descriptors of this process; the copy is not close-on-exec.
+        // SAFETY: `moved[i]` was made by this child just above; dup2 (async-signal-safe) puts
+        // it where pasta expects it, without close-on-exec.
         if unsafe { libc::dup2(moved[i], *to) } != *to {
             die();
         }
     }
-    // SAFETY: a valid C string.
+    // SAFETY: `null` is a C string made before the fork, valid in this copy; open is
+    // async-signal-safe.
     let devnull = unsafe { libc::open(null.as_ptr(), libc::O_RDWR) };
-    // SAFETY: dup2 of descriptors of this process.
-    if devnull < 0
-        || unsafe { libc::dup2(devnull, 0) } != 0
-        || unsafe { libc::dup2(devnull, 1) } != 1
-    {
+    if devnull < 0 {
         die();
+    }
+    for to in [0, 1] {
+        // SAFETY: `devnull` was just opened by this child; dup2 onto stdin/stdout replaces the
+        // helper's copies (only pasta runs here) and is async-signal-safe.
+        if unsafe { libc::dup2(devnull, to) } != to {
+            die();
+        }
     }
     let last = child.fds.iter().map(|(_, to)| *to).max().unwrap_or(2);
     // SAFETY: closes descriptors of this process that pasta must not hold (the caller's leaked
@@ -327,16 +333,19 @@ unsafe fn exec_child(
     }
     // The helper blocks the signals it reads from a descriptor, and Rust ignores SIGPIPE; an
     // ignored signal stays ignored across exec, and pasta refuses to start with SIGPIPE ignored.
-    // SAFETY: a valid set; the old mask is not asked for.
+    // SAFETY: `no_signals` was filled before the fork and lives in this copy; the old mask is
+    // not asked for; sigprocmask is async-signal-safe.
     if unsafe { libc::sigprocmask(libc::SIG_SETMASK, &child.no_signals, std::ptr::null_mut()) } != 0
     {
         die();
     }
-    // SAFETY: restoring the default action of a valid signal.
+    // SAFETY: SIG_DFL for SIGPIPE installs no handler of ours; signal is async-signal-safe.
     if unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) } == libc::SIG_ERR {
         die();
     }
-    // SAFETY: NULL-terminated arrays of C strings, valid in this copy of the helper.
+    // SAFETY: the program and both arrays were made before the fork and are NULL-terminated
+    // arrays of C strings, valid in this copy; execve returns only on failure, which `die`
+    // reports by exiting 127.
     unsafe { libc::execve(child.program.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
     die()
 }

@@ -38,6 +38,15 @@ pub(super) fn fd_path(fd: RawFd) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{fd}"))
 }
 
+/// This process's real user and group ids (what the id maps of its user namespace map from).
+pub(super) fn real_ids() -> (libc::uid_t, libc::gid_t) {
+    // SAFETY: getuid cannot fail (POSIX) and touches no memory.
+    let uid = unsafe { libc::getuid() };
+    // SAFETY: getgid cannot fail (POSIX) and touches no memory.
+    let gid = unsafe { libc::getgid() };
+    (uid, gid)
+}
+
 /// Takes ownership of a descriptor a system call just returned, or says which step failed.
 fn owned(fd: libc::c_long, step: impl FnOnce() -> String) -> Result<OwnedFd, ApplyError> {
     if fd < 0 {
@@ -152,7 +161,8 @@ pub(super) fn open_path_no_symlinks(path: &Path, dir: bool) -> io::Result<OwnedF
     }
     let c = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
-    // SAFETY: `open_how` is plain integers; zero is a valid value of each.
+    // SAFETY: `open_how` is a struct of three u64 (flags, mode, resolve), for which all zeroes
+    // is a valid value (and the one the kernel wants for the fields left unset).
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = flags as u64;
     how.resolve = libc::RESOLVE_NO_SYMLINKS;
@@ -364,9 +374,10 @@ pub(super) fn pipe() -> Result<(OwnedFd, OwnedFd), ApplyError> {
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(os_fail("pipe"));
     }
-    // SAFETY: the first descriptor was just created and is owned here.
+    // SAFETY: pipe2 succeeded, so fds[0] is a read end it just opened, which nothing else owns.
     let read = unsafe { OwnedFd::from_raw_fd(fds[0]) };
-    // SAFETY: as above, the second.
+    // SAFETY: pipe2 succeeded, so fds[1] is a write end it just opened, which nothing else
+    // owns.
     let write = unsafe { OwnedFd::from_raw_fd(fds[1]) };
     Ok((read, write))
 }
@@ -426,22 +437,26 @@ pub(super) fn cloexec_from_3() -> Result<(), ApplyError> {
 
 /// `prctl` with integer arguments, checked.
 pub(super) fn prctl(option: libc::c_int, arg: libc::c_ulong, step: &str) -> Result<(), ApplyError> {
-    // SAFETY: prctl with plain integer arguments reads and writes no memory of ours.
+    // SAFETY: the callers pass options whose argument is an integer (not a pointer), so the
+    // kernel reads and writes no memory of ours.
     if unsafe { libc::prctl(option, arg, 0, 0, 0) } != 0 {
         return Err(os_fail(step));
     }
     Ok(())
 }
 
-/// A set of signals.
+/// A set of signals. Every caller passes the `libc::SIG*` constants, so `sigaddset` (which
+/// fails only for a number that is no signal) cannot fail; a debug build checks it.
 pub(super) fn signal_set(signals: &[libc::c_int]) -> libc::sigset_t {
-    // SAFETY: a zeroed sigset_t is a valid value to initialize.
+    // SAFETY: sigset_t is an array of integers, for which all zeroes is a valid value.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: set is a valid, owned sigset_t.
-    unsafe { libc::sigemptyset(&mut set) };
+    // SAFETY: `set` is a local sigset_t, alive and exclusively borrowed for the call.
+    let emptied = unsafe { libc::sigemptyset(&mut set) };
+    debug_assert_eq!(emptied, 0, "sigemptyset");
     for &s in signals {
-        // SAFETY: as above; `s` is a valid signal number.
-        unsafe { libc::sigaddset(&mut set, s) };
+        // SAFETY: `set` is a local sigset_t, alive and exclusively borrowed for the call.
+        let added = unsafe { libc::sigaddset(&mut set, s) };
+        debug_assert_eq!(added, 0, "sigaddset({s}): not a signal number");
     }
     set
 }
@@ -479,10 +494,19 @@ pub(super) fn read_signal(fd: &OwnedFd) -> Option<(libc::c_int, libc::c_int)> {
     (n == size as isize).then_some((info.ssi_signo as libc::c_int, info.ssi_code))
 }
 
-/// Sends `sig` to `pid`; a process already gone is not an error.
+/// Sends `sig` to `pid`, a child of this process (init or pasta) that is not yet reaped, so
+/// the pid cannot have been reused. A child already gone (ESRCH) is not an error: it is what
+/// the caller wanted. Any other failure (EPERM, EINVAL) would mean a wrong pid or signal, a
+/// bug: a debug build stops on it, a release build carries on (the callers then wait for the
+/// child, which ends with the helper through `PR_SET_PDEATHSIG`).
 pub(super) fn kill(pid: libc::pid_t, sig: libc::c_int) {
-    // SAFETY: signalling a process of ours; ESRCH (already gone) is fine.
-    unsafe { libc::kill(pid, sig) };
+    // SAFETY: kill touches no memory; `pid` is an unreaped child of ours (see above).
+    let rc = unsafe { libc::kill(pid, sig) };
+    debug_assert!(
+        rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH),
+        "kill({pid}, {sig}): {}",
+        io::Error::last_os_error()
+    );
 }
 
 /// Reaps `pid` if it has ended: its wait status.
@@ -528,16 +552,23 @@ pub(super) struct ForegroundTaken {
 /// priority with `setpriority(PRIO_PGRP, 0)` and `ioprio_set` (at every ABI). A session leader
 /// already leads a group of its own: nothing to do.
 pub(super) fn own_process_group() -> Result<Option<ForegroundTaken>, ApplyError> {
-    // SAFETY: getpgrp, getpid and getsid have no failure that matters here and touch no memory.
-    let (old, me, session) = unsafe { (libc::getpgrp(), libc::getpid(), libc::getsid(0)) };
+    // SAFETY: getpgrp cannot fail (POSIX) and touches no memory.
+    let old = unsafe { libc::getpgrp() };
+    // SAFETY: getpid cannot fail and touches no memory.
+    let me = unsafe { libc::getpid() };
+    // SAFETY: getsid(0) asks for this process's own session, which exists: it cannot fail
+    // (ESRCH and EPERM are for another process) and touches no memory.
+    let session = unsafe { libc::getsid(0) };
     if session == me || old == me {
         return Ok(None);
     }
     let tty = [0, 1, 2].into_iter().find(|fd| {
-        // SAFETY: tcgetpgrp only inspects the descriptor.
+        // SAFETY: tcgetpgrp reads only the terminal's foreground group, no memory of ours; on a
+        // descriptor that is no terminal it fails with -1, which is no group.
         is_tty(*fd) && unsafe { libc::tcgetpgrp(*fd) } == old
     });
-    // SAFETY: setpgid on this process, with plain integers.
+    // SAFETY: setpgid(0, 0) moves this process into a new group of its own; it touches no
+    // memory.
     if unsafe { libc::setpgid(0, 0) } != 0 {
         return Err(os_fail("a process group of the chat's own"));
     }
@@ -551,18 +582,23 @@ pub(super) fn own_process_group() -> Result<Option<ForegroundTaken>, ApplyError>
 /// The terminal this process's group holds in the foreground now, if any: what the helper gives
 /// back once init (which takes it for the chat's group) has ended.
 pub(super) fn foreground_terminal() -> Option<ForegroundTaken> {
-    // SAFETY: getpgrp has no failure and touches no memory.
+    // SAFETY: getpgrp cannot fail (POSIX) and touches no memory.
     let group = unsafe { libc::getpgrp() };
     [0, 1, 2]
         .into_iter()
-        // SAFETY: tcgetpgrp only inspects the descriptor.
+        // SAFETY: tcgetpgrp reads only the terminal's foreground group, no memory of ours; on a
+        // descriptor that is no terminal it fails with -1, which is no group.
         .find(|fd| is_tty(*fd) && unsafe { libc::tcgetpgrp(*fd) } == group)
         .map(|fd| ForegroundTaken { fd, group })
 }
 
-/// Gives the terminal back to the group that held it before [`own_process_group`].
+/// Gives the terminal back to the group that held it before [`own_process_group`]. Called as
+/// the launch ends: a failure (the group is gone, the terminal closed) leaves the terminal to
+/// no one of ours, and there is nothing left to undo, so it is said on stderr and not returned.
 pub(super) fn give_back_terminal(taken: ForegroundTaken) {
-    let _ = set_foreground(taken.fd, taken.group, "give the terminal back");
+    if let Err(e) = set_foreground(taken.fd, taken.group, "give the terminal back") {
+        eprintln!("cli-sandbox: {e}");
+    }
 }
 
 /// `tcsetpgrp`, with `SIGTTOU` blocked for the call: from a group in the background the call
@@ -570,18 +606,24 @@ pub(super) fn give_back_terminal(taken: ForegroundTaken) {
 fn set_foreground(fd: RawFd, group: libc::pid_t, step: &str) -> Result<(), ApplyError> {
     let ttou = signal_set(&[libc::SIGTTOU]);
     let mut old = signal_set(&[]);
-    // SAFETY: valid sets; the old mask is restored below.
+    // SAFETY: `ttou` and `old` are locals alive for the call; the old mask is restored below.
     let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &ttou, &mut old) };
     if rc != 0 {
         return Err(fail(step, io::Error::from_raw_os_error(rc)));
     }
-    // SAFETY: tcsetpgrp on a descriptor of ours, with a plain integer.
+    // SAFETY: tcsetpgrp reads no memory of ours; `fd` is 0, 1 or 2, checked to be a terminal.
     let set = unsafe { libc::tcsetpgrp(fd, group) };
     let err = io::Error::last_os_error();
-    // SAFETY: restoring the mask saved above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    // SAFETY: `old` is the mask the call above saved, alive for this one.
+    let restored = unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
     if set != 0 {
         return Err(fail(step, err));
+    }
+    if restored != 0 {
+        return Err(fail(
+            format!("{step}: restore the signal mask"),
+            io::Error::from_raw_os_error(restored),
+        ));
     }
     Ok(())
 }
@@ -641,7 +683,8 @@ pub(super) fn create_without_links(path: &Path, file: bool) -> Result<(), ApplyE
             {
                 return Err(os_fail(step()));
             }
-            // SAFETY: as above.
+            // SAFETY: `dir` is the open folder this walk holds and `c` a C string, both alive
+            // for the call; the new descriptor is owned just below.
             next = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
             let made = owned(next as libc::c_long, step)?;
             if root_user {
