@@ -46,6 +46,9 @@
 //!   built-in tools off. Only the workdir is trusted (a grant added to `trustedWorkspaces` would
 //!   stay trusted for the person's own, unconfined use of Agy).
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{

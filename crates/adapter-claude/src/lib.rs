@@ -42,6 +42,9 @@
 //!   raises no trust screen.
 //! - `CLAUDE_CODE_SANDBOXED=1` (undocumented, skips the trust screen) is not used.
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{

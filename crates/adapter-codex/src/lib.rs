@@ -46,6 +46,9 @@
 //!   off, so the mode would be a claim we cannot check. Only [`Mode::Full`] (always confined).
 //! - MCP servers that plugins or profiles bring are not read (`-p PROFILE` is not passed).
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{

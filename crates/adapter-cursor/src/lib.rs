@@ -40,6 +40,9 @@
 //! - Headless in an untrusted folder it refuses and exits 0: the caller must read the output,
 //!   not only the status.
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchRequest, Mode, PersonFiles, PreTrust,
     Shape,

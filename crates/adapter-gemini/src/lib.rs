@@ -50,6 +50,9 @@
 //!   person's files; it travels with the pre-trust edits because that is the launcher's one way
 //!   to write a file before the CLI starts.
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{

@@ -30,6 +30,9 @@
 //!   our sandbox.
 //! - Only [`Mode::Full`]: no flag is known that turns the built-in tools off.
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchRequest, Mode, PersonFiles, PreTrust,
     Shape,

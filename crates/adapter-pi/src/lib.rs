@@ -37,6 +37,9 @@
 //!   starting with `@` for a file to attach (checked). Such a prompt gets one leading space, which
 //!   Pi keeps as text (checked).
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 
 use sandbox_core::{
