@@ -1328,7 +1328,8 @@ fn metadata_changed(path: &Path, before: &std::fs::Metadata) -> Vec<&'static str
     }
     let name = std::ffi::CString::new("user.cli-sandbox-attack").unwrap();
     let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: valid C strings; a null buffer of size 0 asks only whether the attribute exists.
+    // SAFETY: `c_path` and `name` are C strings alive for the call; a null buffer of size 0 asks
+    // only for the size, so nothing is written.
     let size = unsafe { libc::getxattr(c_path.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
     if size >= 0 {
         changed.push("extended attributes");
@@ -2087,7 +2088,7 @@ fn a_fifo_in_the_state_root_that_a_daemon_outside_reads_is_out_of_reach() {
             let lab = Lab::new(user.as_ref());
             let fifo = lab.demo.state_root.join("state/control.fifo");
             let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
-            // SAFETY: a valid C string.
+            // SAFETY: `c` is a C string alive for the call; mkfifo only reads it.
             assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
             lab.own(&fifo);
             let evidence = lab.outside("fifo-received");

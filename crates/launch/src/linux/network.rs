@@ -180,7 +180,7 @@ fn trusted_program(path: &Path) -> Result<PathBuf, ApplyError> {
 /// device readable and writable (mode 0666, what udev gives it), which some machines do not.
 fn check_tun() -> Result<(), ApplyError> {
     let c = CString::new(TUN).expect("static path");
-    // SAFETY: a valid C string; access only reads it.
+    // SAFETY: `c` is a C string alive for the call; access only reads it.
     if unsafe { libc::access(c.as_ptr(), libc::R_OK | libc::W_OK) } == 0 {
         return Ok(());
     }
@@ -212,7 +212,8 @@ fn open_ns(init: libc::pid_t, name: &str) -> Result<OwnedFd, ApplyError> {
 /// An anonymous file (no name anyone could open), close-on-exec.
 fn memfd(name: &str) -> Result<OwnedFd, ApplyError> {
     let c = CString::new(name).expect("static name");
-    // SAFETY: a valid C string; the flags are plain integers.
+    // SAFETY: `c` is a C string alive for the call (memfd_create copies the name); the flags
+    // are integers.
     let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
         return Err(os_fail("network: memfd_create"));
@@ -362,7 +363,7 @@ fn wait_ready(ready: &OwnedFd, pid: libc::pid_t) -> Result<(), String> {
             events: libc::POLLIN,
             revents: 0,
         }];
-        // SAFETY: a valid array of one pollfd.
+        // SAFETY: `fds` is a local array of one pollfd, alive for the call; its length is passed.
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), 1, left.as_millis() as libc::c_int) };
         if rc < 0 {
             if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
@@ -377,7 +378,8 @@ fn wait_ready(ready: &OwnedFd, pid: libc::pid_t) -> Result<(), String> {
             ));
         }
         let mut buf = [0u8; 32];
-        // SAFETY: reading at most the buffer's size into it.
+        // SAFETY: `buf` is a local buffer of `buf.len()` bytes, the most read writes; `ready` is
+        // the pipe end this function owns.
         let n = unsafe { libc::read(ready.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
         if n < 0 {
             if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
@@ -451,7 +453,7 @@ pub(super) fn keep_loopback_inside(net: &NetworkPlan) -> Result<(), ApplyError> 
     let step = |what: &str| format!("network: {what}");
     let name = CString::new(net.interface.as_str())
         .map_err(|_| fail(step("interface"), "the name holds a NUL"))?;
-    // SAFETY: a valid C string.
+    // SAFETY: `name` is a C string alive for the call; if_nametoindex only reads it.
     let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
     if index == 0 {
         return Err(os_fail(step(&format!("find interface {}", net.interface))));

@@ -433,7 +433,7 @@ fn reap_until(program: libc::pid_t) -> libc::c_int {
 /// failure, says why on stderr and gives the exit code a shell gives: 127 for a program that is
 /// missing, 126 otherwise.
 fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, libc::c_int> {
-    // SAFETY: chdir with a valid C string.
+    // SAFETY: `workdir` is a C string the caller holds for the call; chdir only reads it.
     if unsafe { libc::chdir(workdir.as_ptr()) } != 0 {
         eprintln!(
             "cli-sandbox exec: cannot enter the working folder {}: {}",

@@ -117,7 +117,8 @@ pub(super) fn make_read_only(fd: Option<BorrowedFd<'_>>, at: &Path) -> Result<()
         ),
         None => (libc::AT_FDCWD, cstr(at)?, 0),
     };
-    // SAFETY: a valid C string and a struct of the size passed, alive for the call.
+    // SAFETY: `path` is a C string (empty with AT_EMPTY_PATH) and `attr` a `mount_attr` of the
+    // size passed, both locals alive for the call; the kernel only reads them.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
@@ -166,7 +167,8 @@ pub(super) fn open_path_no_symlinks(path: &Path, dir: bool) -> io::Result<OwnedF
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = flags as u64;
     how.resolve = libc::RESOLVE_NO_SYMLINKS;
-    // SAFETY: valid C string and `open_how` of the size passed.
+    // SAFETY: `c` is a C string and `how` an `open_how` of the size passed, both locals alive
+    // for the call; openat2 only reads them.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_openat2,
@@ -189,7 +191,8 @@ pub(super) fn open_path_no_symlinks(path: &Path, dir: bool) -> io::Result<OwnedF
 pub(super) fn clone_tree(path: &Path, dir: bool) -> Result<OwnedFd, ApplyError> {
     let handle = open_no_symlinks(path, dir)?;
     let empty = CString::default();
-    // SAFETY: a valid descriptor and an empty C string, alive for the call.
+    // SAFETY: `handle` is an open descriptor this function borrows and `empty` a C string, both
+    // alive for the call; open_tree only reads them.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_open_tree,
@@ -210,7 +213,8 @@ pub(super) fn clone_tree(path: &Path, dir: bool) -> Result<OwnedFd, ApplyError> 
 /// names.
 pub(super) fn clone_handle(handle: &OwnedFd) -> io::Result<OwnedFd> {
     let empty = CString::default();
-    // SAFETY: a valid descriptor and an empty C string, alive for the call.
+    // SAFETY: `handle` is an open descriptor this function borrows and `empty` a C string, both
+    // alive for the call; open_tree only reads them.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_open_tree,
@@ -239,13 +243,14 @@ const MOUNT_ATTR_NOEXEC: libc::c_uint = 0x8;
 /// for an RCU grace period: milliseconds on a busy machine).
 pub(super) fn detached_tmpfs(options: &[(&str, &str)]) -> Result<OwnedFd, ApplyError> {
     let name = CString::new("tmpfs").expect("static");
-    // SAFETY: a valid C string.
+    // SAFETY: `name` is a C string alive for the call; fsopen only reads it.
     let fs = unsafe { libc::syscall(libc::SYS_fsopen, name.as_ptr(), FSOPEN_CLOEXEC) };
     let fs = owned(fs, || "fsopen tmpfs".to_owned())?;
     for (key, value) in options {
         let key_c = CString::new(*key).expect("static option");
         let value_c = CString::new(*value).expect("static option");
-        // SAFETY: a valid descriptor and two valid C strings.
+        // SAFETY: `fs` is the fsopen descriptor owned here; `key_c` and `value_c` are C strings
+        // alive for the call, which only reads them.
         let rc = unsafe {
             libc::syscall(
                 libc::SYS_fsconfig,
@@ -260,7 +265,8 @@ pub(super) fn detached_tmpfs(options: &[(&str, &str)]) -> Result<OwnedFd, ApplyE
             return Err(os_fail(format!("tmpfs option {key}={value}")));
         }
     }
-    // SAFETY: a valid descriptor; the other arguments are null as the command wants.
+    // SAFETY: `fs` is the fsopen descriptor owned here; CMD_CREATE takes no key or value, so
+    // the null pointers are never read.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_fsconfig,
@@ -274,7 +280,7 @@ pub(super) fn detached_tmpfs(options: &[(&str, &str)]) -> Result<OwnedFd, ApplyE
     if rc != 0 {
         return Err(os_fail("create a tmpfs"));
     }
-    // SAFETY: a valid descriptor and flags.
+    // SAFETY: `fs` is the fsopen descriptor owned here; the other arguments are integers.
     let mnt = unsafe {
         libc::syscall(
             libc::SYS_fsmount,
@@ -291,12 +297,14 @@ pub(super) fn detached_tmpfs(options: &[(&str, &str)]) -> Result<OwnedFd, ApplyE
 pub(super) fn make_in(dir: &OwnedFd, name: &str, folder: bool) -> Result<OwnedFd, ApplyError> {
     let c = CString::new(name).expect("static name");
     if folder {
-        // SAFETY: a valid descriptor and C string.
+        // SAFETY: `dir` is an open folder the caller lends and `c` a C string, both alive for the
+        // call; mkdirat only reads them.
         if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0) } != 0 {
             return Err(os_fail(format!("make the stand-in folder {name}")));
         }
     } else {
-        // SAFETY: a valid descriptor and C string; the new descriptor is closed right away.
+        // SAFETY: `dir` is an open folder the caller lends and `c` a C string, both alive for the
+        // call; the new descriptor is owned (and closed) just below.
         let fd = unsafe {
             libc::openat(
                 dir.as_raw_fd(),
@@ -310,7 +318,8 @@ pub(super) fn make_in(dir: &OwnedFd, name: &str, folder: bool) -> Result<OwnedFd
         })?);
     }
     let flags = libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW;
-    // SAFETY: a valid descriptor and C string.
+    // SAFETY: `dir` is an open folder the caller lends and `c` a C string, both alive for the
+    // call; the new descriptor is owned just below.
     let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
     owned(fd as libc::c_long, || format!("open the stand-in {name}"))
 }
@@ -319,7 +328,8 @@ pub(super) fn make_in(dir: &OwnedFd, name: &str, folder: bool) -> Result<OwnedFd
 pub(super) fn attach_tree(tree: &OwnedFd, target: &Path) -> Result<(), ApplyError> {
     let empty = CString::default();
     let target_c = cstr(target)?;
-    // SAFETY: a valid descriptor and two valid C strings, alive for the call.
+    // SAFETY: `tree` is a detached tree owned by the caller; `empty` and `target_c` are C
+    // strings alive for the call, which only reads them.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_move_mount,
@@ -341,7 +351,7 @@ pub(super) fn attach_tree(tree: &OwnedFd, target: &Path) -> Result<(), ApplyErro
 
 pub(super) fn detach(target: &Path) -> Result<(), ApplyError> {
     let c = cstr(target)?;
-    // SAFETY: a valid C string.
+    // SAFETY: `c` is a C string alive for the call; umount2 only reads it.
     if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
         return Err(os_fail(format!("detach {}", target.display())));
     }
@@ -463,7 +473,8 @@ pub(super) fn signal_set(signals: &[libc::c_int]) -> libc::sigset_t {
 
 /// Blocks (or unblocks) `set` for this thread.
 pub(super) fn mask(how: libc::c_int, set: &libc::sigset_t) -> Result<(), ApplyError> {
-    // SAFETY: a valid set; the old mask is not asked for.
+    // SAFETY: `set` is borrowed for the call, which only reads it; the old mask is not asked
+    // for (null).
     let rc = unsafe { libc::pthread_sigmask(how, set, std::ptr::null_mut()) };
     if rc != 0 {
         return Err(fail("sigprocmask", io::Error::from_raw_os_error(rc)));
@@ -473,7 +484,8 @@ pub(super) fn mask(how: libc::c_int, set: &libc::sigset_t) -> Result<(), ApplyEr
 
 /// A descriptor that reads the signals of `set` (which must be blocked).
 pub(super) fn signalfd(set: &libc::sigset_t) -> Result<OwnedFd, ApplyError> {
-    // SAFETY: a valid set; -1 asks for a new descriptor.
+    // SAFETY: `set` is borrowed for the call, which only reads it; -1 asks for a new descriptor,
+    // owned just below.
     let fd = unsafe { libc::signalfd(-1, set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
     owned(fd as libc::c_long, || "signalfd".to_owned())
 }
@@ -638,7 +650,7 @@ pub(super) fn create_without_links(path: &Path, file: bool) -> Result<(), ApplyE
     let names: Vec<_> = path.components().skip(1).collect();
     let root = CString::new("/").expect("static");
     let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: a valid C string.
+    // SAFETY: `root` is a C string alive for the call; the new descriptor is owned at once.
     let mut dir = owned(
         unsafe { libc::open(root.as_ptr(), flags) } as libc::c_long,
         step,
@@ -652,7 +664,8 @@ pub(super) fn create_without_links(path: &Path, file: bool) -> Result<(), ApplyE
             .metadata()
             .map_err(|e| fail(step(), e))?;
         if last && file {
-            // SAFETY: a valid descriptor and C string; the new descriptor is owned below.
+            // SAFETY: `dir` is the open folder this walk holds and `c` a C string, both alive
+            // for the call; the new descriptor is owned below.
             let fd = unsafe {
                 libc::openat(
                     dir.as_raw_fd(),
@@ -674,10 +687,12 @@ pub(super) fn create_without_links(path: &Path, file: bool) -> Result<(), ApplyE
             }
             return Ok(());
         }
-        // SAFETY: a valid descriptor and C string; the new descriptor is owned below.
+        // SAFETY: `dir` is the open folder this walk holds and `c` a C string, both alive for the
+        // call; the new descriptor is owned below.
         let mut next = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
         if next < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
-            // SAFETY: a valid descriptor and C string.
+            // SAFETY: `dir` is the open folder this walk holds and `c` a C string, both alive
+            // for the call; mkdirat only reads them.
             if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o700) } != 0
                 && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
             {
@@ -719,7 +734,8 @@ fn chown_like(
 ) -> Result<(), ApplyError> {
     use std::os::unix::fs::MetadataExt;
     let empty = CString::default();
-    // SAFETY: a valid descriptor and an empty C string (AT_EMPTY_PATH: the descriptor itself).
+    // SAFETY: `fd` is a descriptor the caller owns and `empty` a C string (AT_EMPTY_PATH: the
+    // descriptor itself), both alive for the call; fchownat only reads them.
     let rc = unsafe {
         libc::fchownat(
             fd.as_raw_fd(),
