@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 mod adapter;
+pub mod adapter_kit;
 mod config;
 mod error;
 pub mod guarantee;
