@@ -236,10 +236,14 @@ pub(super) fn wait_for_init(
 
     crate::phase!("helper: init ended");
     let init_status = loop {
-        if let Some(status) = reap(init.pid) {
+        let reaped = reap(init.pid);
+        if !matches!(reaped, Ok(None)) {
+            // Init is gone (or can never be reaped): the terminal goes back either way.
             if let Some(taken) = init.terminal {
                 sys::give_back_terminal(taken);
             }
+        }
+        if let Some(status) = reaped? {
             break status;
         }
         // The pidfd said init ended; its zombie is there to reap.

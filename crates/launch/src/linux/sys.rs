@@ -521,12 +521,21 @@ pub(super) fn kill(pid: libc::pid_t, sig: libc::c_int) {
     );
 }
 
-/// Reaps `pid` if it has ended: its wait status.
-pub(super) fn reap(pid: libc::pid_t) -> Option<libc::c_int> {
+/// Reaps `pid`, a child of this process, if it has ended: its wait status, or `None` while it
+/// runs (or the wait was interrupted). An error (ECHILD: not our child, or reaped already) means
+/// it can never be reaped here, which a caller waiting in a loop must not wait for.
+pub(super) fn reap(pid: libc::pid_t) -> Result<Option<libc::c_int>, ApplyError> {
     let mut status = 0;
-    // SAFETY: waiting for our own child, with a valid out-parameter.
+    // SAFETY: waitpid writes only `status`, a local alive for the call.
     let got = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-    (got == pid).then_some(status)
+    if got < 0 {
+        let err = io::Error::last_os_error();
+        if err.kind() == io::ErrorKind::Interrupted {
+            return Ok(None);
+        }
+        return Err(fail(format!("reap process {pid}"), err));
+    }
+    Ok((got == pid).then_some(status))
 }
 
 /// Whether `fd` is a terminal.
