@@ -1096,8 +1096,10 @@ fn a_launch_whose_init_is_killed_while_the_program_runs_does_not_say_it_never_st
             1,
             "the helper should have one child, init: {init:?}"
         );
-        // SAFETY: killing the test's own grandchild.
-        unsafe { libc::kill(init[0] as libc::pid_t, libc::SIGKILL) };
+        // SAFETY: kill touches no memory; `init[0]` is the helper's child, alive (just listed)
+        // and not reaped while the helper waits for it, so the pid is not reused.
+        let rc = unsafe { libc::kill(init[0] as libc::pid_t, libc::SIGKILL) };
+        assert_eq!(rc, 0, "kill init: {}", std::io::Error::last_os_error());
         assert!(
             wait_until(Duration::from_secs(10), || !alive(&mut launch.0)),
             "the launch did not end"
@@ -1186,8 +1188,14 @@ fn a_launch_told_to_stop_ends_even_when_nobody_reads_its_full_stderr() {
         .unwrap();
         assert_eq!(line, "started\n", "the program never started {}", lab.who());
         std::thread::sleep(Duration::from_millis(300));
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(launch.0.id() as libc::pid_t, libc::SIGTERM) };
+        // SAFETY: kill touches no memory; the launch is this test's child, not yet reaped.
+        let rc = unsafe { libc::kill(launch.0.id() as libc::pid_t, libc::SIGTERM) };
+        assert_eq!(
+            rc,
+            0,
+            "kill the launch: {}",
+            std::io::Error::last_os_error()
+        );
         let ended = wait_until(Duration::from_secs(10), || !alive(&mut launch.0));
         if ended {
             let status = launch.0.try_wait().unwrap().unwrap();
@@ -1314,7 +1322,8 @@ fn metadata_changed(path: &Path, before: &std::fs::Metadata) -> Vec<&'static str
     }
     let name = std::ffi::CString::new("user.cli-sandbox-attack").unwrap();
     let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: valid C strings; a null buffer of size 0 asks only whether the attribute exists.
+    // SAFETY: `c_path` and `name` are C strings alive for the call; a null buffer of size 0 asks
+    // only for the size, so nothing is written.
     let size = unsafe { libc::getxattr(c_path.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
     if size >= 0 {
         changed.push("extended attributes");
@@ -1335,8 +1344,15 @@ fn put_back(path: &Path, before: &std::fs::Metadata) {
         .unwrap();
     let name = std::ffi::CString::new("user.cli-sandbox-attack").unwrap();
     let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: valid C strings; a missing attribute is fine.
-    unsafe { libc::removexattr(c_path.as_ptr(), name.as_ptr()) };
+    // SAFETY: `c_path` and `name` are C strings alive for the call; removexattr only reads them.
+    let rc = unsafe { libc::removexattr(c_path.as_ptr(), name.as_ptr()) };
+    // A missing attribute (the attack did not set it) is what this wants.
+    let err = std::io::Error::last_os_error();
+    assert!(
+        rc == 0 || err.raw_os_error() == Some(libc::ENODATA),
+        "remove the attribute of {}: {err}",
+        path.display()
+    );
 }
 
 #[test]
@@ -2056,7 +2072,7 @@ fn a_fifo_in_the_state_root_that_a_daemon_outside_reads_is_out_of_reach() {
             let lab = Lab::new(user.as_ref());
             let fifo = lab.demo.state_root.join("state/control.fifo");
             let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
-            // SAFETY: a valid C string.
+            // SAFETY: `c` is a C string alive for the call; mkfifo only reads it.
             assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
             lab.own(&fifo);
             let evidence = lab.outside("fifo-received");

@@ -522,8 +522,9 @@ fn stopping_the_launcher_ends_a_chat_that_ignores_every_signal() {
                 "not ready"
             );
             let sent = Instant::now();
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+            // SAFETY: kill touches no memory; `child` is this test's child, not yet reaped.
+            let rc = unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+            assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
             let status = wait_child(&mut child, Duration::from_secs(10));
             let took = sent.elapsed();
             let gone = wait_until(Duration::from_secs(2), || {

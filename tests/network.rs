@@ -897,12 +897,16 @@ while not os.path.exists(go) and time.time() < deadline:
             match how {
                 "exit" | "daemon" => std::fs::write(&go, "").unwrap(),
                 "sigterm" => {
-                    // SAFETY: signalling the launch this test started.
-                    unsafe { libc::kill(launch.helper as i32, libc::SIGTERM) };
+                    // SAFETY: kill touches no memory; the helper is this test's child, not
+                    // yet reaped.
+                    let rc = unsafe { libc::kill(launch.helper as i32, libc::SIGTERM) };
+                    assert_eq!(rc, 0, "{context}: {}", std::io::Error::last_os_error());
                 }
                 "sigkill" => {
-                    // SAFETY: as above.
-                    unsafe { libc::kill(launch.helper as i32, libc::SIGKILL) };
+                    // SAFETY: kill touches no memory; the helper is this test's child, not
+                    // yet reaped.
+                    let rc = unsafe { libc::kill(launch.helper as i32, libc::SIGKILL) };
+                    assert_eq!(rc, 0, "{context}: {}", std::io::Error::last_os_error());
                 }
                 _ => {}
             }

@@ -1062,7 +1062,7 @@ s.sendto(sys.argv[2].encode(), sys.argv[1])
 "#;
 
 fn unix_socket(kind: libc::c_int) -> OwnedFd {
-    // SAFETY: plain socket call; the descriptor is owned below.
+    // SAFETY: socket takes integers only and touches no memory; the descriptor is owned below.
     let fd = unsafe { libc::socket(libc::AF_UNIX, kind | libc::SOCK_CLOEXEC, 0) };
     assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
     // SAFETY: fd was just made and is owned by nothing else.
@@ -1145,7 +1145,8 @@ fn a_standard_descriptor_that_could_reach_outside_is_refused_before_the_program_
                 "folder",
             ),
         ];
-        // SAFETY: plain socket call; owned below.
+        // SAFETY: socket takes integers only and touches no memory; the descriptor is owned
+        // below.
         let netlink =
             unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 2) };
         if netlink >= 0 {

@@ -46,11 +46,14 @@
 //!   built-in tools off. Only the workdir is trusted (a grant added to `trustedWorkspaces` would
 //!   stay trusted for the person's own, unconfined use of Agy).
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EditAction, EnvChanges, FileEdit, FileFormat,
-    LaunchRequest, Mode, PersonFiles, PreTrust, Shape,
+    LaunchRequest, Mode, PersonFiles, PreTrust, Shape, adapter_kit,
 };
 use serde_json::Value;
 
@@ -59,7 +62,7 @@ use serde_json::Value;
 pub struct Agy;
 
 /// Allowed when there is no bridge: a name no server has.
-pub const NO_SERVER: &str = "cli-sandbox-no-mcp-server";
+pub use sandbox_core::adapter_kit::NO_SERVER;
 
 impl CliAdapter for Agy {
     fn name(&self) -> &'static str {
@@ -93,12 +96,8 @@ impl CliAdapter for Agy {
                 fix: "set it to false (or remove it) in that file and launch again".to_owned(),
             });
         }
-        let workdir = req.workdir.to_str().ok_or_else(|| AdapterError::Setting {
-            file: req.workdir.clone(),
-            problem: "the path is not valid UTF-8, so it cannot be listed in trustedWorkspaces"
-                .to_owned(),
-            fix: "use a working folder whose path is UTF-8".to_owned(),
-        })?;
+        let workdir =
+            adapter_kit::utf8_workdir(&req.workdir, "cannot be listed in trustedWorkspaces")?;
         Ok(PreTrust {
             edits: vec![FileEdit {
                 file,
@@ -117,10 +116,7 @@ impl CliAdapter for Agy {
         req: &LaunchRequest,
         _person: &dyn PersonFiles,
     ) -> Result<Vec<String>, AdapterError> {
-        let allowed = req
-            .mcp_bridge
-            .as_ref()
-            .map_or(NO_SERVER, |b| b.name.as_str());
+        let allowed = adapter_kit::allowed_server_name(req);
         Ok(vec![format!("--allowed-mcp-server-names={allowed}")])
     }
 
@@ -134,9 +130,7 @@ impl CliAdapter for Agy {
 
     fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
         let mut args = Vec::new();
-        args.extend(parts.own_sandbox_off);
-        args.extend(parts.pre_trust);
-        args.extend(parts.mcp);
+        adapter_kit::push_parts(&mut args, parts);
         for grant in &req.grants {
             args.push(format!("--add-dir={}", grant.path.to_string_lossy()));
         }

@@ -42,11 +42,14 @@
 //!   raises no trust screen.
 //! - `CLAUDE_CODE_SANDBOXED=1` (undocumented, skips the trust screen) is not used.
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest, Mode,
-    PersonFiles, PreTrust, Shape,
+    PersonFiles, PreTrust, Shape, adapter_kit,
 };
 use serde_json::{Map, Value, json};
 
@@ -180,11 +183,7 @@ impl CliAdapter for Claude {
         if let Some(model) = &req.model {
             args.push(format!("--model={model}"));
         }
-        args.extend(req.extra_args.iter().cloned());
-        if let Some(prompt) = &req.prompt {
-            args.push("--".to_owned());
-            args.push(prompt.clone());
-        }
+        adapter_kit::push_extra_and_prompt(&mut args, req);
         args
     }
 }
@@ -268,13 +267,10 @@ fn key_approval(
 
 /// `$CLAUDE_CONFIG_DIR/.claude.json`, or `~/.claude.json`.
 fn state_file(req: &LaunchRequest, person: &dyn PersonFiles) -> Result<PathBuf, AdapterError> {
-    match person.var("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
-        Some(dir) if Path::new(&dir).is_absolute() => Ok(Path::new(&dir).join(".claude.json")),
-        Some(dir) => Err(AdapterError::Setting {
-            file: PathBuf::from(&dir),
-            problem: "CLAUDE_CONFIG_DIR is not an absolute path".to_owned(),
-            fix: "set CLAUDE_CONFIG_DIR to an absolute path or unset it".to_owned(),
-        }),
-        None => Ok(req.home.join(".claude.json")),
-    }
+    Ok(
+        match adapter_kit::absolute_var(person, "CLAUDE_CONFIG_DIR")? {
+            Some(dir) => dir.join(".claude.json"),
+            None => req.home.join(".claude.json"),
+        },
+    )
 }

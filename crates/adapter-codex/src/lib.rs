@@ -46,11 +46,14 @@
 //!   off, so the mode would be a claim we cannot check. Only [`Mode::Full`] (always confined).
 //! - MCP servers that plugins or profiles bring are not read (`-p PROFILE` is not passed).
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest, Mode,
-    PersonFiles, PreTrust, Shape,
+    PersonFiles, PreTrust, Shape, adapter_kit,
 };
 
 /// The Codex CLI.
@@ -79,7 +82,7 @@ impl CliAdapter for Codex {
         req: &LaunchRequest,
         person: &dyn PersonFiles,
     ) -> Result<PreTrust, AdapterError> {
-        let workdir = utf8(&req.workdir)?;
+        let workdir = adapter_kit::utf8_workdir(&req.workdir, "cannot be a key in Codex's config")?;
         Ok(PreTrust {
             edits: vec![FileEdit {
                 file: config_file(req, person)?,
@@ -171,26 +174,17 @@ impl CliAdapter for Codex {
             args.push("-m".to_owned());
             args.push(model.clone());
         }
-        args.extend(req.extra_args.iter().cloned());
-        if let Some(prompt) = &req.prompt {
-            args.push("--".to_owned());
-            args.push(prompt.clone());
-        }
+        adapter_kit::push_extra_and_prompt(&mut args, req);
         args
     }
 }
 
 /// `$CODEX_HOME/config.toml`, or `~/.codex/config.toml`.
 fn config_file(req: &LaunchRequest, person: &dyn PersonFiles) -> Result<PathBuf, AdapterError> {
-    match person.var("CODEX_HOME").filter(|v| !v.is_empty()) {
-        Some(home) if Path::new(&home).is_absolute() => Ok(Path::new(&home).join("config.toml")),
-        Some(home) => Err(AdapterError::Setting {
-            file: PathBuf::from(&home),
-            problem: "CODEX_HOME is not an absolute path".to_owned(),
-            fix: "set CODEX_HOME to an absolute path or unset it".to_owned(),
-        }),
-        None => Ok(req.home.join(".codex/config.toml")),
-    }
+    Ok(match adapter_kit::absolute_var(person, "CODEX_HOME")? {
+        Some(home) => home.join("config.toml"),
+        None => req.home.join(".codex/config.toml"),
+    })
 }
 
 /// The person's config, parsed; `None` when the file does not exist.
@@ -211,7 +205,7 @@ fn person_doc(
             file: file.to_owned(),
             reason: format!(
                 "line {}: {}",
-                line_of(&text, e.span().map_or(0, |s| s.start)),
+                adapter_kit::line_of(&text, e.span().map_or(0, |s| s.start)),
                 e.message()
             ),
         })
@@ -273,16 +267,4 @@ fn migration_seen(
         "-c".to_owned(),
         format!("notice.model_migrations={}", seen.to_string().trim()),
     ])
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
-}
-
-fn utf8(path: &Path) -> Result<&str, AdapterError> {
-    path.to_str().ok_or_else(|| AdapterError::Setting {
-        file: path.to_owned(),
-        problem: "the path is not valid UTF-8, so it cannot be a key in Codex's config".to_owned(),
-        fix: "use a working folder whose path is UTF-8".to_owned(),
-    })
 }

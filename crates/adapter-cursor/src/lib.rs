@@ -40,9 +40,12 @@
 //! - Headless in an untrusted folder it refuses and exits 0: the caller must read the output,
 //!   not only the status.
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchRequest, Mode, PersonFiles, PreTrust,
-    Shape,
+    Shape, adapter_kit,
 };
 
 /// The Cursor CLI.
@@ -98,18 +101,12 @@ impl CliAdapter for Cursor {
         }
         args.push("--workspace".to_owned());
         args.push(req.workdir.to_string_lossy().into_owned());
-        args.extend(parts.own_sandbox_off);
-        args.extend(parts.pre_trust);
-        args.extend(parts.mcp);
+        adapter_kit::push_parts(&mut args, parts);
         if let Some(model) = &req.model {
             args.push("--model".to_owned());
             args.push(model.clone());
         }
-        args.extend(req.extra_args.iter().cloned());
-        if let Some(prompt) = &req.prompt {
-            args.push("--".to_owned());
-            args.push(prompt.clone());
-        }
+        adapter_kit::push_extra_and_prompt(&mut args, req);
         args
     }
 }

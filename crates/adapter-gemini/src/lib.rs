@@ -50,11 +50,14 @@
 //!   person's files; it travels with the pre-trust edits because that is the launcher's one way
 //!   to write a file before the CLI starts.
 
-use std::path::{Path, PathBuf};
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest, Mode,
-    PersonFiles, PreTrust, Shape,
+    PersonFiles, PreTrust, Shape, adapter_kit,
 };
 use serde_json::json;
 
@@ -63,7 +66,7 @@ use serde_json::json;
 pub struct Gemini;
 
 /// Allowed when there is no bridge: a name no server has, since an empty list allows them all.
-pub const NO_SERVER: &str = "cli-sandbox-no-mcp-server";
+pub use sandbox_core::adapter_kit::NO_SERVER;
 
 impl CliAdapter for Gemini {
     fn name(&self) -> &'static str {
@@ -90,12 +93,8 @@ impl CliAdapter for Gemini {
         req: &LaunchRequest,
         person: &dyn PersonFiles,
     ) -> Result<PreTrust, AdapterError> {
-        let workdir = req.workdir.to_str().ok_or_else(|| AdapterError::Setting {
-            file: req.workdir.clone(),
-            problem: "the path is not valid UTF-8, so it cannot be a key in trustedFolders.json"
-                .to_owned(),
-            fix: "use a working folder whose path is UTF-8".to_owned(),
-        })?;
+        let workdir =
+            adapter_kit::utf8_workdir(&req.workdir, "cannot be a key in trustedFolders.json")?;
         let trusted = trusted_folders_file(req, person)?;
         let trust = |folder: &str| FileEdit {
             file: trusted.clone(),
@@ -108,11 +107,8 @@ impl CliAdapter for Gemini {
         let mut edits = vec![trust(workdir)];
         if req.mode == Mode::Full {
             for grant in &req.grants {
-                let path = grant.path.to_str().ok_or_else(|| AdapterError::Setting {
-                    file: grant.path.clone(),
-                    problem: "the grant's path is not valid UTF-8, so it cannot be a key in trustedFolders.json".to_owned(),
-                    fix: "grant a folder whose path is UTF-8".to_owned(),
-                })?;
+                let path =
+                    adapter_kit::utf8_grant(&grant.path, "cannot be a key in trustedFolders.json")?;
                 edits.push(trust(path));
             }
         }
@@ -141,10 +137,7 @@ impl CliAdapter for Gemini {
         req: &LaunchRequest,
         _person: &dyn PersonFiles,
     ) -> Result<Vec<String>, AdapterError> {
-        let allowed = req
-            .mcp_bridge
-            .as_ref()
-            .map_or(NO_SERVER, |b| b.name.as_str());
+        let allowed = adapter_kit::allowed_server_name(req);
         Ok(vec![format!("--allowed-mcp-server-names={allowed}")])
     }
 
@@ -159,9 +152,7 @@ impl CliAdapter for Gemini {
 
     fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
         let mut args = Vec::new();
-        args.extend(parts.own_sandbox_off);
-        args.extend(parts.pre_trust);
-        args.extend(parts.mcp);
+        adapter_kit::push_parts(&mut args, parts);
         if req.mode == Mode::Full {
             for grant in &req.grants {
                 args.push(format!(
@@ -192,20 +183,10 @@ fn trusted_folders_file(
     req: &LaunchRequest,
     person: &dyn PersonFiles,
 ) -> Result<PathBuf, AdapterError> {
-    let absolute = |name: &str| -> Result<Option<PathBuf>, AdapterError> {
-        match person.var(name).filter(|v| !v.is_empty()) {
-            Some(v) if Path::new(&v).is_absolute() => Ok(Some(PathBuf::from(v))),
-            Some(v) => Err(AdapterError::Setting {
-                file: PathBuf::from(v),
-                problem: format!("{name} is not an absolute path"),
-                fix: format!("set {name} to an absolute path or unset it"),
-            }),
-            None => Ok(None),
-        }
-    };
-    if let Some(file) = absolute("GEMINI_CLI_TRUSTED_FOLDERS_PATH")? {
+    if let Some(file) = adapter_kit::absolute_var(person, "GEMINI_CLI_TRUSTED_FOLDERS_PATH")? {
         return Ok(file);
     }
-    let home = absolute("GEMINI_CLI_HOME")?.unwrap_or_else(|| req.home.clone());
+    let home =
+        adapter_kit::absolute_var(person, "GEMINI_CLI_HOME")?.unwrap_or_else(|| req.home.clone());
     Ok(home.join(".gemini/trustedFolders.json"))
 }

@@ -30,9 +30,12 @@
 //!   our sandbox.
 //! - Only [`Mode::Full`]: no flag is known that turns the built-in tools off.
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchRequest, Mode, PersonFiles, PreTrust,
-    Shape,
+    Shape, adapter_kit,
 };
 
 /// The Muse Code CLI.
@@ -84,14 +87,8 @@ impl CliAdapter for Muse {
         if req.shape == Shape::Structured {
             args.extend(["exec", "--json"].map(str::to_owned));
         }
-        args.extend(parts.own_sandbox_off);
-        args.extend(parts.pre_trust);
-        args.extend(parts.mcp);
-        args.extend(req.extra_args.iter().cloned());
-        if let Some(prompt) = &req.prompt {
-            args.push("--".to_owned());
-            args.push(prompt.clone());
-        }
+        adapter_kit::push_parts(&mut args, parts);
+        adapter_kit::push_extra_and_prompt(&mut args, req);
         args
     }
 }

@@ -37,11 +37,14 @@
 //!   starting with `@` for a file to attach (checked). Such a prompt gets one leading space, which
 //!   Pi keeps as text (checked).
 
+// An adapter describes its CLI; nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchFile, LaunchRequest, Mode, PersonFiles,
-    PreTrust, Shape,
+    PreTrust, Shape, adapter_kit,
 };
 
 /// The extension that gives Pi the MCP bridge (`/*BRIDGE*/ null` is replaced by the server).
@@ -120,9 +123,7 @@ impl CliAdapter for Pi {
             args.extend(["-p", "--mode", "json"].map(str::to_owned));
         }
         args.push("--no-builtin-tools".to_owned());
-        args.extend(parts.own_sandbox_off);
-        args.extend(parts.pre_trust);
-        args.extend(parts.mcp);
+        adapter_kit::push_parts(&mut args, parts);
         if req.mcp_bridge.is_some() {
             args.push("-e".to_owned());
             args.push(bridge_file(req).to_string_lossy().into_owned());

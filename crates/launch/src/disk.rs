@@ -47,11 +47,13 @@ fn canonical_without_symlinks(path: &Path) -> Option<PathBuf> {
         return None;
     }
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: `open_how` is plain integers; zero is a valid value of each.
+    // SAFETY: `open_how` is a struct of three u64 (flags, mode, resolve), for which all zeroes
+    // is a valid value (and the one the kernel wants for the fields left unset).
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
     how.resolve = libc::RESOLVE_NO_SYMLINKS;
-    // SAFETY: a valid C string and a valid `open_how` of the size passed.
+    // SAFETY: `c_path` is a C string and `how` an `open_how` of the size passed, both alive for
+    // the call; openat2 writes no memory of ours.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_openat2,
@@ -64,8 +66,11 @@ fn canonical_without_symlinks(path: &Path) -> Option<PathBuf> {
     if fd < 0 {
         return None;
     }
-    // SAFETY: closing the descriptor just opened.
-    unsafe { libc::close(fd as libc::c_int) };
+    // Only whether it opened matters: the handle is closed (by its drop) at once.
+    // SAFETY: openat2 just returned this descriptor, which nothing else owns.
+    drop(unsafe {
+        <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as libc::c_int)
+    });
     // Without `.`, doubled or trailing slashes.
     Some(path.components().collect())
 }

@@ -65,32 +65,59 @@ fn linux(_thoroughly: bool) -> LinuxFacts {
 /// Forks a child that enters a user, mount and PID namespace and reports whether it could.
 #[cfg(target_os = "linux")]
 fn try_user_namespaces() -> Result<(), String> {
-    // SAFETY: the child only calls unshare and _exit, both async-signal-safe.
-    unsafe {
-        let pid = libc::fork();
-        if pid < 0 {
-            return Err(std::io::Error::last_os_error().to_string());
+    // SAFETY: the child runs only `probe_child` (unshare, then _exit: both async-signal-safe,
+    // no allocation, no lock), so a fork of a process with other threads is sound here.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    if pid == 0 {
+        probe_child();
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for the child forked above, which nothing else reaps; `status` is a
+        // valid out-parameter for the call.
+        let got = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if got == pid {
+            break;
         }
-        if pid == 0 {
-            let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
-            let rc = libc::unshare(flags);
-            let code = if rc == 0 {
-                0
-            } else {
-                *libc::__errno_location()
-            };
-            libc::_exit(code.min(255));
-        }
-        let mut status = 0;
-        libc::waitpid(pid, &mut status, 0);
-        match libc::WEXITSTATUS(status) {
-            0 => Ok(()),
-            errno => Err(format!(
-                "unshare(user, mount, pid) fails: {}",
-                std::io::Error::from_raw_os_error(errno)
-            )),
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(format!("waiting for the namespace probe: {err}"));
         }
     }
+    if !libc::WIFEXITED(status) {
+        return Err(format!(
+            "the namespace probe ended without exiting (wait status {status:#x})"
+        ));
+    }
+    match libc::WEXITSTATUS(status) {
+        0 => Ok(()),
+        errno => Err(format!(
+            "unshare(user, mount, pid) fails: {}",
+            std::io::Error::from_raw_os_error(errno)
+        )),
+    }
+}
+
+/// The probe's forked child: tries the namespaces and exits with 0 or the errno (what the
+/// parent reports). Never returns.
+#[cfg(target_os = "linux")]
+fn probe_child() -> ! {
+    let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    // SAFETY: unshare takes integer flags only and touches no memory of ours.
+    let rc = unsafe { libc::unshare(flags) };
+    let code = if rc == 0 {
+        0
+    } else {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(255)
+    };
+    // SAFETY: leaves the forked child at once, without running the parent's destructors or
+    // atexit handlers (which belong to the parent's image).
+    unsafe { libc::_exit(code.min(255)) }
 }
 
 fn mac() -> MacFacts {

@@ -19,7 +19,11 @@
 //! no namespaces). Anything that touches the disk comes in through a small trait ([`Resolver`],
 //! [`PersonFiles`]) that the caller implements, so every rule here is testable with fakes.
 
+// Nothing here needs `unsafe`: the system calls live in `launch`.
+#![forbid(unsafe_code)]
+
 mod adapter;
+pub mod adapter_kit;
 mod config;
 mod error;
 pub mod guarantee;

@@ -25,6 +25,9 @@
 //! anything; the verdicts of the tests that use it come from the disk and from the tool results
 //! recorded here.
 
+// A test double: nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
+
 mod dialect;
 
 use std::net::SocketAddr;

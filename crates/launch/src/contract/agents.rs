@@ -1104,12 +1104,15 @@ fn end(pid: i32) {
     };
     wait(Duration::from_millis(500));
     if alive() {
-        // SAFETY: the pane's process, started by us; a failure means it is already gone.
+        // A failure (ESRCH) means it is already gone, which is what this wants; `alive` below
+        // tells either way.
+        // SAFETY: kill touches no memory; `pid` is the pane's process, which we started.
         let _ = unsafe { libc::kill(pid, libc::SIGTERM) };
         wait(Duration::from_secs(2));
     }
     if alive() {
-        // SAFETY: as above.
+        // As above, a failure means it is gone; `alive` below tells either way.
+        // SAFETY: kill touches no memory; `pid` is the pane's process, which we started.
         let _ = unsafe { libc::kill(pid, libc::SIGKILL) };
         wait(Duration::from_secs(1));
     }

@@ -85,8 +85,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     check_single_threaded()?;
     crate::phase!("make the folders");
 
-    // SAFETY: getuid and getgid have no failure and touch no memory.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (uid, gid) = sys::real_ids();
     let (report_read, report_write) = sys::pipe()?;
     sys::set_nonblocking(&report_read)?;
     let (go_read, go_write) = sys::pipe()?;
@@ -271,7 +270,7 @@ fn exec_in_place(
 /// Becomes the program (the fallback without namespaces: it keeps our pid). On failure, says
 /// why and exits as a shell would: 127 for a missing program, 126 otherwise.
 fn exec_program(program: &[CString], workdir: &CString) -> ! {
-    // SAFETY: chdir with a valid C string.
+    // SAFETY: `workdir` is a C string the caller holds for the call; chdir only reads it.
     if unsafe { libc::chdir(workdir.as_ptr()) } != 0 {
         eprintln!(
             "cli-sandbox exec: cannot enter the working folder {}: {}",
@@ -282,7 +281,8 @@ fn exec_program(program: &[CString], workdir: &CString) -> ! {
     }
     let mut argv: Vec<*const libc::c_char> = program.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
-    // SAFETY: argv is a NULL-terminated array of C strings alive for the call.
+    // SAFETY: argv is a NULL-terminated array of pointers into `program`'s C strings, which
+    // outlive the call; execvp returns only on failure, reported below.
     unsafe { libc::execvp(argv[0], argv.as_ptr()) };
     let err = std::io::Error::last_os_error();
     eprintln!(

@@ -71,8 +71,7 @@ impl Pasta {
         let (ready_read, ready_write) = sys::pipe()?;
         let log = memfd("cli-sandbox-pasta-log")?;
 
-        // SAFETY: getuid and getgid have no failure and touch no memory.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let (uid, gid) = sys::real_ids();
         let fd_path = |fd: RawFd| format!("/proc/self/fd/{fd}");
         let mut args: Vec<String> = vec!["pasta".into()];
         args.extend(net.pasta_args.iter().cloned());
@@ -181,7 +180,7 @@ fn trusted_program(path: &Path) -> Result<PathBuf, ApplyError> {
 /// device readable and writable (mode 0666, what udev gives it), which some machines do not.
 fn check_tun() -> Result<(), ApplyError> {
     let c = CString::new(TUN).expect("static path");
-    // SAFETY: a valid C string; access only reads it.
+    // SAFETY: `c` is a C string alive for the call; access only reads it.
     if unsafe { libc::access(c.as_ptr(), libc::R_OK | libc::W_OK) } == 0 {
         return Ok(());
     }
@@ -213,7 +212,8 @@ fn open_ns(init: libc::pid_t, name: &str) -> Result<OwnedFd, ApplyError> {
 /// An anonymous file (no name anyone could open), close-on-exec.
 fn memfd(name: &str) -> Result<OwnedFd, ApplyError> {
     let c = CString::new(name).expect("static name");
-    // SAFETY: a valid C string; the flags are plain integers.
+    // SAFETY: `c` is a C string alive for the call (memfd_create copies the name); the flags
+    // are integers.
     let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
         return Err(os_fail("network: memfd_create"));
@@ -272,11 +272,12 @@ unsafe fn exec_child(
         // SAFETY: leaving the child without running anything of the parent's.
         unsafe { libc::_exit(127) }
     };
-    // SAFETY: setsid makes no memory access.
+    // SAFETY: setsid touches no memory and is async-signal-safe.
     if unsafe { libc::setsid() } < 0 {
         die();
     }
-    // SAFETY: prctl with integer arguments.
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number and reads or writes no memory; prctl is a
+    // plain system call, safe after fork.
     if unsafe {
         libc::prctl(
             libc::PR_SET_PDEATHSIG,
@@ -298,26 +299,32 @@ unsafe fn exec_child(
     // a source that sits where another belongs is never overwritten before it is moved.
     let mut moved = [-1; 4];
     for (i, (from, _)) in child.fds.iter().enumerate() {
-        // SAFETY: duplicating a descriptor of this process.
+        // SAFETY: `from` is a descriptor the helper opened for pasta (inherited by this child);
+        // fcntl touches no memory and is async-signal-safe.
         moved[i] = unsafe { libc::fcntl(*from, libc::F_DUPFD_CLOEXEC, 10) };
         if moved[i] < 0 {
             die();
         }
     }
     for (i, (_, to)) in child.fds.iter().enumerate() {
-        // SAFETY: dup2 of descriptors of this process; the copy is not close-on-exec.
+        // SAFETY: `moved[i]` was made by this child just above; dup2 (async-signal-safe) puts
+        // it where pasta expects it, without close-on-exec.
         if unsafe { libc::dup2(moved[i], *to) } != *to {
             die();
         }
     }
-    // SAFETY: a valid C string.
+    // SAFETY: `null` is a C string made before the fork, valid in this copy; open is
+    // async-signal-safe.
     let devnull = unsafe { libc::open(null.as_ptr(), libc::O_RDWR) };
-    // SAFETY: dup2 of descriptors of this process.
-    if devnull < 0
-        || unsafe { libc::dup2(devnull, 0) } != 0
-        || unsafe { libc::dup2(devnull, 1) } != 1
-    {
+    if devnull < 0 {
         die();
+    }
+    for to in [0, 1] {
+        // SAFETY: `devnull` was just opened by this child; dup2 onto stdin/stdout replaces the
+        // helper's copies (only pasta runs here) and is async-signal-safe.
+        if unsafe { libc::dup2(devnull, to) } != to {
+            die();
+        }
     }
     let last = child.fds.iter().map(|(_, to)| *to).max().unwrap_or(2);
     // SAFETY: closes descriptors of this process that pasta must not hold (the caller's leaked
@@ -327,16 +334,19 @@ unsafe fn exec_child(
     }
     // The helper blocks the signals it reads from a descriptor, and Rust ignores SIGPIPE; an
     // ignored signal stays ignored across exec, and pasta refuses to start with SIGPIPE ignored.
-    // SAFETY: a valid set; the old mask is not asked for.
+    // SAFETY: `no_signals` was filled before the fork and lives in this copy; the old mask is
+    // not asked for; sigprocmask is async-signal-safe.
     if unsafe { libc::sigprocmask(libc::SIG_SETMASK, &child.no_signals, std::ptr::null_mut()) } != 0
     {
         die();
     }
-    // SAFETY: restoring the default action of a valid signal.
+    // SAFETY: SIG_DFL for SIGPIPE installs no handler of ours; signal is async-signal-safe.
     if unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) } == libc::SIG_ERR {
         die();
     }
-    // SAFETY: NULL-terminated arrays of C strings, valid in this copy of the helper.
+    // SAFETY: the program and both arrays were made before the fork and are NULL-terminated
+    // arrays of C strings, valid in this copy; execve returns only on failure, which `die`
+    // reports by exiting 127.
     unsafe { libc::execve(child.program.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
     die()
 }
@@ -353,7 +363,7 @@ fn wait_ready(ready: &OwnedFd, pid: libc::pid_t) -> Result<(), String> {
             events: libc::POLLIN,
             revents: 0,
         }];
-        // SAFETY: a valid array of one pollfd.
+        // SAFETY: `fds` is a local array of one pollfd, alive for the call; its length is passed.
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), 1, left.as_millis() as libc::c_int) };
         if rc < 0 {
             if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
@@ -368,7 +378,8 @@ fn wait_ready(ready: &OwnedFd, pid: libc::pid_t) -> Result<(), String> {
             ));
         }
         let mut buf = [0u8; 32];
-        // SAFETY: reading at most the buffer's size into it.
+        // SAFETY: `buf` is a local buffer of `buf.len()` bytes, the most read writes; `ready` is
+        // the pipe end this function owns.
         let n = unsafe { libc::read(ready.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
         if n < 0 {
             if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
@@ -442,7 +453,7 @@ pub(super) fn keep_loopback_inside(net: &NetworkPlan) -> Result<(), ApplyError> 
     let step = |what: &str| format!("network: {what}");
     let name = CString::new(net.interface.as_str())
         .map_err(|_| fail(step("interface"), "the name holds a NUL"))?;
-    // SAFETY: a valid C string.
+    // SAFETY: `name` is a C string alive for the call; if_nametoindex only reads it.
     let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
     if index == 0 {
         return Err(os_fail(step(&format!("find interface {}", net.interface))));

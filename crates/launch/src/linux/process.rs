@@ -236,10 +236,14 @@ pub(super) fn wait_for_init(
 
     crate::phase!("helper: init ended");
     let init_status = loop {
-        if let Some(status) = reap(init.pid) {
+        let reaped = reap(init.pid);
+        if !matches!(reaped, Ok(None)) {
+            // Init is gone (or can never be reaped): the terminal goes back either way.
             if let Some(taken) = init.terminal {
                 sys::give_back_terminal(taken);
             }
+        }
+        if let Some(status) = reaped? {
             break status;
         }
         // The pidfd said init ended; its zombie is there to reap.
@@ -309,11 +313,14 @@ fn notice(text: &str) {
 pub(super) fn end_like(status: libc::c_int) -> ! {
     if libc::WIFSIGNALED(status) {
         let sig = libc::WTERMSIG(status);
-        // SAFETY: restoring the default action of a valid signal.
-        unsafe { libc::signal(sig, libc::SIG_DFL) };
+        // Each step may fail (a signal whose action cannot be reset, SIGKILL among them, needs
+        // none); whatever fails, the exit below still ends the helper with the shell's code for
+        // that signal, so the failures are not reported separately.
+        // SAFETY: SIG_DFL installs no handler of ours; `sig` came from the kernel's wait status.
+        let _ = unsafe { libc::signal(sig, libc::SIG_DFL) };
         let _ = mask(libc::SIG_UNBLOCK, &signal_set(&[sig]));
-        // SAFETY: raising a signal at this process, whose default action ends it.
-        unsafe { libc::raise(sig) };
+        // SAFETY: raise touches no memory; with the default action the signal ends this process.
+        let _ = unsafe { libc::raise(sig) };
         std::process::exit(128 + sig);
     }
     std::process::exit(if libc::WIFEXITED(status) {
@@ -398,9 +405,12 @@ fn reap_until(program: libc::pid_t) -> libc::c_int {
     loop {
         // SAFETY: a zeroed siginfo is a valid out-parameter.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid set and out-parameter.
+        // SAFETY: `set` and `info` are locals alive for the call.
         let sig = unsafe { libc::sigwaitinfo(&set, &mut info) };
         if sig < 0 {
+            // EINTR is the only failure with a valid set (a stopped-and-continued init): wait
+            // again. Any other would repeat forever; init has no one to tell but the program's
+            // end, which SIGCHLD still brings.
             continue;
         }
         if sig == libc::SIGCHLD {
@@ -427,7 +437,7 @@ fn reap_until(program: libc::pid_t) -> libc::c_int {
 /// failure, says why on stderr and gives the exit code a shell gives: 127 for a program that is
 /// missing, 126 otherwise.
 fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, libc::c_int> {
-    // SAFETY: chdir with a valid C string.
+    // SAFETY: `workdir` is a C string the caller holds for the call; chdir only reads it.
     if unsafe { libc::chdir(workdir.as_ptr()) } != 0 {
         eprintln!(
             "cli-sandbox exec: cannot enter the working folder {}: {}",
@@ -457,8 +467,11 @@ fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, 
         return Err(126);
     }
     let mut pid: libc::pid_t = 0;
-    // SAFETY: argv is a NULL-terminated array of C strings alive for the call; environ is this
-    // process's own; the attribute is initialized.
+    // SAFETY: init is single-threaded (the helper checked before the clone) and nothing here
+    // changes the environment, so reading the `environ` pointer races with no writer.
+    let environ = unsafe { libc::environ };
+    // SAFETY: argv is a NULL-terminated array of C strings alive for the call; `environ` is
+    // this process's own, NULL-terminated; the attribute was initialized above.
     let rc = unsafe {
         libc::posix_spawnp(
             &mut pid,
@@ -466,11 +479,12 @@ fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, 
             std::ptr::null(),
             &attr,
             argv.as_ptr(),
-            libc::environ,
+            environ,
         )
     };
-    // SAFETY: destroying the attribute initialized above.
-    unsafe { libc::posix_spawnattr_destroy(&mut attr) };
+    // SAFETY: destroys the attribute initialized above, once; it is not used after. glibc's
+    // destroy cannot fail (it frees nothing): its result tells nothing to act on.
+    let _ = unsafe { libc::posix_spawnattr_destroy(&mut attr) };
     if rc == 0 {
         return Ok(pid);
     }

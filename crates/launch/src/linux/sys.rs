@@ -38,6 +38,15 @@ pub(super) fn fd_path(fd: RawFd) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{fd}"))
 }
 
+/// This process's real user and group ids (what the id maps of its user namespace map from).
+pub(super) fn real_ids() -> (libc::uid_t, libc::gid_t) {
+    // SAFETY: getuid cannot fail (POSIX) and touches no memory.
+    let uid = unsafe { libc::getuid() };
+    // SAFETY: getgid cannot fail (POSIX) and touches no memory.
+    let gid = unsafe { libc::getgid() };
+    (uid, gid)
+}
+
 /// Takes ownership of a descriptor a system call just returned, or says which step failed.
 fn owned(fd: libc::c_long, step: impl FnOnce() -> String) -> Result<OwnedFd, ApplyError> {
     if fd < 0 {
@@ -108,7 +117,8 @@ pub(super) fn make_read_only(fd: Option<BorrowedFd<'_>>, at: &Path) -> Result<()
         ),
         None => (libc::AT_FDCWD, cstr(at)?, 0),
     };
-    // SAFETY: a valid C string and a struct of the size passed, alive for the call.
+    // SAFETY: `path` is a C string (empty with AT_EMPTY_PATH) and `attr` a `mount_attr` of the
+    // size passed, both locals alive for the call; the kernel only reads them.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
@@ -152,11 +162,13 @@ pub(super) fn open_path_no_symlinks(path: &Path, dir: bool) -> io::Result<OwnedF
     }
     let c = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
-    // SAFETY: `open_how` is plain integers; zero is a valid value of each.
+    // SAFETY: `open_how` is a struct of three u64 (flags, mode, resolve), for which all zeroes
+    // is a valid value (and the one the kernel wants for the fields left unset).
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = flags as u64;
     how.resolve = libc::RESOLVE_NO_SYMLINKS;
-    // SAFETY: valid C string and `open_how` of the size passed.
+    // SAFETY: `c` is a C string and `how` an `open_how` of the size passed, both locals alive
+    // for the call; openat2 only reads them.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_openat2,
@@ -179,7 +191,8 @@ pub(super) fn open_path_no_symlinks(path: &Path, dir: bool) -> io::Result<OwnedF
 pub(super) fn clone_tree(path: &Path, dir: bool) -> Result<OwnedFd, ApplyError> {
     let handle = open_no_symlinks(path, dir)?;
     let empty = CString::default();
-    // SAFETY: a valid descriptor and an empty C string, alive for the call.
+    // SAFETY: `handle` is an open descriptor this function borrows and `empty` a C string, both
+    // alive for the call; open_tree only reads them.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_open_tree,
@@ -200,7 +213,8 @@ pub(super) fn clone_tree(path: &Path, dir: bool) -> Result<OwnedFd, ApplyError> 
 /// names.
 pub(super) fn clone_handle(handle: &OwnedFd) -> io::Result<OwnedFd> {
     let empty = CString::default();
-    // SAFETY: a valid descriptor and an empty C string, alive for the call.
+    // SAFETY: `handle` is an open descriptor this function borrows and `empty` a C string, both
+    // alive for the call; open_tree only reads them.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_open_tree,
@@ -229,13 +243,14 @@ const MOUNT_ATTR_NOEXEC: libc::c_uint = 0x8;
 /// for an RCU grace period: milliseconds on a busy machine).
 pub(super) fn detached_tmpfs(options: &[(&str, &str)]) -> Result<OwnedFd, ApplyError> {
     let name = CString::new("tmpfs").expect("static");
-    // SAFETY: a valid C string.
+    // SAFETY: `name` is a C string alive for the call; fsopen only reads it.
     let fs = unsafe { libc::syscall(libc::SYS_fsopen, name.as_ptr(), FSOPEN_CLOEXEC) };
     let fs = owned(fs, || "fsopen tmpfs".to_owned())?;
     for (key, value) in options {
         let key_c = CString::new(*key).expect("static option");
         let value_c = CString::new(*value).expect("static option");
-        // SAFETY: a valid descriptor and two valid C strings.
+        // SAFETY: `fs` is the fsopen descriptor owned here; `key_c` and `value_c` are C strings
+        // alive for the call, which only reads them.
         let rc = unsafe {
             libc::syscall(
                 libc::SYS_fsconfig,
@@ -250,7 +265,8 @@ pub(super) fn detached_tmpfs(options: &[(&str, &str)]) -> Result<OwnedFd, ApplyE
             return Err(os_fail(format!("tmpfs option {key}={value}")));
         }
     }
-    // SAFETY: a valid descriptor; the other arguments are null as the command wants.
+    // SAFETY: `fs` is the fsopen descriptor owned here; CMD_CREATE takes no key or value, so
+    // the null pointers are never read.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_fsconfig,
@@ -264,7 +280,7 @@ pub(super) fn detached_tmpfs(options: &[(&str, &str)]) -> Result<OwnedFd, ApplyE
     if rc != 0 {
         return Err(os_fail("create a tmpfs"));
     }
-    // SAFETY: a valid descriptor and flags.
+    // SAFETY: `fs` is the fsopen descriptor owned here; the other arguments are integers.
     let mnt = unsafe {
         libc::syscall(
             libc::SYS_fsmount,
@@ -281,12 +297,14 @@ pub(super) fn detached_tmpfs(options: &[(&str, &str)]) -> Result<OwnedFd, ApplyE
 pub(super) fn make_in(dir: &OwnedFd, name: &str, folder: bool) -> Result<OwnedFd, ApplyError> {
     let c = CString::new(name).expect("static name");
     if folder {
-        // SAFETY: a valid descriptor and C string.
+        // SAFETY: `dir` is an open folder the caller lends and `c` a C string, both alive for the
+        // call; mkdirat only reads them.
         if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0) } != 0 {
             return Err(os_fail(format!("make the stand-in folder {name}")));
         }
     } else {
-        // SAFETY: a valid descriptor and C string; the new descriptor is closed right away.
+        // SAFETY: `dir` is an open folder the caller lends and `c` a C string, both alive for the
+        // call; the new descriptor is owned (and closed) just below.
         let fd = unsafe {
             libc::openat(
                 dir.as_raw_fd(),
@@ -300,7 +318,8 @@ pub(super) fn make_in(dir: &OwnedFd, name: &str, folder: bool) -> Result<OwnedFd
         })?);
     }
     let flags = libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW;
-    // SAFETY: a valid descriptor and C string.
+    // SAFETY: `dir` is an open folder the caller lends and `c` a C string, both alive for the
+    // call; the new descriptor is owned just below.
     let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
     owned(fd as libc::c_long, || format!("open the stand-in {name}"))
 }
@@ -309,7 +328,8 @@ pub(super) fn make_in(dir: &OwnedFd, name: &str, folder: bool) -> Result<OwnedFd
 pub(super) fn attach_tree(tree: &OwnedFd, target: &Path) -> Result<(), ApplyError> {
     let empty = CString::default();
     let target_c = cstr(target)?;
-    // SAFETY: a valid descriptor and two valid C strings, alive for the call.
+    // SAFETY: `tree` is a detached tree owned by the caller; `empty` and `target_c` are C
+    // strings alive for the call, which only reads them.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_move_mount,
@@ -331,7 +351,7 @@ pub(super) fn attach_tree(tree: &OwnedFd, target: &Path) -> Result<(), ApplyErro
 
 pub(super) fn detach(target: &Path) -> Result<(), ApplyError> {
     let c = cstr(target)?;
-    // SAFETY: a valid C string.
+    // SAFETY: `c` is a C string alive for the call; umount2 only reads it.
     if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
         return Err(os_fail(format!("detach {}", target.display())));
     }
@@ -364,9 +384,10 @@ pub(super) fn pipe() -> Result<(OwnedFd, OwnedFd), ApplyError> {
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(os_fail("pipe"));
     }
-    // SAFETY: the first descriptor was just created and is owned here.
+    // SAFETY: pipe2 succeeded, so fds[0] is a read end it just opened, which nothing else owns.
     let read = unsafe { OwnedFd::from_raw_fd(fds[0]) };
-    // SAFETY: as above, the second.
+    // SAFETY: pipe2 succeeded, so fds[1] is a write end it just opened, which nothing else
+    // owns.
     let write = unsafe { OwnedFd::from_raw_fd(fds[1]) };
     Ok((read, write))
 }
@@ -426,29 +447,34 @@ pub(super) fn cloexec_from_3() -> Result<(), ApplyError> {
 
 /// `prctl` with integer arguments, checked.
 pub(super) fn prctl(option: libc::c_int, arg: libc::c_ulong, step: &str) -> Result<(), ApplyError> {
-    // SAFETY: prctl with plain integer arguments reads and writes no memory of ours.
+    // SAFETY: the callers pass options whose argument is an integer (not a pointer), so the
+    // kernel reads and writes no memory of ours.
     if unsafe { libc::prctl(option, arg, 0, 0, 0) } != 0 {
         return Err(os_fail(step));
     }
     Ok(())
 }
 
-/// A set of signals.
+/// A set of signals. Every caller passes the `libc::SIG*` constants, so `sigaddset` (which
+/// fails only for a number that is no signal) cannot fail; a debug build checks it.
 pub(super) fn signal_set(signals: &[libc::c_int]) -> libc::sigset_t {
-    // SAFETY: a zeroed sigset_t is a valid value to initialize.
+    // SAFETY: sigset_t is an array of integers, for which all zeroes is a valid value.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: set is a valid, owned sigset_t.
-    unsafe { libc::sigemptyset(&mut set) };
+    // SAFETY: `set` is a local sigset_t, alive and exclusively borrowed for the call.
+    let emptied = unsafe { libc::sigemptyset(&mut set) };
+    debug_assert_eq!(emptied, 0, "sigemptyset");
     for &s in signals {
-        // SAFETY: as above; `s` is a valid signal number.
-        unsafe { libc::sigaddset(&mut set, s) };
+        // SAFETY: `set` is a local sigset_t, alive and exclusively borrowed for the call.
+        let added = unsafe { libc::sigaddset(&mut set, s) };
+        debug_assert_eq!(added, 0, "sigaddset({s}): not a signal number");
     }
     set
 }
 
 /// Blocks (or unblocks) `set` for this thread.
 pub(super) fn mask(how: libc::c_int, set: &libc::sigset_t) -> Result<(), ApplyError> {
-    // SAFETY: a valid set; the old mask is not asked for.
+    // SAFETY: `set` is borrowed for the call, which only reads it; the old mask is not asked
+    // for (null).
     let rc = unsafe { libc::pthread_sigmask(how, set, std::ptr::null_mut()) };
     if rc != 0 {
         return Err(fail("sigprocmask", io::Error::from_raw_os_error(rc)));
@@ -458,7 +484,8 @@ pub(super) fn mask(how: libc::c_int, set: &libc::sigset_t) -> Result<(), ApplyEr
 
 /// A descriptor that reads the signals of `set` (which must be blocked).
 pub(super) fn signalfd(set: &libc::sigset_t) -> Result<OwnedFd, ApplyError> {
-    // SAFETY: a valid set; -1 asks for a new descriptor.
+    // SAFETY: `set` is borrowed for the call, which only reads it; -1 asks for a new descriptor,
+    // owned just below.
     let fd = unsafe { libc::signalfd(-1, set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
     owned(fd as libc::c_long, || "signalfd".to_owned())
 }
@@ -479,18 +506,36 @@ pub(super) fn read_signal(fd: &OwnedFd) -> Option<(libc::c_int, libc::c_int)> {
     (n == size as isize).then_some((info.ssi_signo as libc::c_int, info.ssi_code))
 }
 
-/// Sends `sig` to `pid`; a process already gone is not an error.
+/// Sends `sig` to `pid`, a child of this process (init or pasta) that is not yet reaped, so
+/// the pid cannot have been reused. A child already gone (ESRCH) is not an error: it is what
+/// the caller wanted. Any other failure (EPERM, EINVAL) would mean a wrong pid or signal, a
+/// bug: a debug build stops on it, a release build carries on (the callers then wait for the
+/// child, which ends with the helper through `PR_SET_PDEATHSIG`).
 pub(super) fn kill(pid: libc::pid_t, sig: libc::c_int) {
-    // SAFETY: signalling a process of ours; ESRCH (already gone) is fine.
-    unsafe { libc::kill(pid, sig) };
+    // SAFETY: kill touches no memory; `pid` is an unreaped child of ours (see above).
+    let rc = unsafe { libc::kill(pid, sig) };
+    debug_assert!(
+        rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH),
+        "kill({pid}, {sig}): {}",
+        io::Error::last_os_error()
+    );
 }
 
-/// Reaps `pid` if it has ended: its wait status.
-pub(super) fn reap(pid: libc::pid_t) -> Option<libc::c_int> {
+/// Reaps `pid`, a child of this process, if it has ended: its wait status, or `None` while it
+/// runs (or the wait was interrupted). An error (ECHILD: not our child, or reaped already) means
+/// it can never be reaped here, which a caller waiting in a loop must not wait for.
+pub(super) fn reap(pid: libc::pid_t) -> Result<Option<libc::c_int>, ApplyError> {
     let mut status = 0;
-    // SAFETY: waiting for our own child, with a valid out-parameter.
+    // SAFETY: waitpid writes only `status`, a local alive for the call.
     let got = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-    (got == pid).then_some(status)
+    if got < 0 {
+        let err = io::Error::last_os_error();
+        if err.kind() == io::ErrorKind::Interrupted {
+            return Ok(None);
+        }
+        return Err(fail(format!("reap process {pid}"), err));
+    }
+    Ok((got == pid).then_some(status))
 }
 
 /// Whether `fd` is a terminal.
@@ -528,16 +573,23 @@ pub(super) struct ForegroundTaken {
 /// priority with `setpriority(PRIO_PGRP, 0)` and `ioprio_set` (at every ABI). A session leader
 /// already leads a group of its own: nothing to do.
 pub(super) fn own_process_group() -> Result<Option<ForegroundTaken>, ApplyError> {
-    // SAFETY: getpgrp, getpid and getsid have no failure that matters here and touch no memory.
-    let (old, me, session) = unsafe { (libc::getpgrp(), libc::getpid(), libc::getsid(0)) };
+    // SAFETY: getpgrp cannot fail (POSIX) and touches no memory.
+    let old = unsafe { libc::getpgrp() };
+    // SAFETY: getpid cannot fail and touches no memory.
+    let me = unsafe { libc::getpid() };
+    // SAFETY: getsid(0) asks for this process's own session, which exists: it cannot fail
+    // (ESRCH and EPERM are for another process) and touches no memory.
+    let session = unsafe { libc::getsid(0) };
     if session == me || old == me {
         return Ok(None);
     }
     let tty = [0, 1, 2].into_iter().find(|fd| {
-        // SAFETY: tcgetpgrp only inspects the descriptor.
+        // SAFETY: tcgetpgrp reads only the terminal's foreground group, no memory of ours; on a
+        // descriptor that is no terminal it fails with -1, which is no group.
         is_tty(*fd) && unsafe { libc::tcgetpgrp(*fd) } == old
     });
-    // SAFETY: setpgid on this process, with plain integers.
+    // SAFETY: setpgid(0, 0) moves this process into a new group of its own; it touches no
+    // memory.
     if unsafe { libc::setpgid(0, 0) } != 0 {
         return Err(os_fail("a process group of the chat's own"));
     }
@@ -551,18 +603,23 @@ pub(super) fn own_process_group() -> Result<Option<ForegroundTaken>, ApplyError>
 /// The terminal this process's group holds in the foreground now, if any: what the helper gives
 /// back once init (which takes it for the chat's group) has ended.
 pub(super) fn foreground_terminal() -> Option<ForegroundTaken> {
-    // SAFETY: getpgrp has no failure and touches no memory.
+    // SAFETY: getpgrp cannot fail (POSIX) and touches no memory.
     let group = unsafe { libc::getpgrp() };
     [0, 1, 2]
         .into_iter()
-        // SAFETY: tcgetpgrp only inspects the descriptor.
+        // SAFETY: tcgetpgrp reads only the terminal's foreground group, no memory of ours; on a
+        // descriptor that is no terminal it fails with -1, which is no group.
         .find(|fd| is_tty(*fd) && unsafe { libc::tcgetpgrp(*fd) } == group)
         .map(|fd| ForegroundTaken { fd, group })
 }
 
-/// Gives the terminal back to the group that held it before [`own_process_group`].
+/// Gives the terminal back to the group that held it before [`own_process_group`]. Called as
+/// the launch ends: a failure (the group is gone, the terminal closed) leaves the terminal to
+/// no one of ours, and there is nothing left to undo, so it is said on stderr and not returned.
 pub(super) fn give_back_terminal(taken: ForegroundTaken) {
-    let _ = set_foreground(taken.fd, taken.group, "give the terminal back");
+    if let Err(e) = set_foreground(taken.fd, taken.group, "give the terminal back") {
+        eprintln!("cli-sandbox: {e}");
+    }
 }
 
 /// `tcsetpgrp`, with `SIGTTOU` blocked for the call: from a group in the background the call
@@ -570,18 +627,24 @@ pub(super) fn give_back_terminal(taken: ForegroundTaken) {
 fn set_foreground(fd: RawFd, group: libc::pid_t, step: &str) -> Result<(), ApplyError> {
     let ttou = signal_set(&[libc::SIGTTOU]);
     let mut old = signal_set(&[]);
-    // SAFETY: valid sets; the old mask is restored below.
+    // SAFETY: `ttou` and `old` are locals alive for the call; the old mask is restored below.
     let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &ttou, &mut old) };
     if rc != 0 {
         return Err(fail(step, io::Error::from_raw_os_error(rc)));
     }
-    // SAFETY: tcsetpgrp on a descriptor of ours, with a plain integer.
+    // SAFETY: tcsetpgrp reads no memory of ours; `fd` is 0, 1 or 2, checked to be a terminal.
     let set = unsafe { libc::tcsetpgrp(fd, group) };
     let err = io::Error::last_os_error();
-    // SAFETY: restoring the mask saved above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    // SAFETY: `old` is the mask the call above saved, alive for this one.
+    let restored = unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
     if set != 0 {
         return Err(fail(step, err));
+    }
+    if restored != 0 {
+        return Err(fail(
+            format!("{step}: restore the signal mask"),
+            io::Error::from_raw_os_error(restored),
+        ));
     }
     Ok(())
 }
@@ -596,7 +659,7 @@ pub(super) fn create_without_links(path: &Path, file: bool) -> Result<(), ApplyE
     let names: Vec<_> = path.components().skip(1).collect();
     let root = CString::new("/").expect("static");
     let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: a valid C string.
+    // SAFETY: `root` is a C string alive for the call; the new descriptor is owned at once.
     let mut dir = owned(
         unsafe { libc::open(root.as_ptr(), flags) } as libc::c_long,
         step,
@@ -610,7 +673,8 @@ pub(super) fn create_without_links(path: &Path, file: bool) -> Result<(), ApplyE
             .metadata()
             .map_err(|e| fail(step(), e))?;
         if last && file {
-            // SAFETY: a valid descriptor and C string; the new descriptor is owned below.
+            // SAFETY: `dir` is the open folder this walk holds and `c` a C string, both alive
+            // for the call; the new descriptor is owned below.
             let fd = unsafe {
                 libc::openat(
                     dir.as_raw_fd(),
@@ -632,16 +696,19 @@ pub(super) fn create_without_links(path: &Path, file: bool) -> Result<(), ApplyE
             }
             return Ok(());
         }
-        // SAFETY: a valid descriptor and C string; the new descriptor is owned below.
+        // SAFETY: `dir` is the open folder this walk holds and `c` a C string, both alive for the
+        // call; the new descriptor is owned below.
         let mut next = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
         if next < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
-            // SAFETY: a valid descriptor and C string.
+            // SAFETY: `dir` is the open folder this walk holds and `c` a C string, both alive
+            // for the call; mkdirat only reads them.
             if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o700) } != 0
                 && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
             {
                 return Err(os_fail(step()));
             }
-            // SAFETY: as above.
+            // SAFETY: `dir` is the open folder this walk holds and `c` a C string, both alive
+            // for the call; the new descriptor is owned just below.
             next = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
             let made = owned(next as libc::c_long, step)?;
             if root_user {
@@ -676,7 +743,8 @@ fn chown_like(
 ) -> Result<(), ApplyError> {
     use std::os::unix::fs::MetadataExt;
     let empty = CString::default();
-    // SAFETY: a valid descriptor and an empty C string (AT_EMPTY_PATH: the descriptor itself).
+    // SAFETY: `fd` is a descriptor the caller owns and `empty` a C string (AT_EMPTY_PATH: the
+    // descriptor itself), both alive for the call; fchownat only reads them.
     let rc = unsafe {
         libc::fchownat(
             fd.as_raw_fd(),

@@ -1,0 +1,126 @@
+//! Small pieces several adapters need, written once: where a CLI's settings folder is when an
+//! environment variable moves it, a path as UTF-8 for a settings file that keys by path, the
+//! line of a parse error, the end of a command line, and the MCP allow-list entry that matches
+//! no server.
+//!
+//! What it is not: a second adapter form. Nothing here decides a policy or knows a CLI; each
+//! function is what two or more adapters did the same way, with the same words in its errors
+//! (the adapters' golden tests hold those words).
+
+use std::path::{Path, PathBuf};
+
+use crate::{AdapterError, ArgvParts, LaunchRequest, PersonFiles};
+
+/// The MCP server name an allow-list holds when there is no bridge: a name no server has, since
+/// an empty list allows them all (Gemini's and Agy's `--allowed-mcp-server-names`).
+pub const NO_SERVER: &str = "cli-sandbox-no-mcp-server";
+
+/// The one MCP server name a chat may use: the bridge's, else [`NO_SERVER`].
+pub fn allowed_server_name(req: &LaunchRequest) -> &str {
+    req.mcp_bridge
+        .as_ref()
+        .map_or(NO_SERVER, |b| b.name.as_str())
+}
+
+/// The folder (or file) an environment variable of the person's names, read through
+/// [`PersonFiles::var`]: `None` when it is unset or empty, an error naming the variable when it
+/// is not absolute (a relative one would depend on where the launcher runs).
+pub fn absolute_var(person: &dyn PersonFiles, name: &str) -> Result<Option<PathBuf>, AdapterError> {
+    match person.var(name).filter(|v| !v.is_empty()) {
+        Some(v) if Path::new(&v).is_absolute() => Ok(Some(PathBuf::from(v))),
+        Some(v) => Err(AdapterError::Setting {
+            file: PathBuf::from(v),
+            problem: format!("{name} is not an absolute path"),
+            fix: format!("set {name} to an absolute path or unset it"),
+        }),
+        None => Ok(None),
+    }
+}
+
+/// The working folder as UTF-8, for a settings file that keys by path; `what` ends the sentence
+/// "the path is not valid UTF-8, so it ...", saying what the path was for.
+pub fn utf8_workdir<'a>(path: &'a Path, what: &str) -> Result<&'a str, AdapterError> {
+    path.to_str().ok_or_else(|| AdapterError::Setting {
+        file: path.to_owned(),
+        problem: format!("the path is not valid UTF-8, so it {what}"),
+        fix: "use a working folder whose path is UTF-8".to_owned(),
+    })
+}
+
+/// A grant's folder as UTF-8, like [`utf8_workdir`].
+pub fn utf8_grant<'a>(path: &'a Path, what: &str) -> Result<&'a str, AdapterError> {
+    path.to_str().ok_or_else(|| AdapterError::Setting {
+        file: path.to_owned(),
+        problem: format!("the grant's path is not valid UTF-8, so it {what}"),
+        fix: "grant a folder whose path is UTF-8".to_owned(),
+    })
+}
+
+/// The line (1-based) that byte `offset` of `text` is on; an offset past the end is on the last.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+/// Appends the launcher's parts in the order most CLIs take them: their own sandbox off, the
+/// pre-trust arguments, the MCP isolation.
+pub fn push_parts(args: &mut Vec<String>, parts: ArgvParts) {
+    args.extend(parts.own_sandbox_off);
+    args.extend(parts.pre_trust);
+    args.extend(parts.mcp);
+}
+
+/// Appends the end of a command line: the caller's extra arguments, then the prompt after `--`
+/// (so that a prompt starting with `-` is not read as a flag).
+pub fn push_extra_and_prompt(args: &mut Vec<String>, req: &LaunchRequest) {
+    args.extend(req.extra_args.iter().cloned());
+    if let Some(prompt) = &req.prompt {
+        args.push("--".to_owned());
+        args.push(prompt.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_of_counts_newlines_before_the_offset() {
+        let text = "a = 1\nb = \nc";
+        assert_eq!(line_of(text, 0), 1);
+        assert_eq!(line_of(text, 5), 1);
+        assert_eq!(line_of(text, 6), 2);
+        assert_eq!(line_of(text, text.len()), 3);
+        assert_eq!(line_of(text, 999), 3);
+        // An offset inside a multi-byte character does not panic.
+        assert_eq!(line_of("é\nx", 1), 1);
+    }
+
+    struct Vars(&'static str, &'static str);
+    impl PersonFiles for Vars {
+        fn read(&self, _: &Path) -> std::io::Result<Option<String>> {
+            Ok(None)
+        }
+        fn var(&self, name: &str) -> Option<String> {
+            (name == self.0).then(|| self.1.to_owned())
+        }
+    }
+
+    #[test]
+    fn absolute_var_takes_an_absolute_value_refuses_a_relative_one_and_skips_an_empty_one() {
+        assert_eq!(
+            absolute_var(&Vars("X_HOME", "/srv/x"), "X_HOME").unwrap(),
+            Some(PathBuf::from("/srv/x"))
+        );
+        assert_eq!(absolute_var(&Vars("X_HOME", ""), "X_HOME").unwrap(), None);
+        assert_eq!(absolute_var(&Vars("Y", "/y"), "X_HOME").unwrap(), None);
+        let err = absolute_var(&Vars("X_HOME", "x"), "X_HOME").unwrap_err();
+        assert!(
+            err.to_string().contains("X_HOME is not an absolute path"),
+            "{err}"
+        );
+    }
+}
