@@ -40,14 +40,14 @@ done
 host=$(rustc -vV | sed -n 's/^host: //p')
 static_build() {
   RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static" cargo build --release --locked \
-    -p launch --bin cli-sandbox --target "$host" --target-dir target/static "$@"
+    -p cli-sandbox --bin cli-sandbox --target "$host" --target-dir target/static "$@"
 }
 mkdir -p target/bench
 static_build
 cp "target/static/$host/release/cli-sandbox" target/bench/cli-sandbox
 static_build --features phase-times
 cp "target/static/$host/release/cli-sandbox" target/bench/cli-sandbox-phases
-cargo build --release --locked -p launch --bin cli-sandbox
+cargo build --release --locked -p cli-sandbox --bin cli-sandbox
 cp target/release/cli-sandbox target/bench/cli-sandbox-dynamic
 args=(--baseline "dynamic=$PWD/target/bench/cli-sandbox-dynamic"
   --phases "this build=$PWD/target/bench/cli-sandbox-phases" "${args[@]}")
@@ -55,4 +55,4 @@ args=(--baseline "dynamic=$PWD/target/bench/cli-sandbox-dynamic"
 if [ "$criterion" = 1 ]; then
   cargo bench --locked -p launch --bench compile
 fi
-cargo bench --locked -p launch --bench launch -- --binary "$PWD/target/bench/cli-sandbox" "${args[@]}"
+cargo bench --locked -p cli-sandbox --bench launch -- --binary "$PWD/target/bench/cli-sandbox" "${args[@]}"

@@ -343,7 +343,7 @@ fn drive(cli: &str, program: &Path, script: &dyn Fn(&Path) -> Script, limit: Dur
     std::fs::create_dir_all(&tmp).unwrap();
     let model = ScriptedModel::start(script).unwrap();
     let person =
-        launch::contract::agents::point_at_scripted_model(cli, &s.home, &model.base_url()).unwrap();
+        contract::agents::point_at_scripted_model(cli, &s.home, &model.base_url()).unwrap();
     let adapter = launch::registry::find(cli).unwrap();
     let mode = if cli == "pi" {
         Mode::BridgeOnly

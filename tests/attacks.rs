@@ -11,7 +11,7 @@
 //!
 //! An attempt that still succeeds inside is a finding. Its test asserts the refusal and is marked
 //! `#[ignore = "FINDING: ..."]`, so that the suite stays green and
-//! `cargo test -p cli-sandbox-tests --test attacks -- --ignored` shows what is open; SECURITY.md
+//! `cargo test -p cli-sandbox --test attacks -- --ignored` shows what is open; SECURITY.md
 //! names each one.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -1258,7 +1258,7 @@ fn dropping_the_providers_tokio_child_ends_the_chat() {
     ctx.helper = Some(cli_sandbox());
     let spec = structured_claude(&lab.demo.chat);
     let (args, mut cmd) =
-        launch::wrap::LandlockCmd::build(&ctx, &spec, &launch::facts::probe()).expect("build");
+        launch::wrap::LaunchCommand::build(&ctx, &spec, &launch::facts::probe()).expect("build");
     assert!(
         args.plan_file.is_some(),
         "not confined by the helper: {args:?}"
@@ -1778,7 +1778,8 @@ fn the_next_launch_of_a_library_caller() {
     let ctx = launch::Context::load(&settings).unwrap();
     let spec = structured_claude("chat-next");
     // The helper is never looked up on PATH: a library caller that names none is told so.
-    let Ok(args) = launch::wrap::LandlockArgs::prepare(&ctx, &spec, &launch::facts::probe()) else {
+    let Ok(args) = launch::wrap::PreparedLaunch::prepare(&ctx, &spec, &launch::facts::probe())
+    else {
         return;
     };
     let _ = args.std_command().status();

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use cli_sandbox_tests::{cli_sandbox, confinement_available};
+use contract::{self, Outside};
 use launch::Context;
-use launch::contract::{self, Outside};
 use launch::demo::Demo;
 use sandbox_core::{GrantRequest, Op, Policy};
 

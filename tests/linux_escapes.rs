@@ -1521,7 +1521,7 @@ mod kinds {
 
 #[test]
 fn security_md_names_every_promise_and_every_test_it_cites_exists() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../SECURITY.md"))
+    let doc = std::fs::read_to_string(cli_sandbox_tests::repo_root().join("SECURITY.md"))
         .expect("SECURITY.md");
     for promise in sandbox_core::Promise::ALL {
         assert!(
@@ -1557,7 +1557,7 @@ fn security_md_says_what_the_plans_report_for_each_promise() {
     ) {
         return;
     }
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../SECURITY.md"))
+    let doc = std::fs::read_to_string(cli_sandbox_tests::repo_root().join("SECURITY.md"))
         .expect("SECURITY.md");
     let f = fixture(None);
     let ctx = launch::Context::load(&f.demo.settings()).unwrap();

@@ -472,7 +472,7 @@ fn pi_accepts_our_headless_argv() {
 
 // ---------- Inside our confinement ----------
 
-/// The real CLI launched exactly as `cli-sandbox run` would (LandlockArgs: our Linux helper,
+/// The real CLI launched exactly as `cli-sandbox run` would (PreparedLaunch: our Linux helper,
 /// the adapter's argv, pre-trust written) in a tmux pane, on the demo layout.
 fn confined_in_tmux(
     cli: &str,
@@ -500,7 +500,7 @@ fn confined_in_tmux(
         model: None,
         extra_args: Vec::new(),
     };
-    let args = launch::LandlockArgs::prepare(&ctx, &spec, &launch::facts::probe()).unwrap();
+    let args = launch::PreparedLaunch::prepare(&ctx, &spec, &launch::facts::probe()).unwrap();
     assert!(
         matches!(
             args.decision.backend,

@@ -60,12 +60,8 @@ impl Setup {
             fail_with: None,
         })
         .unwrap();
-        let env = launch::contract::agents::point_at_scripted_model(
-            cli,
-            &scratch.home,
-            &model.base_url(),
-        )
-        .unwrap();
+        let env = contract::agents::point_at_scripted_model(cli, &scratch.home, &model.base_url())
+            .unwrap();
         let grant = scratch.home.join("workspace-docs/workflows/w1");
         std::fs::create_dir_all(&grant).unwrap();
         std::fs::create_dir_all(scratch.home.join("tmp")).unwrap();

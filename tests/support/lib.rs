@@ -17,17 +17,22 @@ pub fn say(text: &str) {
     let _ = writeln!(std::io::stderr(), "{text}");
 }
 
-/// The `cli-sandbox` binary of this workspace. `cargo test --workspace` builds it first;
-/// `cargo test -p cli-sandbox-tests` alone does not rebuild it, so after a change run
-/// `cargo build -p launch` before, or the tests run the old binary.
+/// The `cli-sandbox` binary of this workspace. The tests in this folder are targets of the
+/// `cli-sandbox` package, so `cargo test` has built this very binary before any of them runs
+/// (`crates/cli-sandbox/tests/cli.rs` checks that this is the path cargo built).
 pub fn cli_sandbox() -> PathBuf {
     let path = assert_cmd::cargo::cargo_bin("cli-sandbox");
     assert!(
         path.exists(),
-        "{} is missing: build it first with `cargo build -p launch` (cargo test --workspace does)",
+        "{} is missing: run the tests with `cargo test -p cli-sandbox` (or --workspace), which builds it",
         path.display()
     );
     path
+}
+
+/// The repository's root folder (the documents the tests check against live there).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
 /// Set by `.ci/run`: on a machine with Landlock, a test that finds it missing fails instead of

@@ -1,9 +1,11 @@
-//! `LandlockArgs` and `LandlockCmd`: one routine that wraps any adapter's launch.
+//! [`PreparedLaunch`] and [`LaunchCommand`]: one routine that wraps any adapter's launch, for
+//! every backend (the design calls them `LandlockArgs` and `LandlockCmd`; both names remain as
+//! aliases).
 //!
 //! Platform decision -> pre-trust -> the adapter's argv and env -> wrapped in Seatbelt
 //! (`/usr/bin/sandbox-exec ...`), in the Linux helper (`cli-sandbox exec --policy FILE -- ...`),
-//! or launched bridge-only with the reason. [`LandlockArgs`] is the result as data (for a tmux
-//! pane or a caller in another language); [`LandlockCmd`] turns it into a ready
+//! or launched bridge-only with the reason. [`PreparedLaunch`] is the result as data (for a tmux
+//! pane or a caller in another language); [`LaunchCommand`] turns it into a ready
 //! `tokio::process::Command`.
 
 use std::ffi::OsString;
@@ -20,7 +22,8 @@ use crate::person_files::{PersonFilesGuard, RealPersonFiles};
 use crate::seatbelt::SeatbeltProfile;
 use crate::{Context, Error, registry};
 
-/// What the caller asks for: which CLI, which chat, how.
+/// What the caller asks for: which CLI, which chat, how. [`LaunchSpec::new`] gives the defaults
+/// (headless, tools on, no grant, no bridge, no prompt); the other methods set one field each.
 #[derive(Debug, Clone)]
 pub struct LaunchSpec {
     pub cli: String,
@@ -34,10 +37,76 @@ pub struct LaunchSpec {
     pub extra_args: Vec<String>,
 }
 
+impl LaunchSpec {
+    /// `cli` (a name of [`registry::names`]) for the chat `chat`: headless
+    /// ([`Shape::Structured`]), with its own tools on inside the sandbox ([`Mode::Full`]), no
+    /// grant, no MCP bridge, no prompt, the CLI's own model.
+    pub fn new(cli: impl Into<String>, chat: impl Into<String>) -> LaunchSpec {
+        LaunchSpec {
+            cli: cli.into(),
+            chat: chat.into(),
+            grants: Vec::new(),
+            shape: Shape::Structured,
+            mode: Mode::Full,
+            mcp_bridge: None,
+            prompt: None,
+            model: None,
+            extra_args: Vec::new(),
+        }
+    }
+
+    /// Adds a folder the chat may use (`GrantRequest::parse("/path:ro")` reads the text form).
+    pub fn grant(mut self, grant: sandbox_core::GrantRequest) -> LaunchSpec {
+        self.grants.push(grant);
+        self
+    }
+
+    /// Interactive in a tmux pane, or headless.
+    pub fn shape(mut self, shape: Shape) -> LaunchSpec {
+        self.shape = shape;
+        self
+    }
+
+    /// Tools on inside the sandbox, or bridge-only.
+    pub fn mode(mut self, mode: Mode) -> LaunchSpec {
+        self.mode = mode;
+        self
+    }
+
+    /// The MCP server the chat reaches AgentWorks through.
+    pub fn mcp_bridge(mut self, bridge: McpServer) -> LaunchSpec {
+        self.mcp_bridge = Some(bridge);
+        self
+    }
+
+    /// The first prompt (the tmux shape starts with it; the headless shape runs it).
+    pub fn prompt(mut self, prompt: impl Into<String>) -> LaunchSpec {
+        self.prompt = Some(prompt.into());
+        self
+    }
+
+    /// The model, where the CLI takes one.
+    pub fn model(mut self, model: impl Into<String>) -> LaunchSpec {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Arguments added after the adapter's own.
+    pub fn extra_args(mut self, args: impl IntoIterator<Item = String>) -> LaunchSpec {
+        self.extra_args.extend(args);
+        self
+    }
+}
+
+/// The design's name for [`PreparedLaunch`] (it carries Seatbelt and bridge-only launches too).
+pub type LandlockArgs = PreparedLaunch;
+/// The design's name for [`LaunchCommand`].
+pub type LandlockCmd = LaunchCommand;
+
 /// The final launch: decision and reason, the wrapped argv, env, working folder, and the
 /// pre-trust entries `run` writes.
 #[derive(Debug, Clone, Serialize)]
-pub struct LandlockArgs {
+pub struct PreparedLaunch {
     pub cli: String,
     pub decision: Decision,
     /// The CLI's own program, as found (PATH or configuration).
@@ -51,14 +120,14 @@ pub struct LandlockArgs {
     pub env: EnvChanges,
     pub cwd: PathBuf,
     pub stdin: Stdin,
-    /// Entries written to the person's files before launch (by `run` / `LandlockCmd`).
+    /// Entries written to the person's files before launch (by `run` / `LaunchCommand`).
     pub pre_trust: Vec<FileEdit>,
     /// Files of the launch's own written into the working folder before launch (Pi's bridge
     /// extension), with the pre-trust entries.
     pub files: Vec<LaunchFile>,
     /// The compiled Linux plan the helper reads, when the backend is Landlock.
     pub plan_file: Option<PathBuf>,
-    /// Where [`LandlockArgs::pre_trust`] may write: the chat's policy and the places the
+    /// Where [`PreparedLaunch::pre_trust`] may write: the chat's policy and the places the
     /// person named by the variables the adapter read.
     #[serde(skip)]
     person_files: PersonFilesGuard,
@@ -67,7 +136,7 @@ pub struct LandlockArgs {
     state_root: PathBuf,
 }
 
-/// What [`LandlockArgs::pre_trust`] did.
+/// What [`PreparedLaunch::pre_trust`] did.
 #[derive(Debug, Clone, Serialize)]
 pub struct PreTrustDone {
     /// The chat's runtime, made if it was missing.
@@ -214,13 +283,17 @@ fn kept_copy_of_this_binary(ctx: &Context) -> Result<PathBuf, Error> {
     Ok(path)
 }
 
-impl LandlockArgs {
+impl PreparedLaunch {
     /// Computes the launch. Writes the compiled Linux plan (our own file, in the state root, and
     /// the kept copy of the helper where [`helper_for`] needs one) and nothing else: not the
     /// person's files, not the chat's runtime, not the refused folders of its grants. Pre-trust
-    /// is listed, and applied by [`LandlockArgs::pre_trust`], which also makes the runtime; the
+    /// is listed, and applied by [`PreparedLaunch::pre_trust`], which also makes the runtime; the
     /// Linux helper makes the refused folders (and the runtime) again at the launch itself.
-    pub fn prepare(ctx: &Context, spec: &LaunchSpec, facts: &Facts) -> Result<LandlockArgs, Error> {
+    pub fn prepare(
+        ctx: &Context,
+        spec: &LaunchSpec,
+        facts: &Facts,
+    ) -> Result<PreparedLaunch, Error> {
         let adapter = find_adapter(&spec.cli)?;
         let decision = platform::decide(facts, spec.mode, adapter.modes());
         let _span =
@@ -263,7 +336,7 @@ impl LandlockArgs {
         command.extend(launch.args.iter().map(OsString::from));
         let command_len = command.len();
         let (argv, plan_file) = wrap(ctx, &policy, decision.backend, command)?;
-        Ok(LandlockArgs {
+        Ok(PreparedLaunch {
             cli: adapter.name().to_owned(),
             decision,
             program,
@@ -324,11 +397,32 @@ impl LandlockArgs {
     }
 
     /// The same launch with another command in place of the CLI (the contract's harness).
-    pub fn with_command(&self, command: Vec<OsString>) -> LandlockArgs {
+    pub fn with_command(&self, command: Vec<OsString>) -> PreparedLaunch {
         let mut other = self.clone();
         other.argv.truncate(self.command_start);
         other.argv.extend(command);
         other
+    }
+
+    /// A ready `tokio` command for this launch, killed when its child is dropped: dropping the
+    /// child ends every process of the chat. Writes nothing: call [`PreparedLaunch::pre_trust`]
+    /// first. An error when the CLI's program was not found.
+    pub fn tokio_command(&self) -> Result<tokio::process::Command, Error> {
+        if !self.program_found {
+            return Err(Error::Other(format!(
+                "{} is not installed: `{}` is not on PATH; install it or set [cli.{}] program in the configuration",
+                self.cli,
+                self.program.display(),
+                self.cli
+            )));
+        }
+        let mut cmd = tokio::process::Command::from(self.std_command());
+        // A provider that drops the child (its task cancelled, the chat closed) has let go of
+        // the chat: the helper is killed, and with it init and every process of the chat (in
+        // the Landlock-only fallback, the program itself). Without this the chat would go on
+        // working, unwatched.
+        cmd.kill_on_drop(true);
+        Ok(cmd)
     }
 
     /// A `std` command for this launch (the caller applies pre-trust first).
@@ -379,33 +473,25 @@ fn write_launch_file(file: &LaunchFile) -> Result<(), Error> {
     Ok(())
 }
 
-/// `LandlockCmd`: the launch as a ready `tokio::process::Command`, pre-trust applied, killed
-/// when its child is dropped.
+/// The launch as a ready `tokio::process::Command` in one call: [`PreparedLaunch::prepare`],
+/// then [`PreparedLaunch::pre_trust`] (which **writes the person's files**), then
+/// [`PreparedLaunch::tokio_command`]. A caller that wants pre-trust as a step of its own calls
+/// the three itself.
 #[derive(Debug)]
-pub struct LandlockCmd;
+pub struct LaunchCommand;
 
-impl LandlockCmd {
+impl LaunchCommand {
+    /// Prepares the launch, writes its pre-trust entries into the person's files, and returns it
+    /// with its command (killed when its child is dropped).
     pub fn build(
         ctx: &Context,
         spec: &LaunchSpec,
         facts: &Facts,
-    ) -> Result<(LandlockArgs, tokio::process::Command), Error> {
-        let args = LandlockArgs::prepare(ctx, spec, facts)?;
-        if !args.program_found {
-            return Err(Error::Other(format!(
-                "{} is not installed: `{}` is not on PATH; install it or set [cli.{}] program in the configuration",
-                args.cli,
-                args.program.display(),
-                args.cli
-            )));
-        }
+    ) -> Result<(PreparedLaunch, tokio::process::Command), Error> {
+        let args = PreparedLaunch::prepare(ctx, spec, facts)?;
+        // Checked before anything is written: a CLI that is not installed changes no file.
+        let cmd = args.tokio_command()?;
         args.pre_trust()?;
-        let mut cmd = tokio::process::Command::from(args.std_command());
-        // A provider that drops the child (its task cancelled, the chat closed) has let go of
-        // the chat: the helper is killed, and with it init and every process of the chat (in
-        // the Landlock-only fallback, the program itself). Without this the chat would go on
-        // working, unwatched.
-        cmd.kill_on_drop(true);
         Ok((args, cmd))
     }
 }

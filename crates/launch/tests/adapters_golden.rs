@@ -119,16 +119,10 @@ fn render(program: &str, launch: &CliLaunch) -> String {
     out
 }
 
-fn adapters() -> Vec<Box<dyn CliAdapter>> {
-    vec![
-        Box::new(adapter_claude::Claude),
-        Box::new(adapter_codex::Codex),
-        Box::new(adapter_cursor::Cursor),
-        Box::new(adapter_muse::Muse),
-        Box::new(adapter_agy::Agy),
-        Box::new(adapter_pi::Pi),
-        Box::new(adapter_gemini::Gemini),
-    ]
+/// The registry is the only list of adapters: a new CLI's golden files appear when its line is
+/// added there (and `INSTA_UPDATE=always` writes them).
+fn adapters() -> &'static [&'static dyn CliAdapter] {
+    launch::registry::ADAPTERS
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 
 use launch::demo::Demo;
-use launch::{Context, LandlockArgs, LaunchSpec};
+use launch::{Context, LaunchSpec, PreparedLaunch};
 use sandbox_core::platform::{Facts, LinuxFacts};
 use sandbox_core::{GrantRequest, McpServer, Mode, Shape};
 
@@ -41,7 +41,7 @@ fn a_symlink_at_the_bridge_extensions_name_is_replaced_not_followed() {
         model: None,
         extra_args: vec![],
     };
-    let launch = LandlockArgs::prepare(&ctx, &spec, &linux_facts()).unwrap();
+    let launch = PreparedLaunch::prepare(&ctx, &spec, &linux_facts()).unwrap();
     assert_eq!(launch.files.len(), 1, "{:?}", launch.files);
     let name = &launch.files[0].path;
     assert_eq!(name.parent(), Some(demo.runtime.as_path()));
@@ -87,6 +87,6 @@ fn without_a_bridge_pi_gets_no_extension_file() {
         model: None,
         extra_args: vec![],
     };
-    let launch = LandlockArgs::prepare(&ctx, &spec, &linux_facts()).unwrap();
+    let launch = PreparedLaunch::prepare(&ctx, &spec, &linux_facts()).unwrap();
     assert!(launch.files.is_empty(), "no bridge, no extension file");
 }

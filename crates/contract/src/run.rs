@@ -11,8 +11,8 @@ use sandbox_core::{Backend, GrantRequest, Mode, Shape};
 use serde::Serialize;
 
 use super::{Harness, Outcome, Outside, Verdict, read_verdicts};
-use crate::demo::Demo;
-use crate::{Context, Error, LandlockArgs, LaunchSpec, registry};
+use launch::demo::Demo;
+use launch::{Context, Error, LaunchSpec, PreparedLaunch, registry};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -126,11 +126,11 @@ pub fn run(
 
     let guarantees = match decision.backend {
         Backend::Landlock { abi, namespaces } => {
-            let kernel = crate::linux::plan::Kernel {
+            let kernel = launch::linux::plan::Kernel {
                 landlock_abi: abi,
                 namespaces,
             };
-            crate::linux::compile(&policy, kernel)?.guarantees
+            launch::linux::compile(&policy, kernel)?.guarantees
         }
         _ => Vec::new(),
     };
@@ -170,7 +170,7 @@ pub fn run(
         }
         cmd.arg("--").arg("/bin/sh").arg(&harness.script);
         cmd.env("HOME", &demo.home).stdin(Stdio::null());
-        for var in crate::contract::CLEARED_ENV {
+        for var in crate::CLEARED_ENV {
             cmd.env_remove(var);
         }
         run_to_end(cmd, Duration::from_secs(120)).map_err(io("the scripted step"))?;
@@ -208,7 +208,7 @@ pub fn run(
                 model: None,
                 extra_args: Vec::new(),
             };
-            let launch = match LandlockArgs::prepare(&ctx, &spec, facts) {
+            let launch = match PreparedLaunch::prepare(&ctx, &spec, facts) {
                 Ok(launch) => launch,
                 Err(e) => {
                     report.errors.push(format!("{cli} ({shape_name}): {e}"));
@@ -326,7 +326,7 @@ pub fn run(
 
 /// The demo's home as `HOME`: the launch itself inherits the caller's, which for the contract
 /// is the person running it, not the demo's.
-fn in_demo_home(mut launch: LandlockArgs, demo: &Demo) -> LandlockArgs {
+fn in_demo_home(mut launch: PreparedLaunch, demo: &Demo) -> PreparedLaunch {
     launch
         .env
         .set
@@ -411,7 +411,7 @@ impl RunnerTmux {
 
     /// Runs the launch in a new pane (through `env`, so that variables are set and removed as
     /// the launch says) and waits for the pane to close.
-    fn run(&self, launch: &LandlockArgs, name: &str) -> std::io::Result<()> {
+    fn run(&self, launch: &PreparedLaunch, name: &str) -> std::io::Result<()> {
         let mut command: Vec<OsString> = vec!["/usr/bin/env".into()];
         for var in &launch.env.remove {
             command.push("-u".into());
@@ -478,7 +478,7 @@ fn real_cli(
     let Some(adapter) = registry::find(cli) else {
         return Ok(None);
     };
-    let (program, found) = crate::wrap::find_program(ctx, adapter);
+    let (program, found) = launch::wrap::find_program(ctx, adapter);
     if !found {
         return Ok(None);
     }
@@ -493,7 +493,7 @@ fn real_cli(
         model: None,
         extra_args: Vec::new(),
     };
-    let launch = LandlockArgs::prepare(ctx, &spec, facts)?;
+    let launch = PreparedLaunch::prepare(ctx, &spec, facts)?;
     if launch.decision.backend == Backend::None {
         return Ok(None);
     }

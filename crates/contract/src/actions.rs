@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use sandbox_core::{Op, Policy, Rule};
 use serde::Serialize;
 
-use crate::demo::Demo;
+use launch::demo::Demo;
 
 /// Processes started outside the sandbox that a confined process must not reach.
 #[derive(Debug, Clone)]

@@ -2,7 +2,6 @@
 //! real under the exact launch, with verdicts read from the disk.
 
 pub mod actions;
-#[cfg(feature = "agents")]
 pub mod agents;
 pub mod run;
 
@@ -15,7 +14,7 @@ use serde::Serialize;
 
 pub use actions::{Action, Evidence, FileTarget, OutsideTargets, actions, harness_script};
 
-use crate::demo::Demo;
+use launch::demo::Demo;
 
 /// Variables that would point a CLI (or the launcher) at the person's real settings instead of
 /// the demo home's: the contract runs without them.

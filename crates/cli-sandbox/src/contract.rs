@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use launch::contract::run::{Event, Options, Report};
-use launch::contract::{CLEARED_ENV, Verdict};
+use contract::run::{Event, Options, Report};
+use contract::{CLEARED_ENV, Verdict};
 use launch::{Error, registry};
 use sandbox_core::{Enforcement, Guarantee};
 
@@ -71,7 +71,7 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
         unsafe { std::env::remove_var(var) };
     }
     if args.agents {
-        for (name, value) in launch::contract::agents::PERSON_KEYS {
+        for (name, value) in contract::agents::PERSON_KEYS {
             // The person's keys are stand-ins: the caller's own never reach a CLI.
             // SAFETY: still single-threaded, as above.
             unsafe { std::env::set_var(name, value) };
@@ -122,7 +122,7 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
     };
     let facts = launch::facts::probe_thoroughly();
     let progress = Progress::new(!args.json);
-    let report = launch::contract::run::run(&options, &facts, &|event| progress.on(event))?;
+    let report = contract::run::run(&options, &facts, &|event| progress.on(event))?;
     progress.finish();
     if args.json {
         crate::print_json(&report)?;
@@ -463,7 +463,7 @@ fn report_text(report: &Report, machine: &str) -> String {
         .iter()
         .filter(|r| !r.action.ends_with("=step"))
         .collect();
-    let failed = |rows: &[&launch::contract::run::Row]| rows.iter().filter(|r| !r.passed).count();
+    let failed = |rows: &[&contract::run::Row]| rows.iter().filter(|r| !r.passed).count();
     let real_failed = report.real_clis.iter().filter(|r| !r.passed).count();
     line(format!(
         "{} checks: {} passed, {} failed. They are:",
@@ -581,7 +581,7 @@ fn agents(
     temp: Option<tempfile::TempDir>,
     keep: bool,
 ) -> Result<ExitCode, Error> {
-    use launch::contract::agents::{Actual, AgentOptions};
+    use contract::agents::{Actual, AgentOptions};
     use sandbox_core::Shape;
     let shapes = match args.shape.as_deref() {
         Some("tmux") => vec![Shape::Tmux],
@@ -599,7 +599,7 @@ fn agents(
         program_for_testing: args.agents_program_for_testing.clone(),
     };
     let facts = launch::facts::probe_thoroughly();
-    let report = launch::contract::agents::run(&options, &facts)?;
+    let report = contract::agents::run(&options, &facts)?;
     if args.json {
         crate::print_json(&report)?;
     } else {
@@ -676,7 +676,7 @@ fn agents(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use launch::contract::run::{RealCli, Row};
+    use contract::run::{RealCli, Row};
     use sandbox_core::Backend;
 
     /// A report of the shape a Linux machine with every CLI gives, with one failure of each

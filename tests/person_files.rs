@@ -716,7 +716,7 @@ fn a_hundred_launches_of_every_adapter_on_one_home_lose_no_entry() {
         .map(|i| {
             let mut cmd = child("adapters", Path::new("-"), Path::new("-"), i);
             cmd.env("PERSON_FILES_HOME", &home);
-            for var in launch::contract::CLEARED_ENV {
+            for var in contract::CLEARED_ENV {
                 cmd.env_remove(var);
             }
             cmd.spawn().unwrap()
@@ -770,8 +770,8 @@ fn a_hundred_launches_of_every_adapter_on_one_home_lose_no_entry() {
 /// the edit lands in its middle). The proof of the fix is 200 runs in a row, by hand:
 ///
 /// ```sh
-/// cargo test -p launch --test person_files --no-run
-/// for i in $(seq 200); do cargo test -q -p launch --test person_files -- --exact \
+/// cargo test -p cli-sandbox --test person_files --no-run
+/// for i in $(seq 200); do cargo test -q -p cli-sandbox --test person_files -- --exact \
 ///     a_writer_killed_while_its_temporary_file_exists_leaves_the_old_file || break; done
 /// ```
 #[test]
@@ -892,7 +892,7 @@ fn a_launch_stops_on_a_settings_file_it_cannot_parse_naming_the_file_and_the_lin
             .args(["run", "--cli", cli, "--chat", "c1", "--shape", "structured"])
             .env("HOME", &home)
             .stdin(std::process::Stdio::null());
-        for var in launch::contract::CLEARED_ENV {
+        for var in contract::CLEARED_ENV {
             cmd.env_remove(var);
         }
         let out = cmd.output().unwrap();

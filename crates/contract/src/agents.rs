@@ -1,5 +1,5 @@
 //! The contract's model-driven layer (`cli-sandbox contract --agents`): each installed real CLI,
-//! launched exactly as the provider launches it (through [`LandlockArgs`], pre-trust written), in
+//! launched exactly as the provider launches it (through [`PreparedLaunch`], pre-trust written), in
 //! both shapes, pointed at a scripted model on 127.0.0.1 ([`scripted_model`]) that asks the CLI to
 //! attempt every contract action with its own tools.
 //!
@@ -43,8 +43,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{Action, Evidence, Outside, Verdict, actions};
-use crate::demo::Demo;
-use crate::{Context, Error, LandlockArgs, LaunchSpec, registry};
+use launch::demo::Demo;
+use launch::{Context, Error, LaunchSpec, PreparedLaunch, registry};
 
 /// The stand-in MCP bridge (node): one tool, `mark`, that appends its text to a marker file.
 const STAND_IN_BRIDGE: &str = include_str!("stand_in_bridge.js");
@@ -277,7 +277,7 @@ pub fn run(options: &AgentOptions, facts: &Facts) -> Result<AgentReport, Error> 
                 },
             );
         }
-        let (program, found) = crate::wrap::find_program(&ctx, adapter);
+        let (program, found) = launch::wrap::find_program(&ctx, adapter);
         if !found {
             let why = format!(
                 "{cli}: SKIPPED, `{}` is not installed (the pinned CLIs: `npm ci --prefix tests`)",
@@ -631,7 +631,7 @@ impl World<'_> {
             model: None,
             extra_args: Vec::new(),
         };
-        let mut launch = LandlockArgs::prepare(ctx, &spec, self.facts)?;
+        let mut launch = PreparedLaunch::prepare(ctx, &spec, self.facts)?;
         launch.pre_trust()?;
         if self.options.without_sandbox_for_testing {
             launch.argv.drain(..launch.command_start);
@@ -803,7 +803,11 @@ impl World<'_> {
     /// The environment of one launch: a clean one (nothing of the caller's own keys or
     /// settings), the demo's home and scratch TMPDIR, the person's variables, then the launch's
     /// own changes.
-    fn env(&self, launch: &LandlockArgs, person: &[(String, String)]) -> BTreeMap<String, String> {
+    fn env(
+        &self,
+        launch: &PreparedLaunch,
+        person: &[(String, String)],
+    ) -> BTreeMap<String, String> {
         let mut env = BTreeMap::new();
         let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned());
         env.insert("PATH".to_owned(), path);
@@ -918,7 +922,7 @@ fn push(report: &mut AgentReport, row: AgentRow) {
 /// Runs a headless launch to its end, killed at `limit`; `Some(problem)` when it did not end
 /// well.
 fn run_headless(
-    launch: &LandlockArgs,
+    launch: &PreparedLaunch,
     env: &BTreeMap<String, String>,
     root: &Path,
     name: &str,
@@ -1010,7 +1014,7 @@ impl Panes {
     /// has been played, the pane's program ends, or `limit`; then closes the window.
     fn run(
         &self,
-        launch: &LandlockArgs,
+        launch: &PreparedLaunch,
         env: &BTreeMap<String, String>,
         name: &str,
         model: &ScriptedModel,

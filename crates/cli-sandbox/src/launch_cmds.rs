@@ -6,7 +6,7 @@ use std::os::unix::process::CommandExt;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use launch::{Error, LandlockArgs, LaunchSpec, Settings};
+use launch::{Error, LaunchSpec, PreparedLaunch, Settings};
 use sandbox_core::{Backend, McpServer, Mode, Shape, Stdin};
 
 use crate::ChatArgs;
@@ -100,11 +100,11 @@ impl LaunchArgs {
     }
 }
 
-fn prepare(settings: &Settings, args: &LaunchArgs) -> Result<LandlockArgs, Error> {
+fn prepare(settings: &Settings, args: &LaunchArgs) -> Result<PreparedLaunch, Error> {
     let spec = args.spec()?;
     let ctx = crate::load(settings)?;
     let facts = launch::facts::probe();
-    LandlockArgs::prepare(&ctx, &spec, &facts)
+    PreparedLaunch::prepare(&ctx, &spec, &facts)
 }
 
 /// The backend in words, for people (the JSON answers keep the tagged value).

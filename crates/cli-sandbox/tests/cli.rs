@@ -1365,3 +1365,13 @@ fn the_readme_python_launch_runs_the_cli_confined_after_pre_trust() {
     // The control: unconfined, the same write succeeds.
     std::fs::write(&planted, "").unwrap();
 }
+
+/// The cross-crate tests in `tests/` find the binary by path: it must be the one cargo built for
+/// this package, which it builds before any of its tests runs (so no test runs a stale binary).
+#[test]
+fn the_cross_crate_tests_run_the_binary_of_this_build() {
+    assert_eq!(
+        std::path::Path::new(env!("CARGO_BIN_EXE_cli-sandbox")),
+        cli_sandbox_tests::cli_sandbox()
+    );
+}

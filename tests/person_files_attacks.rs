@@ -938,7 +938,7 @@ fn cli_sandbox(w: &World, config: &Path, args: &[&str], vars: &[(&str, &Path)]) 
         .args(args)
         .env("HOME", &w.demo.home)
         .stdin(std::process::Stdio::null());
-    for var in launch::contract::CLEARED_ENV {
+    for var in contract::CLEARED_ENV {
         cmd.env_remove(var);
     }
     for (k, v) in vars {

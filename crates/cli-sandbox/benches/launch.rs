@@ -15,7 +15,7 @@
 //! 6. where the time of one launch goes, from the `PHASE` marks of a build with the
 //!    `phase-times` feature (`--phases NAME=BIN`, one table column pair per build).
 //!
-//! Run: `scripts/bench.sh`, or `cargo bench -p launch --bench launch -- [OPTIONS]` with
+//! Run: `scripts/bench.sh`, or `cargo bench -p cli-sandbox --bench launch -- [OPTIONS]` with
 //! `--rounds N` (launch rounds, default 200), `--cli-rounds N` (default 40), `--quick`
 //! (40 and 8), `--baseline [NAME=]PATH` (another `cli-sandbox` binary, measured in the same
 //! rounds: before/after a change; repeatable), `--phases NAME=BIN` (a `phase-times` build;
@@ -23,6 +23,8 @@
 //! `--only launch,compile,cli,memory,phases` (some sections). Linux only: the helper is
 //! Linux's.
 
+// The layouts at scale, shared with the compile benchmarks of `launch`.
+#[path = "../../launch/benches/common/mod.rs"]
 mod common;
 
 #[cfg(not(target_os = "linux"))]
