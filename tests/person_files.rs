@@ -766,7 +766,7 @@ fn a_hundred_launches_of_every_adapter_on_one_home_lose_no_entry() {
     assert_eq!(gemini.as_object().unwrap().len(), WRITERS + 1);
 }
 
-/// Once flaky (issue 16: its "write finished first" branch compared the start of the file while
+/// Once flaky (its "write finished first" branch compared the start of the file while
 /// the edit lands in its middle). The proof of the fix is 200 runs in a row, by hand:
 ///
 /// ```sh

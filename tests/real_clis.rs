@@ -347,7 +347,7 @@ fn claude_tui_shows_no_trust_screen_after_pre_trust() {
     }
     let trust = "trust this folder";
     let s = Scratch::new();
-    // Gets the TUI as far as the trust screen without a login (CLI-FACTS); the stand-in key is
+    // Gets the TUI as far as the trust screen without a login (checked with the pinned version, docs/agents.md); the stand-in key is
     // approved the way Claude records it (its last 20 characters) so no key dialog follows.
     let stand_in_key = "sk-ant-stand-in-not-a-key";
     s.write(

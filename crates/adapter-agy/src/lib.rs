@@ -5,7 +5,7 @@
 //! needs; the launcher applies them.
 //!
 //! Every flag here is REPORTED, not checked: `agy` is installed by a script, not from a package
-//! registry, and has not been run here (CLI-FACTS). Its flags are Gemini-derived. Treat each as
+//! registry, and has not been run here. Its flags are Gemini-derived. Treat each as
 //! a claim:
 //!
 //! | what | how | source |

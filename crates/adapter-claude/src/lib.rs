@@ -14,11 +14,11 @@
 //! | MCP isolation | `--strict-mcp-config --mcp-config=<json>` with the bridge only (an empty server list without a bridge), and `enableAllProjectMcpServers` in the settings (a project `.mcp.json` still raises an approval dialog otherwise; with the strict flag those servers are not started) | yes: the person's stand-in server does not start; the init event lists only the bridge |
 //! | headless | `-p --output-format=stream-json --verbose` (stream-json requires `--verbose`), stdin `/dev/null` | yes |
 //! | bridge-only | `--tools=` (no built-in tool), `--allowedTools=mcp__<bridge>` and `--permission-mode=dontAsk` (what is not allowed is refused, never asked) | yes: the init event lists no built-in tool |
-//! | `DISABLE_AUTOUPDATER=1` | no self-update from inside a chat | reported by CLI-FACTS, set always |
+//! | `DISABLE_AUTOUPDATER=1` | no self-update from inside a chat | reported (the CLI's documentation), not checked here; set always |
 //! | `CLAUDECODE` removed | a CLI started from inside a Claude Code session must not think it is nested | REPORTED only (2.1.197 `-p` runs with it set) |
 //!
 //! Screens that can stop an interactive (tmux) launch before the first prompt or at the first
-//! tool call (issue 17; "settled" says who keeps it away, "may the launch?" the decision):
+//! tool call ("settled" says who keeps it away, "may the launch?" the decision):
 //!
 //! | screen | settled by | may the launch settle it? | checked |
 //! |---|---|---|---|

@@ -17,7 +17,7 @@
 //! | MCP isolation | one `-c mcp_servers={<each person's server>={enabled=false}, <bridge>={command=…}}` | yes: `codex mcp list` shows them disabled and a stand-in server does not start |
 //!
 //! Screens that can stop an interactive (tmux) launch before the first prompt or at the first
-//! tool call (issue 17; "settled" says who keeps it away, "may the launch?" the decision):
+//! tool call ("settled" says who keeps it away, "may the launch?" the decision):
 //!
 //! | screen | settled by | may the launch settle it? | checked |
 //! |---|---|---|---|

@@ -4,7 +4,7 @@
 //! needs; the launcher applies them.
 //!
 //! Every flag here is REPORTED, not checked: `cursor-agent` is installed by a script, not from a
-//! package registry, and has not been run here (CLI-FACTS). Treat each as a claim:
+//! package registry, and has not been run here. Treat each as a claim:
 //!
 //! | what | how | source |
 //! |---|---|---|

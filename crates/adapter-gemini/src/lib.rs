@@ -19,7 +19,7 @@
 //! | interactive prompt | `--prompt-interactive=<prompt>` (a bare positional prompt would also start interactively, but could be taken for a subcommand) | parses |
 //!
 //! Screens that can stop an interactive (tmux) launch before the first prompt or at the first
-//! tool call (issue 17; "settled" says who keeps it away, "may the launch?" the decision):
+//! tool call ("settled" says who keeps it away, "may the launch?" the decision):
 //!
 //! | screen | settled by | may the launch settle it? | checked |
 //! |---|---|---|---|

@@ -1,4 +1,4 @@
-//! The table of issue 7: what a confined launch costs, measured side by side in one run.
+//! The table behind BENCHMARKS.md: what a confined launch costs, measured side by side in one run.
 //!
 //! Every launch variant runs once per round, in a new random order each round, so that the
 //! drift of a shared machine falls on all of them alike; ratios and added milliseconds come

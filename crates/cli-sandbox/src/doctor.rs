@@ -49,7 +49,7 @@ fn ways_out(settings: &Settings, facts: &Facts, backend: Backend) -> Vec<Guarant
         (Facts::Linux(_), Backend::Landlock { abi, namespaces }) => {
             let compiled = Context::load(settings).and_then(|ctx| {
                 let policy = ctx.policy("doctor", &[])?;
-                launch::linux::compile(&policy, Kernel { landlock_abi: abi, namespaces })
+                Ok(launch::linux::compile(&policy, Kernel { landlock_abi: abi, namespaces })?)
             });
             match compiled {
                 Ok(plan) => plan.guarantees,

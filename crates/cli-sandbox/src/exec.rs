@@ -52,7 +52,7 @@ pub fn run(args: &ExecArgs) -> ExitCode {
     {
         let plan = match launch::linux::read_plan(&args.policy) {
             Ok(plan) => plan,
-            Err(e) => return crate::finish(Err(e)),
+            Err(e) => return crate::finish(Err(e.into())),
         };
         // Entered for the rest of this process: the events of the steps below are the
         // helper's (a successful launch never returns here).

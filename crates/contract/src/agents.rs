@@ -5,7 +5,7 @@
 //!
 //! What it plays, per CLI:
 //!
-//! - every action of [`super::actions`] through the CLI's shell tool (Claude's `Bash`, Codex's
+//! - every action of [`super::actions()`] through the CLI's shell tool (Claude's `Bash`, Codex's
 //!   `exec_command`, Gemini's `run_shell_command`);
 //! - each plain file read and write through the CLI's own file tools where it has them: reads
 //!   with `Read` / `read_file`, new files with `Write` / `write_file` / `apply_patch` (Add File),

@@ -1,4 +1,4 @@
-//! The sandbox contract (DESIGN section 8): every action a confined CLI might attempt, run for
+//! The sandbox contract: every action a confined CLI might attempt, run for
 //! real under the exact launch, with verdicts read from the disk.
 
 pub mod actions;

@@ -1,4 +1,4 @@
-//! Criterion benchmarks of the work done before anything runs, at the sizes of issue 7:
+//! Criterion benchmarks of the work done before anything runs, at the sizes BENCHMARKS.md reports:
 //! `Policy::build` (through `Context::policy`, on the real disk), the Seatbelt profile and the
 //! Linux plan compile, with 10 to 10,000 workflows, 100 to 10,000 chats and 1 to 1,000 grants.
 //!

@@ -216,13 +216,5 @@ pub fn launcher_is_root() -> bool {
 }
 
 pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .map_err(|e| Error::Io {
-            what: format!("folder `{}`", path.display()),
-            source: e,
-        })
+    Ok(sandbox_linux::ensure_dir(path)?)
 }

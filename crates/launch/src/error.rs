@@ -38,6 +38,17 @@ pub enum Error {
     Other(String),
 }
 
+impl From<sandbox_linux::Error> for Error {
+    fn from(e: sandbox_linux::Error) -> Error {
+        match e {
+            sandbox_linux::Error::Plan(e) => Error::Plan(e),
+            sandbox_linux::Error::Io { what, source } => Error::Io { what, source },
+            sandbox_linux::Error::BadInput(text) => Error::BadInput(text),
+            sandbox_linux::Error::Other(text) => Error::Other(text),
+        }
+    }
+}
+
 impl Error {
     /// Bad input, as opposed to a failure of the machine. Both stop the launch before anything
     /// runs; the distinction is for callers that report them differently.

@@ -62,10 +62,12 @@
 
 pub mod context;
 pub mod demo;
-pub mod disk;
+/// The real file system behind the core's `Resolver` and the plan's `LaunchDisk`.
+pub use sandbox_linux::disk;
 mod error;
 pub mod facts;
-pub mod linux;
+/// The Linux backend (the `sandbox-linux` crate): plans, and the helper that applies them.
+pub use sandbox_linux as linux;
 pub mod person_files;
 pub mod registry;
 pub mod seatbelt;
@@ -81,37 +83,5 @@ pub use wrap::{
 pub use sandbox_core::platform::Facts;
 pub use sandbox_core::{Access, Backend, Decision, GrantRequest, McpServer, Mode, Shape};
 
-/// Marks a step of a launch for the table of where its time goes (`scripts/bench.sh`): with the
-/// `phase-times` feature, prints `PHASE <monotonic µs> <pid> <name>` on stderr; without it (every
-/// build that launches chats), expands to nothing.
-#[macro_export]
-macro_rules! phase {
-    ($name:expr) => {
-        #[cfg(feature = "phase-times")]
-        $crate::phase_times::mark($name);
-    };
-}
-
-#[cfg(feature = "phase-times")]
-#[doc(hidden)]
-pub mod phase_times {
-    /// See [`phase!`](crate::phase).
-    pub fn mark(name: &str) {
-        use std::io::Write;
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a local timespec, alive and exclusively borrowed for the call.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        // CLOCK_MONOTONIC exists on every kernel we run on; a failure would leave `ts` at 0,
-        // which shows in the marks.
-        debug_assert_eq!(rc, 0, "clock_gettime(CLOCK_MONOTONIC)");
-        let us = ts.tv_sec * 1_000_000 + ts.tv_nsec / 1_000;
-        let _ = writeln!(
-            std::io::stderr(),
-            "PHASE {us} {} {name}",
-            std::process::id()
-        );
-    }
-}
+/// Marks a step of a launch for the table of where its time goes (see [`sandbox_linux::phase`]).
+pub use sandbox_linux::phase;

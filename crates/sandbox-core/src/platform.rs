@@ -1,4 +1,4 @@
-//! The decision table of DESIGN section 3: which backend and which mode, from facts about the
+//! The platform decision table: which backend and which mode, from facts about the
 //! machine. The facts are gathered by the launcher; here they are plain values, so the table is
 //! tested with made-up machines.
 

@@ -267,7 +267,7 @@ pub struct RefusedEntries {
 /// The refused patterns every policy starts with: the folder guard's list.
 pub const DEFAULT_REFUSED: &[&str] = &["planning/", "*.sqlite", "*.sqlite3", "*.db"];
 
-/// Programs whose execution is a way out of the sandbox, per OS (DESIGN section 2).
+/// Programs whose execution is a way out of the sandbox, per OS (SECURITY.md, "Apps opened or scripted for us").
 pub const BLOCKED_PROGRAMS_MACOS: &[&str] = &[
     "/usr/bin/open",
     "/usr/bin/osascript",
@@ -440,8 +440,9 @@ pub struct PolicyRequest<'a> {
 }
 
 /// One chat's policy: every path absolute and canonical. Built only by [`Policy::build`], so a
-/// value of this type has passed validation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// value of this type has passed validation. Serialized for `plan --json` and `explain`; never
+/// read back, so it has no `Deserialize`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Policy {
     pub os: Os,
     pub chat: ChatId,

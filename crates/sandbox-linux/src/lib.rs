@@ -1,10 +1,17 @@
-//! The Linux backend: a chat's policy compiled into mounts in private namespaces, a Landlock
-//! ruleset and a seccomp filter ([`plan`], with [`frozen`] where namespaces cannot be made),
+//! The Linux backend of cli-sandbox: a chat's policy compiled into mounts in private namespaces, a Landlock
+//! ruleset and a seccomp filter ([`plan`], with `frozen` where namespaces cannot be made),
 //! applied by the `cli-sandbox exec` helper ([`apply`], Linux only), one file per mechanism:
 //! `mounts` (the mount passes), `process` (the helper, init and the program; how a launch ends),
 //! `network` (the chat's own network: pasta, started by the helper), `caps`, `landlock`,
 //! `seccomp`, `descriptors` (the standard descriptors the program inherits), and `sys` (the
 //! system-call wrappers they share).
+//!
+//! What it is not: the decision of what is allowed (that is `sandbox-core`'s `Policy`, which this
+//! crate compiles), nor a launcher (the `launch` crate wraps a CLI's launch in the helper and
+//! re-exports this crate as `launch::linux`). The plan compiles on every OS; applying it is
+//! Linux only.
+
+pub mod disk;
 
 #[cfg(target_os = "linux")]
 pub mod apply;
@@ -33,7 +40,6 @@ use std::path::{Path, PathBuf};
 
 use sandbox_core::{Layout, Policy};
 
-use crate::Error;
 use crate::disk::RealDisk;
 use plan::{Kernel, LinuxPlan};
 
@@ -108,7 +114,7 @@ pub fn write_plan(plan: &LinuxPlan, layout: &Layout) -> Result<PathBuf, Error> {
     use std::hash::{Hash, Hasher};
     use std::io::Write;
     let dir = layout.plans_dir();
-    crate::context::ensure_dir(&dir)?;
+    ensure_dir(&dir)?;
     let text = serde_json::to_vec(plan).map_err(|e| {
         Error::BadInput(format!(
             "the plan of chat `{}` cannot be written as JSON ({e}): a path in it is not UTF-8",
@@ -171,4 +177,69 @@ pub fn read_plan(path: &std::path::Path) -> Result<LinuxPlan, Error> {
             path.display()
         ))
     })
+}
+
+/// What can stop the Linux backend's own steps. `launch::Error` takes each over as its variant
+/// of the same name.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Plan(#[from] plan::PlanError),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    BadInput(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Makes `path` and the folders above it that are missing, each `0700`.
+pub fn ensure_dir(path: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(|e| Error::Io {
+            what: format!("folder `{}`", path.display()),
+            source: e,
+        })
+}
+
+/// Marks a step of a launch for the table of where its time goes (`scripts/bench.sh`): with the
+/// `phase-times` feature, prints `PHASE <monotonic µs> <pid> <name>` on stderr; without it (every
+/// build that launches chats), expands to nothing.
+#[macro_export]
+macro_rules! phase {
+    ($name:expr) => {
+        #[cfg(feature = "phase-times")]
+        $crate::phase_times::mark($name);
+    };
+}
+
+#[cfg(feature = "phase-times")]
+#[doc(hidden)]
+pub mod phase_times {
+    /// See [`phase!`](crate::phase).
+    pub fn mark(name: &str) {
+        use std::io::Write;
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a local timespec, alive and exclusively borrowed for the call.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        // CLOCK_MONOTONIC exists on every kernel we run on; a failure would leave `ts` at 0,
+        // which shows in the marks.
+        debug_assert_eq!(rc, 0, "clock_gettime(CLOCK_MONOTONIC)");
+        let us = ts.tv_sec * 1_000_000 + ts.tv_nsec / 1_000;
+        let _ = writeln!(
+            std::io::stderr(),
+            "PHASE {us} {} {name}",
+            std::process::id()
+        );
+    }
 }

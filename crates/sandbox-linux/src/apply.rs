@@ -1,8 +1,8 @@
 //! Applying a [`LinuxPlan`] to this process: the `cli-sandbox exec` helper.
 //!
 //! Runs single-threaded (no async runtime: `clone(CLONE_NEWUSER)` refuses a threaded process).
-//! With namespaces, three processes take part ([`super::process`]): this helper, which waits;
-//! init, which builds the mounts ([`super::mounts`]), confines itself and starts the program;
+//! With namespaces, three processes take part (`process.rs`): this helper, which waits;
+//! init, which builds the mounts (`mounts.rs`), confines itself and starts the program;
 //! and the program. Without namespaces (the Landlock-only plan) this process confines itself
 //! and becomes the program.
 //!

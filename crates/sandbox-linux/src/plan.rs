@@ -22,8 +22,9 @@ pub const NEWEST_KNOWN_ABI: u32 = 9;
 
 /// The Landlock ABI from which pathname unix-socket connects are mediated (`ResolveUnix`).
 pub const ABI_RESOLVE_UNIX: u32 = 9;
-/// The Landlock ABI from which signals and abstract unix sockets are scoped.
-pub const ABI_SCOPING: u32 = 6;
+/// The Landlock ABI from which signals and abstract unix sockets are scoped: the platform
+/// decision's number, decided once in `sandbox-core`.
+pub const ABI_SCOPING: u32 = sandbox_core::platform::LANDLOCK_ABI_SCOPING;
 /// The Landlock ABI from which denials can be logged to the audit log for the exec'd program.
 pub const ABI_AUDIT_LOG: u32 = 7;
 

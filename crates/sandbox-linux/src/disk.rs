@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use sandbox_core::Resolver;
 
-use crate::linux::plan::{EntryKind, LaunchDisk};
+use crate::plan::{EntryKind, LaunchDisk};
 
 /// From how many folders on [`LaunchDisk::entries_of`] lists them on several threads.
 const LIST_SIDE_BY_SIDE: usize = 64;
@@ -107,7 +107,7 @@ impl LaunchDisk for RealDisk {
     }
 
     /// Many folders are listed on a few threads: at a thousand grants the listings are most
-    /// of the plan's time, nearly all of it in the kernel. Below [`LIST_SIDE_BY_SIDE`] folders
+    /// of the plan's time, nearly all of it in the kernel. Below `LIST_SIDE_BY_SIDE` (64) folders
     /// a thread costs more than it saves.
     fn entries_of(&self, dirs: &[&Path]) -> Vec<Vec<(std::ffi::OsString, EntryKind)>> {
         if dirs.len() < LIST_SIDE_BY_SIDE {
