@@ -1299,6 +1299,68 @@ for path in sys.argv[2:]:
 open(evidence, "w").write("\n".join(opened))
 "#;
 
+/// Enough grants that the plan lists their folders side by side (several threads, each run of
+/// one parent opened from the parent's descriptor): a refused entry in any of them, the last
+/// ones included, stays closed, and a document beside it stays readable. Read-only and
+/// read-write grants alternate, so that both kinds of grant go through the listing.
+#[test]
+fn refused_entries_stay_closed_across_many_grants_listed_side_by_side() {
+    let test = "refused_entries_stay_closed_across_many_grants_listed_side_by_side";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture(None);
+    let demo = &f.demo;
+    let workflows = demo.granted.parent().unwrap().to_owned();
+    let mut grants = Vec::new();
+    let mut refused = Vec::new();
+    let mut docs = Vec::new();
+    // Above the listing's threshold of 64 folders.
+    for i in 0..80 {
+        let dir = workflows.join(format!("many-{i:02}"));
+        std::fs::create_dir_all(dir.join("planning")).unwrap();
+        std::fs::write(dir.join("planning/plan.json"), "{}\n").unwrap();
+        std::fs::write(dir.join(format!("raw-{i}.db")), "rows\n").unwrap();
+        std::fs::write(dir.join("doc.md"), "a document\n").unwrap();
+        let access = if i % 2 == 0 { "ro" } else { "rw" };
+        grants.push(format!("{}:{access}", dir.display()));
+        refused.push(dir.join("planning/plan.json"));
+        refused.push(dir.join(format!("raw-{i}.db")));
+        docs.push(dir.join("doc.md"));
+    }
+    let evidence = demo.runtime.join("opened-many");
+    let mut args = vec![evidence.display().to_string()];
+    args.extend(refused.iter().chain(&docs).map(|p| p.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    // The control: every one opens unconfined.
+    let out = output(f.python_unconfined(OPEN_EACH, &args));
+    let seen = std::fs::read_to_string(&evidence).unwrap_or_default();
+    assert_eq!(
+        seen.lines().count(),
+        refused.len() + docs.len(),
+        "control:\n{}",
+        text(&out)
+    );
+
+    let _ = std::fs::remove_file(&evidence);
+    let mut argv = vec![PYTHON, "-c", OPEN_EACH];
+    argv.extend(&args);
+    let out = output(f.step(&grants, &argv));
+    let seen = std::fs::read_to_string(&evidence).unwrap_or_default();
+    let want: Vec<String> = docs
+        .iter()
+        .map(|d| format!("opened {}", d.display()))
+        .collect();
+    assert_eq!(
+        seen.lines().collect::<Vec<_>>(),
+        want,
+        "the namespace plan with {} grants:\n{}",
+        grants.len(),
+        text(&out)
+    );
+}
+
 #[test]
 fn refused_names_of_every_kind_are_closed_in_the_namespace_plan_and_the_fallback() {
     let test = "refused_names_of_every_kind_are_closed_in_the_namespace_plan_and_the_fallback";
