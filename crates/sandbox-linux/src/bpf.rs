@@ -13,6 +13,8 @@
 //! The program: check the architecture (another one ends the process), load the number, refuse
 //! the x32 numbers (x86_64), then the search; each refused call tests its rules in order, the
 //! first whose conditions all hold gives its action, and a call no rule matches is allowed.
+//! Neighbouring rules that differ only in which single bit one argument has are tested as one
+//! (`JSET` of their bits): 239 instructions instead of 335 for the same verdicts.
 //! Arguments are compared as their low 32-bit words, as `seccomp.rs` explains.
 
 use std::collections::BTreeMap;
@@ -72,6 +74,7 @@ const LD_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const AND_K: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
 const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
+const JSET_K: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
 const JA: u16 = (libc::BPF_JMP | libc::BPF_JA) as u16;
 const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 
@@ -116,15 +119,99 @@ impl Filter {
             out.push(jump(JGE_K, X32_SYSCALL_BIT, 0, 1));
             out.push(stmt(RET_K, errno(libc::EPERM)));
         }
-        let calls: Vec<(u32, &Vec<Rule>)> = self.calls.iter().map(|(n, r)| (*n, r)).collect();
+        let calls: Vec<(u32, Vec<Alternative>)> = self
+            .calls
+            .iter()
+            .map(|(n, rules)| (*n, merged(rules)))
+            .collect();
         out.extend(search(&calls)?);
         Ok(out)
     }
 }
 
+/// A rule as the program tests it: [`Rule`]'s conditions, where a test of single bits may stand
+/// for several rules (see [`merged`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Alternative {
+    tests: Vec<(u8, Test)>,
+    ret: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Test {
+    Eq(u32),
+    Ne(u32),
+    MaskedEq {
+        mask: u32,
+        value: u32,
+    },
+    /// `arg & mask != 0`: one `JSET`.
+    AnySet(u32),
+}
+
+/// `rules` with the single-bit tests as `AnySet`, and each two neighbours that give the same
+/// action and differ only in which bits one such test looks for merged into one: "the mode has
+/// the setuid bit" and then "the mode has the setgid bit" is one test of either bit, and the
+/// seven namespace flags of `clone` are one. The same verdicts, as the neighbours are
+/// alternatives with one action (A and B, or A and C, is A and (B or C)); about a third of the
+/// program's instructions fewer, which the kernel checks, translates and compiles at every
+/// launch and runs at every filtered call.
+fn merged(rules: &[Rule]) -> Vec<Alternative> {
+    let mut out: Vec<Alternative> = Vec::new();
+    for rule in rules {
+        let next = Alternative {
+            tests: rule
+                .conds
+                .iter()
+                .map(|c| {
+                    let test = match c.cmp {
+                        Cmp::Eq(v) => Test::Eq(v),
+                        Cmp::Ne(v) => Test::Ne(v),
+                        Cmp::MaskedEq { mask, value }
+                            if mask == value && mask.is_power_of_two() =>
+                        {
+                            Test::AnySet(mask)
+                        }
+                        Cmp::MaskedEq { mask, value } => Test::MaskedEq { mask, value },
+                    };
+                    (c.arg, test)
+                })
+                .collect(),
+            ret: rule.ret,
+        };
+        let merged = out.last_mut().is_some_and(|last| merge_into(last, &next));
+        if !merged {
+            out.push(next);
+        }
+    }
+    out
+}
+
+/// Merges `next` into `last` when they give the same action and their tests are the same but
+/// for one `AnySet` of the same argument on each side.
+fn merge_into(last: &mut Alternative, next: &Alternative) -> bool {
+    if last.ret != next.ret || last.tests.len() != next.tests.len() {
+        return false;
+    }
+    let differing: Vec<usize> = (0..last.tests.len())
+        .filter(|&i| last.tests[i] != next.tests[i])
+        .collect();
+    let [i] = differing[..] else {
+        // The same tests twice (nothing to add), or more than one difference (not mergeable).
+        return differing.is_empty();
+    };
+    match (last.tests[i], next.tests[i]) {
+        ((arg_a, Test::AnySet(a)), (arg_b, Test::AnySet(b))) if arg_a == arg_b => {
+            last.tests[i] = (arg_a, Test::AnySet(a | b));
+            true
+        }
+        _ => false,
+    }
+}
+
 /// The search over `calls` (sorted by number), with the number loaded. Every path of the block
 /// returns, so blocks are laid end to end without a jump past them.
-fn search(calls: &[(u32, &Vec<Rule>)]) -> Result<Vec<sock_filter>, String> {
+fn search(calls: &[(u32, Vec<Alternative>)]) -> Result<Vec<sock_filter>, String> {
     if calls.len() <= 3 {
         let mut out = Vec::new();
         for (nr, rules) in calls {
@@ -154,22 +241,23 @@ fn search(calls: &[(u32, &Vec<Rule>)]) -> Result<Vec<sock_filter>, String> {
 
 /// One call's rules in order, then allow. The number is in the accumulator on entry; a rule
 /// loads the arguments it tests.
-fn rules_of(rules: &[Rule]) -> Result<Vec<sock_filter>, String> {
+fn rules_of(rules: &[Alternative]) -> Result<Vec<sock_filter>, String> {
     let mut out = Vec::new();
     for rule in rules {
         // Each failing condition jumps to the next rule, past the rest of this one: built
         // backwards from the return, so that every distance is known.
         let mut code = vec![stmt(RET_K, rule.ret)];
-        for cond in rule.conds.iter().rev() {
-            let to_next_rule = code.len();
-            let mut test = vec![stmt(LD_ABS, arg_low(cond.arg))];
-            match cond.cmp {
-                Cmp::Eq(v) => test.push(jump(JEQ_K, v, 0, short(to_next_rule)?)),
-                Cmp::Ne(v) => test.push(jump(JEQ_K, v, short(to_next_rule)?, 0)),
-                Cmp::MaskedEq { mask, value } => {
+        for (arg, cmp) in rule.tests.iter().rev() {
+            let to_next_rule = short(code.len())?;
+            let mut test = vec![stmt(LD_ABS, arg_low(*arg))];
+            match *cmp {
+                Test::Eq(v) => test.push(jump(JEQ_K, v, 0, to_next_rule)),
+                Test::Ne(v) => test.push(jump(JEQ_K, v, to_next_rule, 0)),
+                Test::MaskedEq { mask, value } => {
                     test.push(stmt(AND_K, mask));
-                    test.push(jump(JEQ_K, value, 0, short(to_next_rule)?));
+                    test.push(jump(JEQ_K, value, 0, to_next_rule));
                 }
+                Test::AnySet(mask) => test.push(jump(JSET_K, mask, 0, to_next_rule)),
             }
             test.extend(code);
             code = test;
