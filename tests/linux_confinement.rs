@@ -280,6 +280,72 @@ fn a_plan_the_kernel_cannot_meet_is_refused_with_status_125_and_nothing_runs() {
 }
 
 #[test]
+fn each_kind_of_plan_carries_the_seccomp_program_its_rules_compile_to() {
+    let f = fixture();
+    let policy = policy(&f.demo, &[f.demo.grant_arg()]);
+    for namespaces in [true, false] {
+        let kernel = launch::linux::plan::Kernel {
+            namespaces,
+            ..launch::linux::this_kernel()
+        };
+        let plan = launch::linux::compile(&policy, kernel).unwrap();
+        let read: launch::linux::plan::LinuxPlan =
+            serde_json::from_slice(&serde_json::to_vec(&plan).unwrap()).unwrap();
+        let rules = launch::linux::plan::seccomp_program(&read.seccomp).unwrap();
+        assert!(!rules.instructions().is_empty());
+        assert_eq!(
+            read.seccomp_program, rules,
+            "namespaces {namespaces}: the plan's program is not its rules'"
+        );
+    }
+}
+
+#[test]
+fn a_plan_without_its_seccomp_program_is_refused_with_status_125_and_nothing_runs() {
+    if !confinement_available(
+        "a_plan_without_its_seccomp_program_is_refused_with_status_125_and_nothing_runs",
+    ) {
+        return;
+    }
+    let f = fixture();
+    let demo = &f.demo;
+    let policy = policy(demo, &[]);
+    let plan = launch::linux::compile(&policy, launch::linux::this_kernel()).unwrap();
+    let mut json = serde_json::to_value(&plan).unwrap();
+    let file = demo.root.join("plan.json");
+    let ran = demo.root.join("ran");
+    let run = |json: &serde_json::Value| {
+        std::fs::write(&file, serde_json::to_vec(json).unwrap()).unwrap();
+        Command::new(cli_sandbox())
+            .arg("exec")
+            .arg("--policy")
+            .arg(&file)
+            .args(["--", "/bin/touch"])
+            .arg(&ran)
+            .output()
+            .unwrap()
+    };
+    // The control: the plan as compiled runs the program.
+    assert!(run(&json).status.success());
+    assert!(ran.exists(), "the control did not run");
+    std::fs::remove_file(&ran).unwrap();
+    for (damage, said) in [
+        (serde_json::json!(""), "seccomp program"),
+        (serde_json::Value::Null, "expected a string"),
+    ] {
+        json["seccomp_program"] = damage;
+        let out = run(&json);
+        assert_eq!(out.status.code(), Some(125), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(said),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!ran.exists(), "the program ran without its seccomp filter");
+    }
+}
+
+#[test]
 fn mounts_cannot_be_undone_from_inside() {
     if !confinement_available("mounts_cannot_be_undone_from_inside") {
         return;

@@ -65,8 +65,16 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         })
         .collect::<Result<_, _>>()?;
     let workdir = cstr(&plan.workdir)?;
-    let filters = seccomp::filters(&plan.seccomp).map_err(|e| fail("seccomp", e))?;
-    crate::phase!("build the seccomp filters");
+    // Compiled with the plan; an empty one (never compiled) is refused before anything is done.
+    if plan.seccomp_program.instructions().is_empty() {
+        return Err(fail(
+            "seccomp",
+            "the plan carries no seccomp program: compile it again with cli-sandbox on Linux",
+        ));
+    }
+    let loaded = seccomp::loadable(&plan.seccomp_program);
+    let filter = &loaded[..];
+    crate::phase!("read the seccomp program");
 
     for dir in &plan.create_dirs {
         sys::create_dirs(dir)?;
@@ -80,7 +88,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         sys::create_without_links(file, true)?;
     }
     let Some(ns) = &plan.namespaces else {
-        return exec_in_place(plan, &filters, &program, &workdir);
+        return exec_in_place(plan, filter, &program, &workdir);
     };
     check_single_threaded()?;
     crate::phase!("make the folders");
@@ -131,7 +139,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         process::run_init(
             report_write,
             go_read,
-            || confine_in_namespace(plan, ns, &filters),
+            || confine_in_namespace(plan, ns, filter),
             &program,
             &workdir,
         );
@@ -212,7 +220,7 @@ fn write_id_maps(child: libc::pid_t, uid: libc::uid_t, gid: libc::gid_t) -> Resu
 fn confine_in_namespace(
     plan: &LinuxPlan,
     ns: &NamespacePlan,
-    filters: &[seccompiler::BpfProgram],
+    filter: seccompiler::BpfProgramRef,
 ) -> Result<(), ApplyError> {
     if let Some(net) = &ns.network {
         network::keep_loopback_inside(net)?;
@@ -227,13 +235,11 @@ fn confine_in_namespace(
     caps::drop_all()?;
     landlock::restrict_self(plan)?;
     crate::phase!("init: capabilities and Landlock");
-    for filter in filters {
-        seccompiler::apply_filter(filter).map_err(|e| fail("seccomp", e))?;
-    }
+    seccompiler::apply_filter(filter).map_err(|e| fail("seccomp", e))?;
     crate::phase!("init: seccomp");
     tracing::info!(
-        filters = filters.len(),
-        "the kernel enforces the seccomp filters"
+        instructions = filter.len(),
+        "the kernel enforces the seccomp filter"
     );
     Ok(())
 }
@@ -243,7 +249,7 @@ fn confine_in_namespace(
 /// way back into it): they are closed at exec.
 fn exec_in_place(
     plan: &LinuxPlan,
-    filters: &[seccompiler::BpfProgram],
+    filter: seccompiler::BpfProgramRef,
     program: &[CString],
     workdir: &CString,
 ) -> Result<Never, ApplyError> {
@@ -257,12 +263,10 @@ fn exec_in_place(
         caps::drop_all()?;
     }
     landlock::restrict_self(plan)?;
-    for filter in filters {
-        seccompiler::apply_filter(filter).map_err(|e| fail("seccomp", e))?;
-    }
+    seccompiler::apply_filter(filter).map_err(|e| fail("seccomp", e))?;
     tracing::info!(
-        filters = filters.len(),
-        "the kernel enforces the seccomp filters"
+        instructions = filter.len(),
+        "the kernel enforces the seccomp filter"
     );
     exec_program(program, workdir)
 }

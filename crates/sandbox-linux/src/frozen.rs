@@ -27,7 +27,7 @@ use sandbox_core::{Access, Policy, Promise};
 
 use super::plan::{
     ABI_SCOPING, Common, Enforcement, EntryKind, FsRight, Guarantee, HARMLESS_DEVICES, Kernel,
-    LandlockRule, LaunchDisk, LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, SeccompPlan,
+    LandlockRule, LaunchDisk, LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, PlanError, SeccompPlan,
     loopback_guarantee, outermost_existing_roots,
 };
 
@@ -62,7 +62,11 @@ fn read_only_place(policy: &Policy, path: &Path) -> bool {
     kernel_place(path) || system
 }
 
-pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) -> LinuxPlan {
+pub(super) fn compile(
+    policy: &Policy,
+    kernel: Kernel,
+    disk: &dyn LaunchDisk,
+) -> Result<LinuxPlan, PlanError> {
     let abi = kernel.landlock_abi.min(NEWEST_KNOWN_ABI);
     let common = Common::new(policy, abi);
     let mut guarantees = Vec::new();
@@ -312,7 +316,12 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
     // `network = "isolated"` never gets here (`plan::compile` refuses it without namespaces).
     guarantees.push(loopback_guarantee(None));
 
-    LinuxPlan {
+    let landlock = common.landlock(rules);
+    let seccomp = SeccompPlan {
+        refuse_shared_ipc: true,
+        ..common.seccomp
+    };
+    Ok(LinuxPlan {
         version: PLAN_VERSION,
         chat: policy.chat.to_string(),
         workdir: policy.runtime.clone(),
@@ -320,11 +329,9 @@ pub(super) fn compile(policy: &Policy, kernel: Kernel, disk: &dyn LaunchDisk) ->
         create_home_dirs: Vec::new(),
         create_home_files: Vec::new(),
         namespaces: None,
-        landlock: common.landlock(rules),
-        seccomp: SeccompPlan {
-            refuse_shared_ipc: true,
-            ..common.seccomp
-        },
+        landlock,
+        seccomp_program: super::plan::seccomp_program(&seccomp)?,
+        seccomp,
         guarantees,
-    }
+    })
 }

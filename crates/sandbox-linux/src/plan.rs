@@ -15,7 +15,7 @@ pub use sandbox_core::{Enforcement, EntryKind, Guarantee};
 use serde::{Deserialize, Serialize};
 
 /// The version of the plan format; the helper refuses a plan of another version.
-pub const PLAN_VERSION: u32 = 2;
+pub const PLAN_VERSION: u32 = 3;
 
 /// The highest Landlock ABI this plan compiler knows how to use.
 pub const NEWEST_KNOWN_ABI: u32 = 9;
@@ -292,6 +292,9 @@ pub struct LinuxPlan {
     pub namespaces: Option<NamespacePlan>,
     pub landlock: LandlockPlan,
     pub seccomp: SeccompPlan,
+    /// `seccomp` compiled: the one program the helper loads, built with the plan so that a
+    /// launch does not build it again (empty in a plan compiled elsewhere than on Linux).
+    pub seccomp_program: SeccompProgram,
     /// What is enforced and what is not, in words.
     pub guarantees: Vec<Guarantee>,
 }
@@ -318,6 +321,104 @@ impl LinuxPlan {
         }
         out.extend(self.landlock.rules.iter().map(|r| r.path.as_path()));
         out
+    }
+}
+
+/// One classic BPF instruction (the kernel's `struct sock_filter`): what the seccomp backend
+/// compiles, kept in the plan in a form every OS can read and write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BpfInstruction {
+    pub code: u16,
+    pub jt: u8,
+    pub jf: u8,
+    pub k: u32,
+}
+
+/// A compiled seccomp program, as the plan carries it: in JSON, one string of hexadecimal
+/// digits, 16 per instruction (the `sock_filter` fields `code`, `jt`, `jf`, `k`, each
+/// little-endian), which reads back in a few microseconds where a list of numbers would not.
+///
+/// Reading one back checks its shape only (a whole number of instructions, 1 to the kernel's
+/// 4,096): the plan is the launcher's own file, trusted as a whole like its mounts, and the tests
+/// check that a compiled plan carries exactly `seccomp::program` of its [`SeccompPlan`]. An empty
+/// program is never loaded: the kernel would refuse it, and so does the helper, before.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SeccompProgram(Vec<BpfInstruction>);
+
+/// The kernel's limit on a classic BPF program (`BPF_MAXINSNS`).
+const MAX_INSTRUCTIONS: usize = 4096;
+
+impl SeccompProgram {
+    /// A program of these instructions (the seccomp backend compiles them).
+    pub fn new(instructions: Vec<BpfInstruction>) -> SeccompProgram {
+        SeccompProgram(instructions)
+    }
+
+    /// The instructions, in order.
+    pub fn instructions(&self) -> &[BpfInstruction] {
+        &self.0
+    }
+
+    fn to_hex(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::with_capacity(self.0.len() * 16);
+        for insn in &self.0 {
+            for byte in insn
+                .code
+                .to_le_bytes()
+                .into_iter()
+                .chain([insn.jt, insn.jf])
+                .chain(insn.k.to_le_bytes())
+            {
+                let _ = write!(out, "{byte:02x}");
+            }
+        }
+        out
+    }
+
+    fn from_hex(text: &str) -> Result<SeccompProgram, String> {
+        let bytes = text.as_bytes();
+        if bytes.is_empty()
+            || !bytes.len().is_multiple_of(16)
+            || bytes.len() / 16 > MAX_INSTRUCTIONS
+        {
+            return Err(format!(
+                "a seccomp program of {} hexadecimal digits is not 1 to {MAX_INSTRUCTIONS} instructions of 16",
+                bytes.len()
+            ));
+        }
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            _ => Err(format!("`{}` is not a hexadecimal digit", char::from(c))),
+        };
+        let mut program = Vec::with_capacity(bytes.len() / 16);
+        for chunk in bytes.chunks_exact(16) {
+            let mut b = [0u8; 8];
+            for (i, pair) in chunk.chunks_exact(2).enumerate() {
+                b[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+            }
+            program.push(BpfInstruction {
+                code: u16::from_le_bytes([b[0], b[1]]),
+                jt: b[2],
+                jf: b[3],
+                k: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            });
+        }
+        Ok(SeccompProgram(program))
+    }
+}
+
+impl serde::Serialize for SeccompProgram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SeccompProgram {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SeccompProgram, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        SeccompProgram::from_hex(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -505,6 +606,10 @@ pub struct Kernel {
 pub enum PlanError {
     #[error("Landlock is missing (ABI 0): this machine cannot confine; run bridge-only")]
     NoLandlock,
+    /// A filter this build cannot compile (an architecture it has no filter for): a fault of
+    /// cli-sandbox, not of the request.
+    #[error("the seccomp filter cannot be built: {0}")]
+    Seccomp(String),
     #[error(
         "`[policy] network = \"isolated\"` needs a network namespace of the chat's own, and this machine cannot create user namespaces (Landlock alone confines here): the launch is refused rather than run on the machine's network. Allow user namespaces (sysctl user.max_user_namespaces above 0, kernel.unprivileged_userns_clone=1, or Ubuntu's kernel.apparmor_restrict_unprivileged_userns=0), or set network = \"shared\""
     )]
@@ -525,7 +630,7 @@ impl PlanError {
     /// A request this machine or configuration cannot honour (exit status 2), as opposed to a
     /// machine that cannot confine at all.
     pub fn is_bad_input(&self) -> bool {
-        !matches!(self, PlanError::NoLandlock)
+        !matches!(self, PlanError::NoLandlock | PlanError::Seccomp(_))
     }
 }
 
@@ -544,7 +649,7 @@ pub fn compile(
         if policy.network == Network::Isolated {
             return Err(PlanError::IsolatedNeedsNamespaces);
         }
-        return Ok(super::frozen::compile(policy, kernel, disk));
+        return super::frozen::compile(policy, kernel, disk);
     }
     let network = network_plan(policy, disk)?;
     let abi = kernel.landlock_abi.min(NEWEST_KNOWN_ABI);
@@ -749,9 +854,22 @@ pub fn compile(
             network,
         }),
         landlock: common.landlock(rules),
+        seccomp_program: seccomp_program(&common.seccomp)?,
         seccomp: common.seccomp,
         guarantees,
     })
+}
+
+/// The plan's filter compiled, for both kinds of plan. Elsewhere than on Linux (a plan printed
+/// by `profile`, never applied there) it is empty, and a helper refuses a plan without one.
+pub fn seccomp_program(seccomp: &SeccompPlan) -> Result<SeccompProgram, PlanError> {
+    #[cfg(target_os = "linux")]
+    return super::seccomp::program(seccomp).map_err(PlanError::Seccomp);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = seccomp;
+        Ok(SeccompProgram::default())
+    }
 }
 
 /// The kernel's tunables bound read-only, its secrets covered, as the policy lists them. Those
