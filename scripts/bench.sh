@@ -38,21 +38,27 @@ done
 # same rounds as a baseline; and a static one with the `phase-times` feature, whose marks make the
 # table of where the time goes.
 host=$(rustc -vV | sed -n 's/^host: //p')
+# Each build's two binaries (`cli-sandbox` and the helper alone, `cli-sandbox-helper`, which a
+# launch runs when it lies beside the first) go to a folder of their own.
 static_build() {
   RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static" cargo build --release --locked \
-    -p cli-sandbox --bin cli-sandbox --target "$host" --target-dir target/static "$@"
+    -p cli-sandbox --bin cli-sandbox --bin cli-sandbox-helper --target "$host" \
+    --target-dir target/static "$@"
 }
-mkdir -p target/bench
+keep_build() { # FROM TO
+  mkdir -p "$2"
+  cp "$1/cli-sandbox" "$1/cli-sandbox-helper" "$2/"
+}
 static_build
-cp "target/static/$host/release/cli-sandbox" target/bench/cli-sandbox
+keep_build "target/static/$host/release" target/bench/static
 static_build --features phase-times
-cp "target/static/$host/release/cli-sandbox" target/bench/cli-sandbox-phases
-cargo build --release --locked -p cli-sandbox --bin cli-sandbox
-cp target/release/cli-sandbox target/bench/cli-sandbox-dynamic
-args=(--baseline "dynamic=$PWD/target/bench/cli-sandbox-dynamic"
-  --phases "this build=$PWD/target/bench/cli-sandbox-phases" "${args[@]}")
+keep_build "target/static/$host/release" target/bench/phases
+cargo build --release --locked -p cli-sandbox --bin cli-sandbox --bin cli-sandbox-helper
+keep_build target/release target/bench/dynamic
+args=(--baseline "dynamic=$PWD/target/bench/dynamic/cli-sandbox"
+  --phases "this build=$PWD/target/bench/phases/cli-sandbox" "${args[@]}")
 
 if [ "$criterion" = 1 ]; then
   cargo bench --locked -p launch --bench compile
 fi
-cargo bench --locked -p cli-sandbox --bench launch -- --binary "$PWD/target/bench/cli-sandbox" "${args[@]}"
+cargo bench --locked -p cli-sandbox --bench launch -- --binary "$PWD/target/bench/static/cli-sandbox" "${args[@]}"

@@ -328,8 +328,17 @@ mod table {
         s.into()
     }
 
-    /// `cli-sandbox exec --policy PLAN -- argv`.
+    /// `HELPER exec --policy PLAN -- argv`, with the helper a launch of `bin` runs: the
+    /// `cli-sandbox-helper` beside it (`launch::wrap::helper_binary`), or `bin` itself for a build
+    /// that has none (a baseline older than the helper alone).
     fn exec_argv(bin: &Path, plan: &Path, argv: &[OsString]) -> Vec<OsString> {
+        let beside = bin.with_file_name(launch::wrap::HELPER_NAME);
+        let helper = if beside.is_file() { &beside } else { bin };
+        full_exec_argv(helper, plan, argv)
+    }
+
+    /// `cli-sandbox exec --policy PLAN -- argv`: the helper inside the full binary.
+    fn full_exec_argv(bin: &Path, plan: &Path, argv: &[OsString]) -> Vec<OsString> {
         let mut out = vec![os(bin), os("exec"), os("--policy"), os(plan), os("--")];
         out.extend(argv.iter().cloned());
         out
@@ -533,6 +542,13 @@ mod table {
                 exec_argv(&bin, plan, &truth),
                 home,
             ));
+            if size.name == "base" {
+                variants.push(Variant::new(
+                    "full exec base",
+                    full_exec_argv(&bin, plan, &truth),
+                    home,
+                ));
+            }
             variants.push(Variant::new(
                 format!("step {}", size.name),
                 step_argv(&bin, layout, size.grants, &truth),
@@ -627,7 +643,14 @@ mod table {
         let mut rows: Vec<(String, String)> = Vec::new();
         let mut row = |label: &str, text: &str| rows.push((label.to_owned(), text.to_owned()));
         row("bare", "`/bin/true`");
-        row("exec base", "`cli-sandbox exec --policy PLAN -- /bin/true`");
+        row(
+            "exec base",
+            "`cli-sandbox-helper exec --policy PLAN -- /bin/true` (the helper a launch runs)",
+        );
+        row(
+            "full exec base",
+            "`cli-sandbox exec --policy PLAN -- /bin/true` (the same helper in the full binary)",
+        );
         row(
             "step base",
             "`cli-sandbox step --chat ... --grant ... -- /bin/true`",

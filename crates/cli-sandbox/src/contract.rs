@@ -118,6 +118,10 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
         clis,
         root: root.clone(),
         helper: launch::wrap::helper_binary(None)?,
+        cli_sandbox: std::env::current_exe().map_err(|e| Error::Io {
+            what: "this binary".into(),
+            source: e,
+        })?,
         broken_grant: args.broken_grant_for_testing.clone(),
     };
     let facts = launch::facts::probe_thoroughly();

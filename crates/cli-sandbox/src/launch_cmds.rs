@@ -227,7 +227,7 @@ pub fn run(settings: &Settings, args: &LaunchArgs, verbose: u8) -> Result<ExitCo
     let mut cmd = launch.std_command();
     if verbose > 0 && launch.plan_file.is_some() && std::env::var_os("RUST_LOG").is_none() {
         // The helper's own steps (mounts, what the kernel enforced), at the same level.
-        cmd.env(crate::exec::LOG_VAR, crate::verbosity_filter(verbose));
+        cmd.env(crate::helper::LOG_VAR, crate::verbosity_filter(verbose));
     }
     tracing::info!(argv0 = %launch.argv[0].to_string_lossy(), "exec");
     let err = cmd.exec();

@@ -18,6 +18,7 @@ mod contract;
 mod doctor;
 mod exec;
 mod explain;
+mod helper;
 mod launch_cmds;
 mod man;
 mod profile;
@@ -25,8 +26,8 @@ mod step;
 
 /// Our own failure: bad input, a confinement that could not be applied, the helper missing.
 /// The number `env`, `timeout` and `nice` keep for their own failures, so that it is told apart
-/// from a program's status (2 is a common one).
-pub const FAILED: u8 = 125;
+/// from a program's status (2 is a common one). The helper's (`helper.rs`) is the same.
+pub const FAILED: u8 = helper::FAILED;
 
 /// The program exists but cannot be run (a shell's 126).
 pub const CANNOT_RUN: u8 = 126;
@@ -268,18 +269,7 @@ pub fn verbosity_filter(verbose: u8) -> &'static str {
 fn init_tracing(verbose: u8) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(verbosity_filter(verbose)));
-    start_subscriber(filter);
-}
-
-pub fn start_subscriber(filter: tracing_subscriber::EnvFilter) {
-    use std::io::IsTerminal;
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .without_time()
-        .try_init();
+    helper::start_subscriber(filter);
 }
 
 /// Prints a value as pretty JSON on stdout, `{"version": JSON_VERSION, ...its fields}`. A path

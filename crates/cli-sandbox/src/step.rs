@@ -37,7 +37,7 @@ fn confined_exec(
     let plan = launch::linux::compile(policy, launch::linux::this_kernel())?;
     launch::phase!("compile the plan");
     let _span = tracing::info_span!("helper", chat = %plan.chat).entered();
-    crate::exec::describe(&plan, std::path::Path::new("(compiled in this process)"));
+    crate::helper::describe(&plan, std::path::Path::new("(compiled in this process)"));
     let err = launch::linux::apply::exec(&plan, argv);
     eprintln!("cli-sandbox step: not started, confinement failed: {err}");
     Ok(ExitCode::from(crate::FAILED))

@@ -13,6 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use assert_cmd::cargo::cargo_bin;
 use serde_json::Value;
 
 /// The binary with none of the caller's layout or log settings.
@@ -411,6 +412,156 @@ fn a_plan_the_helper_cannot_apply_exits_125_and_nothing_runs() {
     }
 }
 
+/// The helper alone, `cli-sandbox-helper`, of this build (beside `cli-sandbox`).
+fn helper_alone() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("cli-sandbox-helper")
+}
+
+#[test]
+fn the_helper_alone_confines_as_cli_sandbox_exec_does_and_takes_only_the_helpers_arguments() {
+    let test =
+        "the_helper_alone_confines_as_cli_sandbox_exec_does_and_takes_only_the_helpers_arguments";
+    if !confined_here(test) {
+        return;
+    }
+    let l = layout();
+    let out = l
+        .cli()
+        .args([
+            "profile",
+            "--backend",
+            "landlock",
+            "--json",
+            "--chat",
+            "c-helper",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let profile: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plan = l.demo.root.join("helper-plan.json");
+    std::fs::write(&plan, serde_json::to_vec(&profile["plan"]).unwrap()).unwrap();
+    let runtime = PathBuf::from(profile["plan"]["workdir"].as_str().unwrap());
+    let secret = l.demo.state_root.join("config.json");
+    let script = |tag: &str| {
+        format!(
+            "cat '{s}' > '{r}/{tag}-read' 2>/dev/null; echo ok > '{r}/{tag}-wrote'",
+            s = secret.display(),
+            r = runtime.display()
+        )
+    };
+    let read = |tag: &str| std::fs::read_to_string(runtime.join(format!("{tag}-read")));
+    // The control: the same script unconfined reads the protected file.
+    std::fs::create_dir_all(&runtime).unwrap();
+    let control = std::process::Command::new("/bin/sh")
+        .args(["-c", &script("control")])
+        .status()
+        .unwrap();
+    assert!(control.success());
+    assert!(
+        read("control").is_ok_and(|t| !t.is_empty()),
+        "the control read nothing"
+    );
+    for (tag, binary) in [
+        ("exec", cargo_bin("cli-sandbox")),
+        ("alone", helper_alone()),
+    ] {
+        let out = std::process::Command::new(&binary)
+            .arg("exec")
+            .arg("--policy")
+            .arg(&plan)
+            .args(["--", "/bin/sh", "-c", &script(tag)])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{tag}: {}", text(&out));
+        assert_eq!(
+            std::fs::read_to_string(runtime.join(format!("{tag}-wrote"))).unwrap(),
+            "ok\n",
+            "{tag}: the runtime was not written"
+        );
+        assert!(
+            read(tag).unwrap_or_default().is_empty(),
+            "{tag}: the protected file was read"
+        );
+    }
+    // Any other form is refused, as ours, with what it takes.
+    for args in [&["--help"][..], &["exec", "--policy", "p.json"], &[]] {
+        let out = std::process::Command::new(helper_alone())
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("usage: cli-sandbox-helper exec"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+}
+
+#[test]
+fn a_launch_runs_the_helper_beside_cli_sandbox_only_where_no_chat_can_replace_it() {
+    let test = "a_launch_runs_the_helper_beside_cli_sandbox_only_where_no_chat_can_replace_it";
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(
+            std::env::var("CLI_SANDBOX_REQUIRE_ROOT").as_deref() != Ok("1"),
+            "{test} needs root (a folder no root chat may write), and CLI_SANDBOX_REQUIRE_ROOT=1 requires it"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n!!! SKIPPED {test}: it needs root (a folder no root chat may write)\n"
+        );
+        return;
+    }
+    let l = layout();
+    let argv0 = |bin: &Path| -> PathBuf {
+        let out = std::process::Command::new(bin)
+            .env_remove("CLI_SANDBOX_HELPER")
+            .env("HOME", &l.demo.home)
+            .arg("--config")
+            .arg(&l.demo.config)
+            .arg("--state-root")
+            .arg(&l.demo.state_root)
+            .args(["plan", "--cli", "codex", "--chat", "c-which", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+        PathBuf::from(plan["argv"][0].as_str().unwrap())
+    };
+    let install = |dir: &Path| {
+        for name in ["cli-sandbox", "cli-sandbox-helper"] {
+            std::fs::copy(cargo_bin(name), dir.join(name)).unwrap();
+        }
+    };
+    let kept = l.demo.state_root.join("state/cli-sandbox/helper");
+    // A system folder (root's, in no writable place of a root chat): the helper beside it.
+    let system = tempfile::tempdir_in("/var/lib").unwrap();
+    install(system.path());
+    assert_eq!(
+        argv0(&system.path().join("cli-sandbox")),
+        system.path().join("cli-sandbox-helper")
+    );
+    // Without the helper beside it: the binary itself.
+    std::fs::remove_file(system.path().join("cli-sandbox-helper")).unwrap();
+    assert_eq!(
+        argv0(&system.path().join("cli-sandbox")),
+        system.path().join("cli-sandbox")
+    );
+    // Where a chat could replace the helper beside it (/tmp is a root chat's to write): never
+    // that file, the launcher's kept copy of its own image.
+    let writable = tempfile::tempdir_in("/tmp").unwrap();
+    install(writable.path());
+    let chosen = argv0(&writable.path().join("cli-sandbox"));
+    assert!(chosen.starts_with(&kept), "{}", chosen.display());
+    assert_eq!(
+        std::fs::read(&chosen).unwrap(),
+        std::fs::read(writable.path().join("cli-sandbox")).unwrap(),
+        "the kept copy is not the launcher's own image"
+    );
+}
+
 // ---------- strict input ----------
 
 #[test]
@@ -732,7 +883,7 @@ fn v_on_run_shows_the_pre_trust_edits_and_the_helpers_mounts_and_what_the_kernel
         "mount: masked",
         "the mounts are in place",
         "the kernel enforces the Landlock ruleset fully",
-        "the kernel enforces the seccomp filters",
+        "the kernel enforces the seccomp filter",
     ] {
         assert!(log.contains(step), "{step} missing:\n{log}");
     }

@@ -70,7 +70,7 @@ pub struct AgentOptions {
     pub clis: Vec<String>,
     /// The folder the demo layout is built in.
     pub root: PathBuf,
-    /// The `cli-sandbox` binary (the Linux helper).
+    /// The Linux helper the launches run (`cli-sandbox-helper` or `cli-sandbox`).
     pub helper: PathBuf,
     pub shapes: Vec<Shape>,
     /// How long one launch may take before it is killed and reported.

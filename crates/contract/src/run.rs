@@ -20,8 +20,10 @@ pub struct Options {
     pub clis: Vec<String>,
     /// The folder the demo layout is built in.
     pub root: PathBuf,
-    /// The `cli-sandbox` binary (for the helper and the scripted step).
+    /// The Linux helper the launches run (`cli-sandbox-helper` or `cli-sandbox`).
     pub helper: PathBuf,
+    /// The `cli-sandbox` binary, for the scripted step (`cli-sandbox step`).
+    pub cli_sandbox: PathBuf,
     /// A grant added to every launch but not to the expectations: a deliberately broken plan,
     /// for the test that proves the contract notices.
     pub broken_grant: Option<PathBuf>,
@@ -156,7 +158,7 @@ pub fn run(
         });
         let harness = Harness::write(&demo, &policy, &outside, "step")
             .map_err(io("the scripted step's harness"))?;
-        let mut cmd = Command::new(&options.helper);
+        let mut cmd = Command::new(&options.cli_sandbox);
         cmd.arg("--config")
             .arg(&demo.config)
             .arg("--state-root")

@@ -16,10 +16,11 @@
 //! `argv`, `env` and `cwd` in any language or as [`PreparedLaunch::tokio_command`].
 //! [`LaunchCommand::build`] does all three in one call.
 //!
-//! What must be there at run time: on Linux, an installed `cli-sandbox` binary (the helper that
-//! applies the plan), named by [`Settings::helper`] or `CLI_SANDBOX_HELPER`, in a place no chat
-//! can write (it starts unconfined); it is never looked up on `PATH`. Without one, `prepare`
-//! says so. On macOS, `/usr/bin/sandbox-exec`.
+//! What must be there at run time: on Linux, an installed helper that applies the plan,
+//! `cli-sandbox-helper` (the helper alone, whose start costs each launch least) or the full
+//! `cli-sandbox` binary (the same helper as `cli-sandbox exec`), named by [`Settings::helper`]
+//! or `CLI_SANDBOX_HELPER`, in a place no chat can write (it starts unconfined); it is never
+//! looked up on `PATH`. Without one, `prepare` says so. On macOS, `/usr/bin/sandbox-exec`.
 //!
 //! ```
 //! use launch::{Context, GrantRequest, LaunchSpec, PreparedLaunch, Settings, Shape};

@@ -156,8 +156,13 @@ pub struct EditDone {
     pub written: bool,
 }
 
-/// The `cli-sandbox` binary that runs the Linux helper: given (`Settings::helper`), or
-/// `CLI_SANDBOX_HELPER`, or this process when it is `cli-sandbox`. Never looked up on `PATH`:
+/// The file name of the helper alone (`cli-sandbox-helper exec --policy FILE -- PROGRAM`, the
+/// same arguments as `cli-sandbox exec`): a smaller binary, whose start costs every launch less.
+pub const HELPER_NAME: &str = "cli-sandbox-helper";
+
+/// The binary that runs the Linux helper: given (`Settings::helper`), or `CLI_SANDBOX_HELPER`,
+/// or, when this process is `cli-sandbox`, the [`HELPER_NAME`] beside it, or this binary
+/// itself when there is none. Either takes the helper's arguments. Never looked up on `PATH`:
 /// the home, which every chat writes, is on many people's `PATH`, and the helper starts
 /// unconfined. See [`helper_for`] for the check a launch adds.
 pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
@@ -170,7 +175,8 @@ pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
     if let Ok(exe) = std::env::current_exe()
         && exe.file_name().is_some_and(|n| n == "cli-sandbox")
     {
-        return Ok(exe);
+        let beside = exe.with_file_name(HELPER_NAME);
+        return Ok(if beside.is_file() { beside } else { exe });
     }
     Err(Error::Other(
         "the `cli-sandbox` helper binary is not known: set CLI_SANDBOX_HELPER (or the helper of \
@@ -182,10 +188,12 @@ pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
 /// The helper this chat's launch runs, checked: it starts unconfined, so a chat that could
 /// replace it (it, or a folder above it, writable by the chat's uid; for a root chat, outside the
 /// read-only system) would run a program of its choice unconfined at the next launch. When the
-/// helper is this very binary (`cli-sandbox run`, `plan`, the contract) and lies in such a place
-/// (`cargo install` puts it in the home), the launch runs a copy of it that the launcher keeps in
-/// the state root, which every chat's sandbox closes. A helper the caller names in such a place
-/// is the caller's choice: it is used, with a warning.
+/// helper is this very binary or the [`HELPER_NAME`] beside it (`cli-sandbox run`, `plan`, the
+/// contract) and lies in such a place (`cargo install` puts both in the home), the launch runs a
+/// copy of this binary that the launcher keeps in the state root, which every chat's sandbox
+/// closes: copied from the image this process runs, never from the file beside it, which a chat
+/// could have replaced already. A helper the caller names in such a place is the caller's
+/// choice: it is used, with a warning.
 pub fn helper_for(ctx: &Context, policy: &Policy) -> Result<PathBuf, Error> {
     let helper = helper_binary(ctx.helper.as_deref())?;
     let canonical = std::fs::canonicalize(&helper).map_err(|e| {
@@ -197,7 +205,7 @@ pub fn helper_for(ctx: &Context, policy: &Policy) -> Result<PathBuf, Error> {
     if !a_chat_could_replace(&canonical, policy) {
         return Ok(canonical);
     }
-    if is_this_binary(&canonical) {
+    if is_this_binary(&canonical) || is_beside_this_binary(&canonical) {
         return kept_copy_of_this_binary(ctx);
     }
     tracing::warn!(
@@ -214,6 +222,15 @@ fn is_this_binary(path: &Path) -> bool {
         (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
         _ => false,
     }
+}
+
+/// Whether `path` is the [`HELPER_NAME`] beside this binary (by path: its content is what a
+/// chat could have changed).
+fn is_beside_this_binary(path: &Path) -> bool {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| std::fs::canonicalize(exe.with_file_name(HELPER_NAME)).ok())
+        .is_some_and(|beside| beside == path)
 }
 
 /// Whether a confined chat of `policy` could replace `path` or a folder above it.
