@@ -549,17 +549,31 @@ fn a_launch_runs_the_helper_beside_cli_sandbox_only_where_no_chat_can_replace_it
         argv0(&system.path().join("cli-sandbox")),
         system.path().join("cli-sandbox")
     );
+    // A symlink in its place (a chat plants one beside a binary in the home, to a program of
+    // its choice that no chat can replace): never followed, the binary itself.
+    std::os::unix::fs::symlink("/bin/true", system.path().join("cli-sandbox-helper")).unwrap();
+    assert_eq!(
+        argv0(&system.path().join("cli-sandbox")),
+        system.path().join("cli-sandbox")
+    );
     // Where a chat could replace the helper beside it (/tmp is a root chat's to write): never
     // that file, the launcher's kept copy of its own image.
     let writable = tempfile::tempdir_in("/tmp").unwrap();
     install(writable.path());
+    let image = std::fs::read(writable.path().join("cli-sandbox")).unwrap();
     let chosen = argv0(&writable.path().join("cli-sandbox"));
     assert!(chosen.starts_with(&kept), "{}", chosen.display());
     assert_eq!(
         std::fs::read(&chosen).unwrap(),
-        std::fs::read(writable.path().join("cli-sandbox")).unwrap(),
+        image,
         "the kept copy is not the launcher's own image"
     );
+    // ... and so with a symlink there, to a program no chat can replace.
+    let beside = writable.path().join("cli-sandbox-helper");
+    std::fs::remove_file(&beside).unwrap();
+    std::os::unix::fs::symlink("/bin/true", &beside).unwrap();
+    let chosen = argv0(&writable.path().join("cli-sandbox"));
+    assert!(chosen.starts_with(&kept), "{}", chosen.display());
 }
 
 // ---------- strict input ----------

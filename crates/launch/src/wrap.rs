@@ -161,8 +161,8 @@ pub struct EditDone {
 pub const HELPER_NAME: &str = "cli-sandbox-helper";
 
 /// The binary that runs the Linux helper: given (`Settings::helper`), or `CLI_SANDBOX_HELPER`,
-/// or, when this process is `cli-sandbox`, the [`HELPER_NAME`] beside it, or this binary
-/// itself when there is none. Either takes the helper's arguments. Never looked up on `PATH`:
+/// or, when this process is `cli-sandbox`, the [`HELPER_NAME`] beside it (a file, not a
+/// symlink), or this binary itself when there is none. Either takes the helper's arguments. Never looked up on `PATH`:
 /// the home, which every chat writes, is on many people's `PATH`, and the helper starts
 /// unconfined. See [`helper_for`] for the check a launch adds.
 pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
@@ -175,8 +175,12 @@ pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
     if let Ok(exe) = std::env::current_exe()
         && exe.file_name().is_some_and(|n| n == "cli-sandbox")
     {
+        // A file of its own, never a symlink: `helper_for` checks who could replace the file a
+        // path names, and a link a chat planted beside a binary in the home would name a program
+        // of the chat's choice outside it (python3 run with `exec` from the chat's folder).
         let beside = exe.with_file_name(HELPER_NAME);
-        return Ok(if beside.is_file() { beside } else { exe });
+        let own_file = std::fs::symlink_metadata(&beside).is_ok_and(|m| m.file_type().is_file());
+        return Ok(if own_file { beside } else { exe });
     }
     Err(Error::Other(
         "the `cli-sandbox` helper binary is not known: set CLI_SANDBOX_HELPER (or the helper of \
