@@ -82,10 +82,16 @@ fn start_logging() -> bool {
         unsafe { std::env::remove_var(LOG_VAR) };
     }
     let filter = std::env::var_os("RUST_LOG").or(ours);
-    let Some(filter) = filter.and_then(|f| f.into_string().ok()) else {
+    // `target=level` lists (what `run -v` sets, and most `RUST_LOG` values), read without the
+    // regular-expression engine `EnvFilter` brings, which would double this binary's size; a
+    // value with span filters is not this helper's to read, and it logs nothing then.
+    let Some(filter) = filter
+        .and_then(|f| f.into_string().ok())
+        .and_then(|f| f.parse::<tracing_subscriber::filter::Targets>().ok())
+    else {
         return false;
     };
-    start_subscriber(tracing_subscriber::EnvFilter::new(filter));
+    start_subscriber(filter);
     true
 }
 
@@ -171,13 +177,20 @@ pub fn describe(plan: &launch::linux::plan::LinuxPlan, file: &Path) {
 }
 
 /// Log lines on stderr, without times, as `filter` lets through (both binaries' subscriber).
-pub fn start_subscriber(filter: tracing_subscriber::EnvFilter) {
+pub fn start_subscriber<F>(filter: F)
+where
+    F: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
+{
     use std::io::IsTerminal;
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
-        .without_time()
+        .without_time();
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(lines)
         .try_init();
 }

@@ -328,9 +328,13 @@ impl LinuxPlan {
 /// compiles, kept in the plan in a form every OS can read and write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BpfInstruction {
+    /// The operation (`BPF_LD | BPF_W | BPF_ABS`, `BPF_JMP | BPF_JEQ | BPF_K`, ...).
     pub code: u16,
+    /// Instructions skipped when a conditional jump's test holds.
     pub jt: u8,
+    /// Instructions skipped when it does not.
     pub jf: u8,
+    /// The operand: an offset into the system call's data, a value compared, an action.
     pub k: u32,
 }
 
