@@ -345,6 +345,69 @@ fn a_plan_without_its_seccomp_program_is_refused_with_status_125_and_nothing_run
     }
 }
 
+/// The signals `/proc/PID/status` says are ignored, as a bit set (bit N-1 for signal N).
+fn ignored_signals(status: &str) -> u64 {
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .expect("a SigIgn line");
+    u64::from_str_radix(line.trim(), 16).unwrap()
+}
+
+#[test]
+fn the_program_starts_with_sigpipe_at_its_default_action_in_both_plans() {
+    let test = "the_program_starts_with_sigpipe_at_its_default_action_in_both_plans";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture();
+    let demo = &f.demo;
+    let policy = policy(demo, &[]);
+    let sigpipe = 1u64 << (libc::SIGPIPE - 1);
+    for namespaces in [true, false] {
+        let kernel = launch::linux::plan::Kernel {
+            namespaces,
+            ..launch::linux::this_kernel()
+        };
+        let plan = launch::linux::compile(&policy, kernel).unwrap();
+        let file = demo.root.join(format!("sigpipe-{namespaces}.json"));
+        std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
+        let seen = demo.runtime.join(format!("sigpipe-{namespaces}"));
+        let script = format!("cat /proc/self/status > '{}'; sleep 0.5", seen.display());
+        let mut child = Command::new(cli_sandbox())
+            .arg("exec")
+            .arg("--policy")
+            .arg(&file)
+            .args(["--", "/bin/sh", "-c", &script])
+            .spawn()
+            .unwrap();
+        // The control: the helper itself ignores it (Rust's runtime does), so a program that
+        // inherited its disposition would too (with namespaces the helper stays beside the
+        // program; without, it becomes the program, and only the program's is checked).
+        // Read until the helper's runtime is up (or the program is done).
+        let mut helper_ignores = false;
+        while !helper_ignores && !seen.exists() {
+            if let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", child.id())) {
+                helper_ignores = status.contains("Name:\tcli-sandbox")
+                    && ignored_signals(&status) & sigpipe != 0;
+            }
+        }
+        assert!(child.wait().unwrap().success());
+        let program = std::fs::read_to_string(&seen).unwrap();
+        if namespaces {
+            assert!(
+                helper_ignores,
+                "the control: the helper was not seen ignoring SIGPIPE"
+            );
+        }
+        assert_eq!(
+            ignored_signals(&program) & sigpipe,
+            0,
+            "namespaces {namespaces}: the program ignores SIGPIPE"
+        );
+    }
+}
+
 #[test]
 fn mounts_cannot_be_undone_from_inside() {
     if !confinement_available("mounts_cannot_be_undone_from_inside") {

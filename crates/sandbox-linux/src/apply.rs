@@ -285,6 +285,11 @@ fn exec_program(program: &[CString], workdir: &CString) -> ! {
     }
     let mut argv: Vec<*const libc::c_char> = program.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
+    // SIGPIPE at its default action, as `process::start_program` gives it (Rust's runtime
+    // ignored it here, and an ignored signal stays ignored across exec). Setting a default
+    // action cannot fail for SIGPIPE; were it to, the program would only see EPIPE.
+    // SAFETY: SIG_DFL installs no handler of ours.
+    let _ = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     // SAFETY: argv is a NULL-terminated array of pointers into `program`'s C strings, which
     // outlive the call; execvp returns only on failure, reported below.
     unsafe { libc::execvp(argv[0], argv.as_ptr()) };

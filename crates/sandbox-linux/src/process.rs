@@ -431,7 +431,10 @@ fn reap_until(program: libc::pid_t) -> libc::c_int {
     }
 }
 
-/// Starts the program in the working folder with no signal blocked. `posix_spawn` (a vfork
+/// Starts the program in the working folder with no signal blocked and `SIGPIPE` at its default
+/// action (Rust's runtime ignores it in the helper, and an ignored signal stays ignored across
+/// exec: a program would see `EPIPE` where it dies outside; a shell and `std::process::Command`
+/// give it the default too). `posix_spawn` (a vfork
 /// under the hood) rather than fork: nothing of this process's memory is copied. The folder is
 /// entered here first, so that not entering it is told apart from not running the program. On
 /// failure, says why on stderr and gives the exit code a shell gives: 127 for a program that is
@@ -458,11 +461,13 @@ fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, 
     }
     // SAFETY: an initialized attribute and a valid set.
     let masked = unsafe { libc::posix_spawnattr_setsigmask(&mut attr, &empty) };
+    let pipe = signal_set(&[libc::SIGPIPE]);
+    // SAFETY: an initialized attribute and a valid set.
+    let defaulted = unsafe { libc::posix_spawnattr_setsigdefault(&mut attr, &pipe) };
+    let flags = libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
     // SAFETY: an initialized attribute.
-    let flagged = unsafe {
-        libc::posix_spawnattr_setflags(&mut attr, libc::POSIX_SPAWN_SETSIGMASK as libc::c_short)
-    };
-    if masked != 0 || flagged != 0 {
+    let flagged = unsafe { libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short) };
+    if masked != 0 || defaulted != 0 || flagged != 0 {
         eprintln!("cli-sandbox exec: posix_spawnattr set-up failed");
         return Err(126);
     }
