@@ -28,7 +28,7 @@ pub fn fast_path(args: impl Iterator<Item = OsString>) -> Option<ExecArgs> {
 
 /// Runs the helper (see [`helper::run`]).
 pub fn run(args: &ExecArgs) -> ExitCode {
-    helper::run(&args.policy, &args.argv)
+    ExitCode::from(helper::run(&args.policy, &args.argv))
 }
 
 #[cfg(test)]

@@ -15,7 +15,6 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 /// Our own failure (the binaries' `FAILED`): the program was not started.
 pub const FAILED: u8 = 125;
@@ -40,9 +39,9 @@ pub fn fast_path(args: impl Iterator<Item = OsString>) -> Option<(PathBuf, Vec<O
     (!argv.is_empty() && !policy.as_os_str().is_empty()).then_some((policy, argv))
 }
 
-/// Runs the helper; returns only when the program was not started (status 125), or ends as
-/// the program ends.
-pub fn run(policy: &Path, argv: &[OsString]) -> ExitCode {
+/// Runs the helper; returns only when the program was not started, with the status to exit
+/// with ([`FAILED`]), or ends as the program ends.
+pub fn run(policy: &Path, argv: &[OsString]) -> u8 {
     let logging = start_logging();
     #[cfg(target_os = "linux")]
     {
@@ -50,7 +49,7 @@ pub fn run(policy: &Path, argv: &[OsString]) -> ExitCode {
             Ok(plan) => plan,
             Err(e) => {
                 eprintln!("cli-sandbox: {e}");
-                return ExitCode::from(FAILED);
+                return FAILED;
             }
         };
         // Entered for the rest of this process: the events of the steps below are the
@@ -61,7 +60,7 @@ pub fn run(policy: &Path, argv: &[OsString]) -> ExitCode {
         }
         let err = launch::linux::apply::exec(&plan, argv);
         eprintln!("cli-sandbox exec: not started, confinement failed: {err}");
-        ExitCode::from(FAILED)
+        FAILED
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -69,7 +68,7 @@ pub fn run(policy: &Path, argv: &[OsString]) -> ExitCode {
         eprintln!(
             "cli-sandbox exec: the Linux helper runs only on Linux (use sandbox-exec on macOS)"
         );
-        ExitCode::from(FAILED)
+        FAILED
     }
 }
 
