@@ -388,6 +388,7 @@ pub(super) fn run_init(
         // Ends as if the program had exited with this code, like a shell that cannot run it.
         Err(code) => sys::exited(code),
     };
+    crate::phase!("init: the program ended");
     say(Report::Ended(status));
     // Leaving pid 1 ends every other process of the namespace.
     leave(0);
