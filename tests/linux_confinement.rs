@@ -345,6 +345,58 @@ fn a_plan_without_its_seccomp_program_is_refused_with_status_125_and_nothing_run
     }
 }
 
+#[test]
+fn the_program_is_looked_up_and_refused_as_posix_spawnp_does() {
+    let test = "the_program_is_looked_up_and_refused_as_posix_spawnp_does";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture();
+    let demo = &f.demo;
+    let plan = launch::linux::compile(&policy(demo, &[]), launch::linux::this_kernel()).unwrap();
+    let file = demo.root.join("lookup-plan.json");
+    std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
+    std::fs::create_dir_all(&demo.runtime).unwrap();
+    let ran = demo.runtime.join("ran");
+    let script = |name: &str, text: &str, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        let path = demo.runtime.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let touch = format!("touch '{}'\n", ran.display());
+    // No `#!`, executable: the kernel cannot run it, and it is not handed to a shell.
+    script("no-interpreter", &touch, 0o755);
+    script("not-executable", &format!("#!/bin/sh\n{touch}"), 0o644);
+    for (program, code) in [
+        ("/bin/true", 0),
+        ("true", 0),
+        ("/no/such/program", 127),
+        ("no-such-program-anywhere", 127),
+        ("./no-interpreter", 126),
+        ("./not-executable", 126),
+        ("/etc", 126),
+    ] {
+        let out = Command::new(cli_sandbox())
+            .arg("exec")
+            .arg("--policy")
+            .arg(&file)
+            .args(["--", program])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{program}: {out:?}");
+        assert!(!ran.exists(), "{program}: a file it should not run ran");
+    }
+    // The control: a shell runs the script without `#!` (so the check above can fail).
+    let out = Command::new("/bin/sh")
+        .arg("-c")
+        .arg("./no-interpreter")
+        .current_dir(&demo.runtime)
+        .output()
+        .unwrap();
+    assert!(out.status.success() && ran.exists(), "the control: {out:?}");
+}
+
 /// The signals `/proc/PID/status` says are ignored, as a bit set (bit N-1 for signal N).
 fn ignored_signals(status: &str) -> u64 {
     let line = status

@@ -435,11 +435,17 @@ fn reap_until(program: libc::pid_t) -> libc::c_int {
 /// Starts the program in the working folder with no signal blocked and `SIGPIPE` at its default
 /// action (Rust's runtime ignores it in the helper, and an ignored signal stays ignored across
 /// exec: a program would see `EPIPE` where it dies outside; a shell and `std::process::Command`
-/// give it the default too). `posix_spawn` (a vfork
-/// under the hood) rather than fork: nothing of this process's memory is copied. The folder is
-/// entered here first, so that not entering it is told apart from not running the program. On
-/// failure, says why on stderr and gives the exit code a shell gives: 127 for a program that is
-/// missing, 126 otherwise.
+/// give it the default too). The folder is entered here first, so that not entering it is told
+/// apart from not running the program. On failure, says why on stderr and gives the exit code a
+/// shell gives: 127 for a program that is missing, 126 otherwise.
+///
+/// The child is made as `posix_spawn` makes it, `clone(CLONE_VM | CLONE_VFORK)` (nothing of
+/// init's memory is copied; init waits until the child has exec'd or failed), but without
+/// `posix_spawn`'s reset of every signal's action in the child (121 system calls, each through
+/// the filter init already runs under): init handles no signal that can arrive from outside (it
+/// takes its signals with `sigwaitinfo`; Rust's runtime in the full binary handles SIGSEGV and
+/// SIGBUS, its own faults, which the child's few system calls do not cause), and exec resets
+/// handlers anyway, so the child has only the mask to clear and SIGPIPE to reset.
 fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, libc::c_int> {
     // SAFETY: `workdir` is a C string the caller holds for the call; chdir only reads it.
     if unsafe { libc::chdir(workdir.as_ptr()) } != 0 {
@@ -450,51 +456,53 @@ fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, 
         );
         return Err(126);
     }
-    let mut argv: Vec<*mut libc::c_char> = program.iter().map(|a| a.as_ptr().cast_mut()).collect();
-    argv.push(std::ptr::null_mut());
-    let empty = signal_set(&[]);
-    // SAFETY: a zeroed attribute is what posix_spawnattr_init initializes.
-    let mut attr: libc::posix_spawnattr_t = unsafe { std::mem::zeroed() };
-    // SAFETY: initializing the attribute we own.
-    if unsafe { libc::posix_spawnattr_init(&mut attr) } != 0 {
-        eprintln!("cli-sandbox exec: posix_spawnattr_init failed");
-        return Err(126);
-    }
-    // SAFETY: an initialized attribute and a valid set.
-    let masked = unsafe { libc::posix_spawnattr_setsigmask(&mut attr, &empty) };
-    let pipe = signal_set(&[libc::SIGPIPE]);
-    // SAFETY: an initialized attribute and a valid set.
-    let defaulted = unsafe { libc::posix_spawnattr_setsigdefault(&mut attr, &pipe) };
-    let flags = libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
-    // SAFETY: an initialized attribute.
-    let flagged = unsafe { libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short) };
-    if masked != 0 || defaulted != 0 || flagged != 0 {
-        eprintln!("cli-sandbox exec: posix_spawnattr set-up failed");
-        return Err(126);
-    }
-    let mut pid: libc::pid_t = 0;
-    // SAFETY: init is single-threaded (the helper checked before the clone) and nothing here
-    // changes the environment, so reading the `environ` pointer races with no writer.
-    let environ = unsafe { libc::environ };
-    // SAFETY: argv is a NULL-terminated array of C strings alive for the call; `environ` is
-    // this process's own, NULL-terminated; the attribute was initialized above.
-    let rc = unsafe {
-        libc::posix_spawnp(
-            &mut pid,
-            argv[0],
-            std::ptr::null(),
-            &attr,
-            argv.as_ptr(),
-            environ,
+    let mut argv: Vec<*const libc::c_char> = program.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let candidates = candidates(&program[0]);
+    let mut tries: Vec<*const libc::c_char> = candidates.iter().map(|c| c.as_ptr()).collect();
+    tries.push(std::ptr::null());
+    let mut exec = Exec {
+        tries: tries.as_ptr(),
+        argv: argv.as_ptr(),
+        // SAFETY: init is single-threaded (the helper checked before the clone) and nothing
+        // here changes the environment, so reading the `environ` pointer races with no writer.
+        envp: unsafe { libc::environ }.cast_const().cast(),
+        empty: signal_set(&[]),
+        error: 0,
+    };
+    // The child's stack, for the moments before its exec; the stack grows down from its end on
+    // the architectures built here, 16-byte aligned.
+    let mut stack = vec![0u128; CHILD_STACK / 16];
+    let top = stack.as_mut_ptr_range().end.cast::<libc::c_void>();
+    // SAFETY: `exec_child` runs on `stack` (alive until clone returns, which CLONE_VFORK makes
+    // wait for the child's exec or exit) and reads and writes only `exec`, which outlives that
+    // too; the flags share memory and nothing else, and ask for SIGCHLD at the child's end.
+    let pid = unsafe {
+        libc::clone(
+            exec_child,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&mut exec as *mut Exec).cast(),
         )
     };
-    // SAFETY: destroys the attribute initialized above, once; it is not used after. glibc's
-    // destroy cannot fail (it frees nothing): its result tells nothing to act on.
-    let _ = unsafe { libc::posix_spawnattr_destroy(&mut attr) };
-    if rc == 0 {
+    drop(stack);
+    if pid < 0 {
+        eprintln!(
+            "cli-sandbox exec: cannot start {}: {}",
+            program[0].to_string_lossy(),
+            io::Error::last_os_error()
+        );
+        return Err(126);
+    }
+    if exec.error == 0 {
         return Ok(pid);
     }
-    let err = io::Error::from_raw_os_error(rc);
+    // The child did not exec: it has exited, and its zombie is reaped here (its status is
+    // ours, 127, and tells nothing more than `exec.error`).
+    let mut status = 0;
+    // SAFETY: waiting for our own child, with a valid out-parameter.
+    let _ = unsafe { libc::waitpid(pid, &mut status, 0) };
+    let err = io::Error::from_raw_os_error(exec.error);
     eprintln!(
         "cli-sandbox exec: cannot run {}: {err}",
         program[0].to_string_lossy()
@@ -504,4 +512,87 @@ fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, 
     } else {
         126
     })
+}
+
+/// The child's stack size: it calls a few system calls and nothing else.
+const CHILD_STACK: usize = 16 * 1024;
+
+/// The paths to try for `name`, as `posix_spawnp` tries them: `name` itself when it holds a
+/// `/`, else each folder of the program's `PATH` (`/bin:/usr/bin` when it has none; an empty
+/// entry is the working folder) joined with it.
+fn candidates(name: &CString) -> Vec<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = name.as_bytes();
+    if bytes.contains(&b'/') {
+        return vec![name.clone()];
+    }
+    let path = std::env::var_os("PATH");
+    let path = path
+        .as_deref()
+        .map_or(&b"/bin:/usr/bin"[..], |p| p.as_bytes());
+    path.split(|&b| b == b':')
+        .filter_map(|dir| {
+            let dir = if dir.is_empty() { &b"."[..] } else { dir };
+            CString::new([dir, b"/", bytes].concat()).ok()
+        })
+        .collect()
+}
+
+/// What [`exec_child`] shares with init: the paths to try (NULL-terminated), the program's
+/// arguments and environment, the empty mask, and the error of an exec that failed (0 until
+/// then).
+struct Exec {
+    tries: *const *const libc::c_char,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+    empty: libc::sigset_t,
+    error: libc::c_int,
+}
+
+/// The child of [`start_program`], in init's memory until it execs: clears the signal mask,
+/// gives SIGPIPE its default action, becomes the program; on failure leaves the error for init
+/// and exits. Only system calls here: the memory is init's, which waits.
+extern "C" fn exec_child(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `Exec` that `start_program` passed and holds for the child's life.
+    let exec = unsafe { &mut *arg.cast::<Exec>() };
+    // SAFETY: a valid set, this thread's mask; nothing to undo on failure (the program would
+    // start with signals blocked; the set is empty and cannot be refused).
+    let _ = unsafe { libc::sigprocmask(libc::SIG_SETMASK, &exec.empty, std::ptr::null_mut()) };
+    // SAFETY: SIG_DFL installs no handler; the child has its own copy of init's actions (no
+    // CLONE_SIGHAND), so init's are unchanged.
+    let _ = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // Each path in turn, as `posix_spawnp` does: a missing one, or one not permitted, lets the
+    // search go on (not permitted is the error if nothing runs); any other error ends it. A file
+    // the kernel cannot run (ENOEXEC) is not handed to a shell.
+    let mut denied = false;
+    let mut searched_all = true;
+    let mut error = libc::ENOENT;
+    let mut next = exec.tries;
+    // SAFETY: `tries` is a NULL-terminated array that init holds until the child has exec'd or
+    // exited; reading each element until the NULL stays inside it.
+    while let Some(path) = unsafe { next.as_ref() }.copied().filter(|p| !p.is_null()) {
+        // SAFETY: `path`, `argv` and `envp` are NULL-terminated C strings and arrays that init
+        // holds until the child has exec'd or exited; execve returns only on failure.
+        unsafe { libc::execve(path, exec.argv, exec.envp) };
+        // errno, of this thread (the child runs on init's thread storage, which init does not
+        // read until the child has exited); reading it allocates nothing.
+        error = io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC);
+        match error {
+            libc::EACCES => denied = true,
+            libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
+            _ => {
+                searched_all = false;
+                break;
+            }
+        }
+        // SAFETY: still inside the array: this element was not its NULL end.
+        next = unsafe { next.add(1) };
+    }
+    exec.error = if denied && searched_all {
+        libc::EACCES
+    } else {
+        error.max(1)
+    };
+    // SAFETY: leaving without running anything of init's image.
+    unsafe { libc::_exit(127) }
 }
