@@ -901,6 +901,61 @@ fn a_fifo_a_folder_a_link_to_nothing_and_a_loop_are_refused_at_once() {
     }
 }
 
+/// Gemini's MCP isolation writes the bridge (its command and environment, which may hold a
+/// token) into the chat's own `<runtime>/.gemini/settings.json`, a file the chat can replace
+/// between launches. A link there to the person's own Gemini settings would hand the bridge to
+/// the person's unconfined Gemini for good: the entry addressed in the runtime must stay in it.
+/// The control: the same entry addressed at the person's file lands there.
+#[test]
+fn the_bridge_entry_in_the_runtime_never_follows_a_link_to_the_persons_own_settings() {
+    for resolution in both() {
+        for (at, target) in [
+            (".gemini/settings.json", ".gemini/settings.json"),
+            (".gemini", ".gemini"),
+        ] {
+            let w = world();
+            let theirs = w.home(".gemini/settings.json");
+            fs::create_dir_all(theirs.parent().unwrap()).unwrap();
+            fs::write(&theirs, "{\"theme\": \"mine\"}\n").unwrap();
+            let planted = w.demo.runtime.join(at);
+            plant(&planted, &w.home(target));
+            let label = format!("{at} ({resolution:?})");
+
+            let refused = w
+                .launch("gemini", w.guard(resolution), &[], &w.demo.runtime)
+                .expect_err(&format!("{label}: the launch went on"));
+            assert!(
+                refused.contains(&planted.display().to_string()),
+                "{label}: the link is not named: {refused}"
+            );
+            assert_eq!(
+                fs::read_to_string(&theirs).unwrap(),
+                "{\"theme\": \"mine\"}\n",
+                "{label}: the person's settings changed"
+            );
+            assert!(
+                fs::symlink_metadata(&planted).unwrap().is_symlink(),
+                "{label}"
+            );
+
+            // The control: the bridge's own entry, addressed at the person's file, is written.
+            let edit = sandbox_core::FileEdit {
+                file: theirs.clone(),
+                format: sandbox_core::FileFormat::Json,
+                keys: vec!["mcpServers".into(), "agentworks".into()],
+                value: serde_json::json!({"command": "/opt/bridge"}),
+                create_mode: 0o600,
+                action: Default::default(),
+            };
+            w.guard(resolution).apply(&edit).unwrap();
+            assert!(
+                fs::read_to_string(&theirs).unwrap().contains("/opt/bridge"),
+                "{label}: the control did not write the person's file"
+            );
+        }
+    }
+}
+
 #[test]
 fn cursor_muse_and_pi_read_and_write_nothing_whatever_is_planted() {
     let w = world();
