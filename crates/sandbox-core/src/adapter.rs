@@ -289,7 +289,73 @@ pub enum AdapterError {
 ///
 /// [`CliAdapter::launch`] puts the answers together; adapters implement the fields. Nothing in
 /// the form does I/O: what an adapter needs of the person's files it reads through
-/// [`PersonFiles`].
+/// [`PersonFiles`]. `docs/adding-a-cli.md` walks through a new adapter crate; the smallest one:
+///
+/// ```
+/// use sandbox_core::{
+///     AdapterError, ArgvParts, CliAdapter, LaunchRequest, McpIsolation, Mode, PersonFiles,
+///     Shape, adapter_kit,
+/// };
+///
+/// #[derive(Debug)]
+/// struct Name;
+///
+/// /// What the registry lists (the convention of every adapter crate).
+/// pub static ADAPTER: &dyn CliAdapter = &Name;
+///
+/// impl CliAdapter for Name {
+///     fn name(&self) -> &'static str {
+///         "name"
+///     }
+///     fn modes(&self) -> &'static [Mode] {
+///         &[Mode::Full]
+///     }
+///     fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {
+///         vec!["--no-sandbox".to_owned()]
+///     }
+///     fn mcp_isolation(
+///         &self,
+///         req: &LaunchRequest,
+///         _person: &dyn PersonFiles,
+///     ) -> Result<McpIsolation, AdapterError> {
+///         let allowed = adapter_kit::allowed_server_name(req);
+///         Ok(McpIsolation::args(vec![format!("--allowed-mcp={allowed}")]))
+///     }
+///     fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
+///         let mut args = Vec::new();
+///         adapter_kit::push_parts(&mut args, parts);
+///         adapter_kit::push_extra_and_prompt(&mut args, req);
+///         args
+///     }
+/// }
+///
+/// struct Nobody;
+/// impl PersonFiles for Nobody {
+///     fn read(&self, _: &std::path::Path) -> std::io::Result<Option<String>> {
+///         Ok(None)
+///     }
+/// }
+///
+/// let req = LaunchRequest {
+///     shape: Shape::Structured,
+///     mode: Mode::Full,
+///     workdir: "/runtime".into(),
+///     home: "/home/me".into(),
+///     grants: Vec::new(),
+///     mcp_bridge: None,
+///     prompt: Some("-hi".to_owned()),
+///     model: None,
+///     extra_args: Vec::new(),
+///     confined: true,
+/// };
+/// let launch = ADAPTER.launch(&req, &Nobody)?;
+/// assert_eq!(
+///     launch.args,
+///     ["--no-sandbox", "--allowed-mcp=cli-sandbox-no-mcp-server", "--", "-hi"]
+/// );
+/// assert_eq!(ADAPTER.program(), "name");
+/// # Ok::<(), AdapterError>(())
+/// ```
 pub trait CliAdapter: Send + Sync + fmt::Debug {
     /// The CLI's name in the registry (`claude`, `codex`, ...).
     fn name(&self) -> &'static str;
