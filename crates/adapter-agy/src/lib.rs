@@ -64,9 +64,6 @@ pub struct Agy;
 /// What the registry lists (the convention of every adapter crate).
 pub static ADAPTER: &dyn CliAdapter = &Agy;
 
-/// Allowed when there is no bridge: a name no server has.
-pub use sandbox_core::adapter_kit::NO_SERVER;
-
 impl CliAdapter for Agy {
     fn name(&self) -> &'static str {
         "agy"

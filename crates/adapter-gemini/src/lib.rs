@@ -68,9 +68,6 @@ pub struct Gemini;
 /// What the registry lists (the convention of every adapter crate).
 pub static ADAPTER: &dyn CliAdapter = &Gemini;
 
-/// Allowed when there is no bridge: a name no server has, since an empty list allows them all.
-pub use sandbox_core::adapter_kit::NO_SERVER;
-
 impl CliAdapter for Gemini {
     fn name(&self) -> &'static str {
         "gemini"
