@@ -97,7 +97,9 @@ pub enum EditAction {
 /// the form needs ([`PreTrust`], [`McpIsolation`]). Either may be empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArgsAndEdits {
+    /// Entries the launcher writes into settings files before the CLI starts.
     pub edits: Vec<FileEdit>,
+    /// Arguments, which [`CliAdapter::argv`] places.
     pub args: Vec<String>,
 }
 
@@ -139,13 +141,15 @@ pub type McpIsolation = ArgsAndEdits;
 /// is a decision the adapter's crate doc would have to argue, and then it is a [`FileEdit`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SettingCheck {
+    /// The person's settings file.
     pub file: PathBuf,
+    /// How it is parsed.
     pub format: FileFormat,
     /// Keys from the document's top down to the setting.
     pub keys: Vec<String>,
     /// The launch is refused when the setting holds exactly this value.
     pub refused: serde_json::Value,
-    /// What is wrong, said after the file's name (`` `enableTerminalSandbox` is true, and ...``).
+    /// What is wrong, said after the file's name ("`enableTerminalSandbox` is true, and ...").
     pub problem: String,
     /// What the person should do.
     pub fix: String,
@@ -273,7 +277,7 @@ pub enum AdapterError {
 }
 
 /// What each CLI supplies. An adapter reads like a form, one method per kind of part a CLI
-/// needs, in the order [`CliAdapter::launch`] asks for them:
+/// needs (the checks are asked for first, [`CliAdapter::argv`] last):
 ///
 /// | field | what | default |
 /// |---|---|---|
