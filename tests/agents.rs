@@ -21,13 +21,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use cli_sandbox_tests::real_clis::{REQUIRE, Scratch, clean_env, path_with_real_clis, require};
+use cli_sandbox_tests::real_clis::{
+    PINNED, REQUIRE, Scratch, clean_env, path_with_real_clis, require,
+};
 use cli_sandbox_tests::{cli_sandbox, confinement_available};
 use sandbox_core::{Mode, Shape};
 use scripted_model::{Dialect, Script, ScriptedModel, Step};
 use serde_json::Value;
-
-const PINNED: [&str; 4] = ["codex", "claude", "gemini", "pi"];
 
 /// One test of this file at a time: each drives several real CLIs, and side by side on a small
 /// machine they would compete for the launch's time limit.

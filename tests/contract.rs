@@ -47,10 +47,10 @@ fn the_contract_passes_for_every_registered_cli_in_both_shapes() {
         report["errors"]
     );
     let rows = report["rows"].as_array().expect("rows");
-    // All seven by default, Gemini CLI among them.
+    // Every registered CLI by default (seven, Gemini CLI among them).
     assert_eq!(
         report["clis"].as_array().map(Vec::len),
-        Some(7),
+        Some(launch::registry::ADAPTERS.len()),
         "{}",
         report["clis"]
     );
@@ -77,7 +77,7 @@ fn the_contract_passes_for_every_registered_cli_in_both_shapes() {
         .filter_map(|r| r["cli"].as_str())
         .collect();
     if bin_dir().join("claude").exists() {
-        for cli in ["claude", "codex", "pi", "gemini"] {
+        for cli in cli_sandbox_tests::real_clis::PINNED {
             assert!(
                 real.contains(&cli),
                 "real {cli} was not proven confined: {}",

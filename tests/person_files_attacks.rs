@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use launch::demo::Demo;
 use launch::person_files::{PersonFilesGuard, RealPersonFiles, Resolution};
 use launch::{Context, Settings};
-use sandbox_core::{CliLaunch, LaunchRequest, McpServer, Mode, Policy, Shape};
+use sandbox_core::{CliLaunch, LaunchRequest, McpServer, Mode, PersonFiles, Policy, Shape};
 
 // ---------- the world ----------
 
@@ -334,8 +334,9 @@ const fn case(cli: &'static str, at: &'static str, file: bool) -> Case {
 }
 
 /// Every file each adapter reads or writes, as a file link, its folder and a folder above.
-/// (Cursor, Muse and Pi read and write none: see
-/// `cursor_muse_and_pi_read_and_write_nothing_whatever_is_planted`.)
+/// (The others read and write none: `every_registered_cli_that_touches_a_file_is_attacked`
+/// checks it and `the_clis_without_files_read_and_write_nothing_whatever_is_planted` attacks
+/// them.)
 fn cases() -> Vec<Case> {
     let mut cases = vec![
         case("claude", ".claude.json", true),
@@ -901,8 +902,136 @@ fn a_fifo_a_folder_a_link_to_nothing_and_a_loop_are_refused_at_once() {
     }
 }
 
+/// Gemini's MCP isolation writes the bridge (its command and environment, which may hold a
+/// token) into the chat's own `<runtime>/.gemini/settings.json`, a file the chat can replace
+/// between launches. A link there to the person's own Gemini settings would hand the bridge to
+/// the person's unconfined Gemini for good: the entry addressed in the runtime must stay in it.
+/// The control: the same entry addressed at the person's file lands there.
 #[test]
-fn cursor_muse_and_pi_read_and_write_nothing_whatever_is_planted() {
+fn the_bridge_entry_in_the_runtime_never_follows_a_link_to_the_persons_own_settings() {
+    for resolution in both() {
+        for (at, target) in [
+            (".gemini/settings.json", ".gemini/settings.json"),
+            (".gemini", ".gemini"),
+        ] {
+            let w = world();
+            let theirs = w.home(".gemini/settings.json");
+            fs::create_dir_all(theirs.parent().unwrap()).unwrap();
+            fs::write(&theirs, "{\"theme\": \"mine\"}\n").unwrap();
+            let planted = w.demo.runtime.join(at);
+            plant(&planted, &w.home(target));
+            let label = format!("{at} ({resolution:?})");
+
+            let refused = w
+                .launch("gemini", w.guard(resolution), &[], &w.demo.runtime)
+                .expect_err(&format!("{label}: the launch went on"));
+            assert!(
+                refused.contains(&planted.display().to_string()),
+                "{label}: the link is not named: {refused}"
+            );
+            assert_eq!(
+                fs::read_to_string(&theirs).unwrap(),
+                "{\"theme\": \"mine\"}\n",
+                "{label}: the person's settings changed"
+            );
+            assert!(
+                fs::symlink_metadata(&planted).unwrap().is_symlink(),
+                "{label}"
+            );
+
+            // The control: the bridge's own entry, addressed at the person's file, is written.
+            let edit = sandbox_core::FileEdit {
+                file: theirs.clone(),
+                format: sandbox_core::FileFormat::Json,
+                keys: vec!["mcpServers".into(), "agentworks".into()],
+                value: serde_json::json!({"command": "/opt/bridge"}),
+                create_mode: 0o600,
+                action: Default::default(),
+            };
+            w.guard(resolution).apply(&edit).unwrap();
+            assert!(
+                fs::read_to_string(&theirs).unwrap().contains("/opt/bridge"),
+                "{label}: the control did not write the person's file"
+            );
+        }
+    }
+}
+
+/// The CLIs [`cases`] plants links for.
+fn attacked_clis() -> Vec<&'static str> {
+    let mut clis: Vec<&str> = cases().iter().map(|c| c.cli).collect();
+    clis.dedup();
+    clis
+}
+
+/// Every file an adapter's launch reads through [`PersonFiles`].
+struct Recording<'a> {
+    person: &'a RealPersonFiles,
+    read: std::cell::RefCell<Vec<PathBuf>>,
+}
+
+impl PersonFiles for Recording<'_> {
+    fn read(&self, path: &Path) -> std::io::Result<Option<String>> {
+        self.read.borrow_mut().push(path.to_owned());
+        self.person.read(path)
+    }
+    fn var(&self, name: &str) -> Option<String> {
+        self.person.var(name)
+    }
+}
+
+/// The registry is the only list of CLIs: a CLI added there whose launch reads a file or lists
+/// a settings entry (in the person's home or the chat's runtime) has its links planted by
+/// [`cases`], or this fails, naming it; every other one is attacked by
+/// `the_clis_without_files_read_and_write_nothing_whatever_is_planted`. (A launch's own files,
+/// Pi's bridge extension, are attacked in `crates/launch/tests/launch_files.rs`.)
+#[test]
+fn every_registered_cli_that_touches_a_file_is_attacked() {
+    let w = world();
+    let attacked = attacked_clis();
+    let mut quiet = Vec::new();
+    for adapter in launch::registry::ADAPTERS {
+        let real = RealPersonFiles::for_policy(&w.policy);
+        let person = Recording {
+            person: &real,
+            read: Default::default(),
+        };
+        let mut request = w.request(&w.demo.runtime);
+        request.mode = adapter.modes()[0];
+        let mut touched = Vec::new();
+        for shape in [Shape::Structured, Shape::Tmux] {
+            request.shape = shape;
+            let launch = adapter.launch(&request, &person).unwrap();
+            touched.extend(launch.pre_trust.into_iter().map(|e| e.file));
+        }
+        touched.extend(person.read.into_inner());
+        touched.sort();
+        touched.dedup();
+        if touched.is_empty() {
+            quiet.push(adapter.name());
+        } else {
+            assert!(
+                attacked.contains(&adapter.name()),
+                "{} touches {touched:?}: add its files, their folders and a folder above to \
+                 `cases()` in tests/person_files_attacks.rs",
+                adapter.name()
+            );
+        }
+    }
+    assert_eq!(quiet, quiet_clis(), "the CLIs that touch no file");
+}
+
+/// The registered CLIs that [`cases`] does not attack: they must touch no file.
+fn quiet_clis() -> Vec<&'static str> {
+    let attacked = attacked_clis();
+    launch::registry::names()
+        .into_iter()
+        .filter(|name| !attacked.contains(name))
+        .collect()
+}
+
+#[test]
+fn the_clis_without_files_read_and_write_nothing_whatever_is_planted() {
     let w = world();
     for c in cases() {
         let planted = c.planted(&w);
@@ -911,7 +1040,12 @@ fn cursor_muse_and_pi_read_and_write_nothing_whatever_is_planted() {
         }
     }
     let before = w.protected_snapshot();
-    for cli in ["cursor", "muse", "pi"] {
+    let quiet = quiet_clis();
+    assert!(
+        !quiet.is_empty(),
+        "no CLI without files: the test reads nothing"
+    );
+    for cli in quiet {
         for resolution in both() {
             let launch = w
                 .launch(cli, w.guard(resolution), &[], &w.demo.runtime)

@@ -15,6 +15,27 @@ use sandbox_core::{CliAdapter, CliLaunch, LaunchRequest, Mode, PersonFiles, Shap
 /// `CLI_SANDBOX_REQUIRE_REAL_CLIS=1` turns a missing CLI from a skip into a failure (CI).
 pub const REQUIRE: &str = "CLI_SANDBOX_REQUIRE_REAL_CLIS";
 
+/// The real CLIs `tests/package.json` pins, by their name in the registry (also their program in
+/// `tests/node_modules/.bin`), with their npm package, in the registry's order. The one list of
+/// them: a test compares it with `tests/package.json` and with the registry.
+pub const PINNED_PACKAGES: [(&str, &str); 4] = [
+    ("claude", "@anthropic-ai/claude-code"),
+    ("codex", "@openai/codex"),
+    ("pi", "@mariozechner/pi-coding-agent"),
+    ("gemini", "@google/gemini-cli"),
+];
+
+/// The names of [`PINNED_PACKAGES`].
+pub const PINNED: [&str; 4] = {
+    let mut names = [""; 4];
+    let mut i = 0;
+    while i < PINNED_PACKAGES.len() {
+        names[i] = PINNED_PACKAGES[i].0;
+        i += 1;
+    }
+    names
+};
+
 /// `tests/node_modules/.bin`, where `npm ci --prefix tests` installs the pinned real CLIs.
 pub fn bin_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/.bin")
@@ -372,4 +393,37 @@ pub fn tmux_available(test: &str) -> bool {
         ));
     }
     ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pinned_list_is_tests_package_json_and_each_is_registered() {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("package.json");
+        let json: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&manifest).unwrap()).unwrap();
+        let mut pinned: Vec<&str> = json["dependencies"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        pinned.sort();
+        let mut listed: Vec<&str> = PINNED_PACKAGES.iter().map(|(_, p)| *p).collect();
+        listed.sort();
+        assert_eq!(
+            listed, pinned,
+            "tests/package.json pins other CLIs than PINNED_PACKAGES in tests/support/real_clis.rs: make them the same"
+        );
+        let order: Vec<&str> = launch::registry::names()
+            .into_iter()
+            .filter(|n| PINNED.contains(n))
+            .collect();
+        assert_eq!(
+            order, PINNED,
+            "each pinned CLI is registered, in the registry's order"
+        );
+    }
 }

@@ -1,8 +1,8 @@
 //! How cli-sandbox launches Google's Antigravity CLI (`agy`): one [`CliAdapter`], [`Agy`].
 //!
-//! What it is not: it starts nothing and writes nothing. It reads the person's Agy settings (to
-//! refuse a launch they would break) and says which arguments and settings entries a launch
-//! needs; the launcher applies them.
+//! What it is not: it starts nothing, reads nothing and writes nothing. It names the person's
+//! Agy setting that would break a launch (which the form reads) and says which arguments and
+//! settings entries a launch needs; the launcher applies them.
 //!
 //! Every flag here is REPORTED, not checked: `agy` is installed by a script, not from a package
 //! registry, and has not been run here. Its flags are Gemini-derived. Treat each as
@@ -35,8 +35,9 @@
 //! - **Terminal sandbox.** No per-launch switch is known that keeps the person's
 //!   `enableTerminalSandbox: true` from turning Agy's own sandbox on inside ours (where it fails:
 //!   a sandbox cannot start inside ours). Rather than change the person's setting behind their
-//!   back, a confined launch with that setting on is refused with [`AdapterError::Setting`]
-//!   naming the file and the fix. Only the top-level key is read.
+//!   back, a confined launch with that setting on is refused (a [`SettingCheck`], so before
+//!   anything is written) with [`AdapterError::Setting`] naming the file and the fix. Only the
+//!   top-level key is read.
 //! - **Stale `statusLine`.** No per-launch override of the person's `statusLine` command is known
 //!   and an adapter cannot see whether the command's path exists, so a stale one is left as it
 //!   is: if it breaks the launch, the person must fix or remove it. Unresolved.
@@ -49,32 +50,43 @@
 // An adapter describes its CLI; nothing here needs `unsafe`.
 #![forbid(unsafe_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use sandbox_core::{
     AdapterError, ArgvParts, CliAdapter, EditAction, EnvChanges, FileEdit, FileFormat,
-    LaunchRequest, Mode, PersonFiles, PreTrust, Shape, adapter_kit,
+    LaunchRequest, McpIsolation, Mode, PersonFiles, PreTrust, SettingCheck, Shape, adapter_kit,
 };
-use serde_json::Value;
 
 /// The Antigravity CLI.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Agy;
 
-/// Allowed when there is no bridge: a name no server has.
-pub use sandbox_core::adapter_kit::NO_SERVER;
+/// What the registry lists (the convention of every adapter crate).
+pub static ADAPTER: &dyn CliAdapter = &Agy;
 
 impl CliAdapter for Agy {
     fn name(&self) -> &'static str {
         "agy"
     }
 
-    fn program(&self) -> &'static str {
-        "agy"
-    }
-
     fn modes(&self) -> &'static [Mode] {
         &[Mode::Full]
+    }
+
+    fn checks(&self, req: &LaunchRequest) -> Vec<SettingCheck> {
+        if !req.confined {
+            return Vec::new();
+        }
+        vec![SettingCheck {
+            file: settings_file(req),
+            format: FileFormat::Json,
+            keys: vec!["enableTerminalSandbox".to_owned()],
+            refused: true.into(),
+            problem:
+                "`enableTerminalSandbox` is true, and Agy's own sandbox cannot run inside ours"
+                    .to_owned(),
+            fix: "set it to false (or remove it) in that file and launch again".to_owned(),
+        }]
     }
 
     fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {
@@ -84,40 +96,29 @@ impl CliAdapter for Agy {
     fn pre_trust(
         &self,
         req: &LaunchRequest,
-        person: &dyn PersonFiles,
+        _person: &dyn PersonFiles,
     ) -> Result<PreTrust, AdapterError> {
-        let file = settings_file(req);
-        if req.confined && terminal_sandbox_on(&file, person)? {
-            return Err(AdapterError::Setting {
-                file,
-                problem:
-                    "`enableTerminalSandbox` is true, and Agy's own sandbox cannot run inside ours"
-                        .to_owned(),
-                fix: "set it to false (or remove it) in that file and launch again".to_owned(),
-            });
-        }
         let workdir =
             adapter_kit::utf8_workdir(&req.workdir, "cannot be listed in trustedWorkspaces")?;
-        Ok(PreTrust {
-            edits: vec![FileEdit {
-                file,
-                format: FileFormat::Json,
-                keys: vec!["trustedWorkspaces".to_owned()],
-                value: workdir.into(),
-                create_mode: 0o600,
-                action: EditAction::AddToList,
-            }],
-            args: Vec::new(),
-        })
+        Ok(PreTrust::edits(vec![FileEdit {
+            file: settings_file(req),
+            format: FileFormat::Json,
+            keys: vec!["trustedWorkspaces".to_owned()],
+            value: workdir.into(),
+            create_mode: 0o600,
+            action: EditAction::AddToList,
+        }]))
     }
 
     fn mcp_isolation(
         &self,
         req: &LaunchRequest,
         _person: &dyn PersonFiles,
-    ) -> Result<Vec<String>, AdapterError> {
+    ) -> Result<McpIsolation, AdapterError> {
         let allowed = adapter_kit::allowed_server_name(req);
-        Ok(vec![format!("--allowed-mcp-server-names={allowed}")])
+        Ok(McpIsolation::args(vec![format!(
+            "--allowed-mcp-server-names={allowed}"
+        )]))
     }
 
     fn env(&self, _req: &LaunchRequest) -> EnvChanges {
@@ -131,9 +132,7 @@ impl CliAdapter for Agy {
     fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
         let mut args = Vec::new();
         adapter_kit::push_parts(&mut args, parts);
-        for grant in &req.grants {
-            args.push(format!("--add-dir={}", grant.path.to_string_lossy()));
-        }
+        adapter_kit::push_each_grant(&mut args, req, "--add-dir=");
         if let Some(model) = &req.model {
             args.push(format!("--model={model}"));
         }
@@ -154,20 +153,4 @@ impl CliAdapter for Agy {
 
 fn settings_file(req: &LaunchRequest) -> PathBuf {
     req.home.join(".gemini/antigravity-cli/settings.json")
-}
-
-/// Whether the person's settings turn Agy's terminal sandbox on.
-fn terminal_sandbox_on(file: &Path, person: &dyn PersonFiles) -> Result<bool, AdapterError> {
-    let text = person.read(file).map_err(|source| AdapterError::Read {
-        file: file.to_owned(),
-        source,
-    })?;
-    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
-        return Ok(false);
-    };
-    let settings: Value = serde_json::from_str(&text).map_err(|e| AdapterError::Unparsable {
-        file: file.to_owned(),
-        reason: format!("line {}, column {}: {e}", e.line(), e.column()),
-    })?;
-    Ok(settings.get("enableTerminalSandbox") == Some(&Value::Bool(true)))
 }

@@ -48,8 +48,8 @@
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest, Mode,
-    PersonFiles, PreTrust, Shape, adapter_kit,
+    AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest,
+    McpIsolation, Mode, PersonFiles, PreTrust, Shape, adapter_kit,
 };
 use serde_json::{Map, Value, json};
 
@@ -57,14 +57,13 @@ use serde_json::{Map, Value, json};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Claude;
 
+/// What the registry lists (the convention of every adapter crate).
+pub static ADAPTER: &dyn CliAdapter = &Claude;
+
 const SETTINGS: &str = "--settings=";
 
 impl CliAdapter for Claude {
     fn name(&self) -> &'static str {
-        "claude"
-    }
-
-    fn program(&self) -> &'static str {
         "claude"
     }
 
@@ -89,12 +88,7 @@ impl CliAdapter for Claude {
         req: &LaunchRequest,
         person: &dyn PersonFiles,
     ) -> Result<PreTrust, AdapterError> {
-        let workdir = req.workdir.to_str().ok_or_else(|| AdapterError::Setting {
-            file: req.workdir.clone(),
-            problem: "the path is not valid UTF-8, so it cannot be a key in ~/.claude.json"
-                .to_owned(),
-            fix: "use a working folder whose path is UTF-8".to_owned(),
-        })?;
+        let workdir = adapter_kit::utf8_workdir(&req.workdir, "cannot be a key in ~/.claude.json")?;
         let file = state_file(req, person)?;
         let mut edits = vec![FileEdit {
             file: file.clone(),
@@ -111,17 +105,14 @@ impl CliAdapter for Claude {
         if let Some(approval) = key_approval(req, person, &file)? {
             edits.push(approval);
         }
-        Ok(PreTrust {
-            edits,
-            args: Vec::new(),
-        })
+        Ok(PreTrust::edits(edits))
     }
 
     fn mcp_isolation(
         &self,
         req: &LaunchRequest,
         _person: &dyn PersonFiles,
-    ) -> Result<Vec<String>, AdapterError> {
+    ) -> Result<McpIsolation, AdapterError> {
         let mut servers = Map::new();
         if let Some(bridge) = &req.mcp_bridge {
             servers.insert(
@@ -134,11 +125,11 @@ impl CliAdapter for Claude {
                 }),
             );
         }
-        Ok(vec![
+        Ok(McpIsolation::args(vec![
             "--strict-mcp-config".to_owned(),
             format!("--mcp-config={}", json!({ "mcpServers": servers })),
             settings(json!({"enableAllProjectMcpServers": true})),
-        ])
+        ]))
     }
 
     fn env(&self, req: &LaunchRequest) -> EnvChanges {
@@ -167,11 +158,7 @@ impl CliAdapter for Claude {
         args.extend(merged);
         args.extend(rest);
         match req.mode {
-            Mode::Full => {
-                for grant in &req.grants {
-                    args.push(format!("--add-dir={}", grant.path.to_string_lossy()));
-                }
-            }
+            Mode::Full => adapter_kit::push_each_grant(&mut args, req, "--add-dir="),
             Mode::BridgeOnly => {
                 args.push("--tools=".to_owned());
                 if let Some(bridge) = &req.mcp_bridge {
@@ -232,20 +219,7 @@ fn key_approval(
         return Ok(None);
     };
     let name = key_name(&key);
-    let text = person.read(file).map_err(|source| AdapterError::Read {
-        file: file.to_owned(),
-        source,
-    })?;
-    let state: Value = match text.as_deref().map(serde_json::from_str::<Value>) {
-        None => Value::Null,
-        Some(Ok(state)) => state,
-        Some(Err(e)) => {
-            return Err(AdapterError::Unparsable {
-                file: file.to_owned(),
-                reason: format!("line {}: {e}", e.line()),
-            });
-        }
-    };
+    let state = adapter_kit::read_settings(person, file, FileFormat::Json)?.unwrap_or_default();
     let listed = |list: &str| {
         state
             .pointer(&format!("/customApiKeyResponses/{list}"))

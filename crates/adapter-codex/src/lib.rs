@@ -52,7 +52,7 @@
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest, Mode,
+    AdapterError, ArgvParts, CliAdapter, FileEdit, FileFormat, LaunchRequest, McpIsolation, Mode,
     PersonFiles, PreTrust, Shape, adapter_kit,
 };
 
@@ -60,12 +60,11 @@ use sandbox_core::{
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Codex;
 
+/// What the registry lists (the convention of every adapter crate).
+pub static ADAPTER: &dyn CliAdapter = &Codex;
+
 impl CliAdapter for Codex {
     fn name(&self) -> &'static str {
-        "codex"
-    }
-
-    fn program(&self) -> &'static str {
         "codex"
     }
 
@@ -104,7 +103,7 @@ impl CliAdapter for Codex {
         &self,
         req: &LaunchRequest,
         person: &dyn PersonFiles,
-    ) -> Result<Vec<String>, AdapterError> {
+    ) -> Result<McpIsolation, AdapterError> {
         let file = config_file(req, person)?;
         let theirs = person_servers(&file, person)?;
         let mut servers = toml_edit::InlineTable::new();
@@ -144,16 +143,12 @@ impl CliAdapter for Codex {
             servers.insert(&bridge.name, server.into());
         }
         if servers.is_empty() {
-            return Ok(Vec::new());
+            return Ok(McpIsolation::default());
         }
-        Ok(vec![
+        Ok(McpIsolation::args(vec![
             "-c".to_owned(),
             format!("mcp_servers={}", servers.to_string().trim()),
-        ])
-    }
-
-    fn env(&self, _req: &LaunchRequest) -> EnvChanges {
-        EnvChanges::default()
+        ]))
     }
 
     fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
@@ -192,11 +187,7 @@ fn person_doc(
     file: &Path,
     person: &dyn PersonFiles,
 ) -> Result<Option<toml_edit::DocumentMut>, AdapterError> {
-    let text = person.read(file).map_err(|source| AdapterError::Read {
-        file: file.to_owned(),
-        source,
-    })?;
-    let Some(text) = text else {
+    let Some(text) = adapter_kit::read(person, file)? else {
         return Ok(None);
     };
     text.parse()

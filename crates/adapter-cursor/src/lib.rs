@@ -44,13 +44,16 @@
 #![forbid(unsafe_code)]
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchRequest, Mode, PersonFiles, PreTrust,
+    AdapterError, ArgvParts, CliAdapter, LaunchRequest, McpIsolation, Mode, PersonFiles, PreTrust,
     Shape, adapter_kit,
 };
 
 /// The Cursor CLI.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Cursor;
+
+/// What the registry lists (the convention of every adapter crate).
+pub static ADAPTER: &dyn CliAdapter = &Cursor;
 
 impl CliAdapter for Cursor {
     fn name(&self) -> &'static str {
@@ -76,22 +79,16 @@ impl CliAdapter for Cursor {
         _req: &LaunchRequest,
         _person: &dyn PersonFiles,
     ) -> Result<PreTrust, AdapterError> {
-        Ok(PreTrust {
-            edits: Vec::new(),
-            args: vec!["--trust".to_owned()],
-        })
+        Ok(PreTrust::args(vec!["--trust".to_owned()]))
     }
 
     fn mcp_isolation(
         &self,
         _req: &LaunchRequest,
         _person: &dyn PersonFiles,
-    ) -> Result<Vec<String>, AdapterError> {
-        Ok(Vec::new())
-    }
-
-    fn env(&self, _req: &LaunchRequest) -> EnvChanges {
-        EnvChanges::default()
+    ) -> Result<McpIsolation, AdapterError> {
+        // Out of reach: see the crate doc.
+        Ok(McpIsolation::default())
     }
 
     fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {

@@ -47,8 +47,8 @@
 //!   `GEMINI_CLI_TRUST_WORKSPACE` cover the working folder only. A grant is a folder of the chat's
 //!   own workflow, which the person's AgentWorks already chose to open to the chat.
 //! - The bridge's workspace-settings entry is a [`FileEdit`] on the chat's runtime, not on the
-//!   person's files; it travels with the pre-trust edits because that is the launcher's one way
-//!   to write a file before the CLI starts.
+//!   person's files: the MCP isolation's edit ([`sandbox_core::McpIsolation`]), which the
+//!   launcher applies after the pre-trust entries, the same way.
 
 // An adapter describes its CLI; nothing here needs `unsafe`.
 #![forbid(unsafe_code)]
@@ -56,8 +56,8 @@
 use std::path::PathBuf;
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest, Mode,
-    PersonFiles, PreTrust, Shape, adapter_kit,
+    AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest,
+    McpIsolation, Mode, PersonFiles, PreTrust, Shape, adapter_kit,
 };
 use serde_json::json;
 
@@ -65,15 +65,11 @@ use serde_json::json;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Gemini;
 
-/// Allowed when there is no bridge: a name no server has, since an empty list allows them all.
-pub use sandbox_core::adapter_kit::NO_SERVER;
+/// What the registry lists (the convention of every adapter crate).
+pub static ADAPTER: &dyn CliAdapter = &Gemini;
 
 impl CliAdapter for Gemini {
     fn name(&self) -> &'static str {
-        "gemini"
-    }
-
-    fn program(&self) -> &'static str {
         "gemini"
     }
 
@@ -112,8 +108,20 @@ impl CliAdapter for Gemini {
                 edits.push(trust(path));
             }
         }
+        Ok(PreTrust::edits(edits))
+    }
+
+    fn mcp_isolation(
+        &self,
+        req: &LaunchRequest,
+        _person: &dyn PersonFiles,
+    ) -> Result<McpIsolation, AdapterError> {
+        let allowed = adapter_kit::allowed_server_name(req);
+        let mut isolation =
+            McpIsolation::args(vec![format!("--allowed-mcp-server-names={allowed}")]);
+        // No per-launch MCP flag: the bridge goes into the chat's own workspace settings.
         if let Some(bridge) = &req.mcp_bridge {
-            edits.push(FileEdit {
+            isolation.edits.push(FileEdit {
                 file: req.workdir.join(".gemini/settings.json"),
                 format: FileFormat::Json,
                 keys: vec!["mcpServers".to_owned(), bridge.name.clone()],
@@ -126,19 +134,7 @@ impl CliAdapter for Gemini {
                 action: Default::default(),
             });
         }
-        Ok(PreTrust {
-            edits,
-            args: Vec::new(),
-        })
-    }
-
-    fn mcp_isolation(
-        &self,
-        req: &LaunchRequest,
-        _person: &dyn PersonFiles,
-    ) -> Result<Vec<String>, AdapterError> {
-        let allowed = adapter_kit::allowed_server_name(req);
-        Ok(vec![format!("--allowed-mcp-server-names={allowed}")])
+        Ok(isolation)
     }
 
     fn env(&self, req: &LaunchRequest) -> EnvChanges {
@@ -154,12 +150,7 @@ impl CliAdapter for Gemini {
         let mut args = Vec::new();
         adapter_kit::push_parts(&mut args, parts);
         if req.mode == Mode::Full {
-            for grant in &req.grants {
-                args.push(format!(
-                    "--include-directories={}",
-                    grant.path.to_string_lossy()
-                ));
-            }
+            adapter_kit::push_each_grant(&mut args, req, "--include-directories=");
         }
         if let Some(model) = &req.model {
             args.push(format!("--model={model}"));

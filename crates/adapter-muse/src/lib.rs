@@ -34,7 +34,7 @@
 #![forbid(unsafe_code)]
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchRequest, Mode, PersonFiles, PreTrust,
+    AdapterError, ArgvParts, CliAdapter, LaunchRequest, McpIsolation, Mode, PersonFiles, PreTrust,
     Shape, adapter_kit,
 };
 
@@ -42,12 +42,11 @@ use sandbox_core::{
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Muse;
 
+/// What the registry lists (the convention of every adapter crate).
+pub static ADAPTER: &dyn CliAdapter = &Muse;
+
 impl CliAdapter for Muse {
     fn name(&self) -> &'static str {
-        "muse"
-    }
-
-    fn program(&self) -> &'static str {
         "muse"
     }
 
@@ -64,22 +63,16 @@ impl CliAdapter for Muse {
         _req: &LaunchRequest,
         _person: &dyn PersonFiles,
     ) -> Result<PreTrust, AdapterError> {
-        Ok(PreTrust {
-            edits: Vec::new(),
-            args: vec!["--trust-workspace".to_owned()],
-        })
+        Ok(PreTrust::args(vec!["--trust-workspace".to_owned()]))
     }
 
     fn mcp_isolation(
         &self,
         _req: &LaunchRequest,
         _person: &dyn PersonFiles,
-    ) -> Result<Vec<String>, AdapterError> {
-        Ok(Vec::new())
-    }
-
-    fn env(&self, _req: &LaunchRequest) -> EnvChanges {
-        EnvChanges::default()
+    ) -> Result<McpIsolation, AdapterError> {
+        // Out of reach: see the crate doc.
+        Ok(McpIsolation::default())
     }
 
     fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {

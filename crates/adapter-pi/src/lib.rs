@@ -43,8 +43,8 @@
 use std::path::PathBuf;
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchFile, LaunchRequest, Mode, PersonFiles,
-    PreTrust, Shape, adapter_kit,
+    AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchFile, LaunchRequest, McpIsolation, Mode,
+    PersonFiles, Shape, adapter_kit,
 };
 
 /// The extension that gives Pi the MCP bridge (`/*BRIDGE*/ null` is replaced by the server).
@@ -61,12 +61,11 @@ fn bridge_file(req: &LaunchRequest) -> PathBuf {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Pi;
 
+/// What the registry lists (the convention of every adapter crate).
+pub static ADAPTER: &dyn CliAdapter = &Pi;
+
 impl CliAdapter for Pi {
     fn name(&self) -> &'static str {
-        "pi"
-    }
-
-    fn program(&self) -> &'static str {
         "pi"
     }
 
@@ -74,24 +73,14 @@ impl CliAdapter for Pi {
         &[Mode::BridgeOnly]
     }
 
-    fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {
-        Vec::new()
-    }
-
-    fn pre_trust(
-        &self,
-        _req: &LaunchRequest,
-        _person: &dyn PersonFiles,
-    ) -> Result<PreTrust, AdapterError> {
-        Ok(PreTrust::default())
-    }
+    // No own sandbox to turn off and no trust screen (the form's defaults): see the crate doc.
 
     fn mcp_isolation(
         &self,
         _req: &LaunchRequest,
         _person: &dyn PersonFiles,
-    ) -> Result<Vec<String>, AdapterError> {
-        Ok(vec!["--no-extensions".to_owned()])
+    ) -> Result<McpIsolation, AdapterError> {
+        Ok(McpIsolation::args(vec!["--no-extensions".to_owned()]))
     }
 
     fn files(&self, req: &LaunchRequest) -> Result<Vec<LaunchFile>, AdapterError> {

@@ -210,6 +210,16 @@ fn unconfined_launches_keep_the_clis_own_sandbox() {
             }
             assert!(!launch.env.set.contains_key("GEMINI_SANDBOX"));
             assert!(!launch.env.set.contains_key("IS_SANDBOX"));
+            // For every CLI, the ones listed above or not: none of the arguments that turn its
+            // own sandbox off when confined.
+            let off = adapter.own_sandbox_off(&request(Shape::Structured, mode));
+            for arg in off {
+                assert!(
+                    !launch.args.contains(&arg),
+                    "{} {mode:?} unconfined passes its own-sandbox-off {arg}: {joined}",
+                    adapter.name()
+                );
+            }
         }
     }
 }

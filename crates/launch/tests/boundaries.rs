@@ -81,7 +81,11 @@ fn adapters_depend_on_no_other_crate_of_the_workspace_than_sandbox_core() {
         .into_iter()
         .filter(|(n, _)| n.starts_with("adapter-"))
         .collect();
-    assert_eq!(adapters.len(), launch::registry::names().len());
+    assert_eq!(
+        adapters.len(),
+        launch::registry::names().len(),
+        "crates/adapter-* and the registry differ: each adapter crate needs its line in crates/launch/Cargo.toml (see registry::tests)"
+    );
     for (name, dir) in adapters {
         for dep in normal_dependencies(&dir.join("Cargo.toml")) {
             assert!(

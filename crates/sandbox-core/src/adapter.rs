@@ -93,11 +93,87 @@ pub enum EditAction {
     AddToList,
 }
 
-/// What pre-trust needs: edits to the person's files and/or arguments on the command line.
+/// Arguments on the command line and/or entries written into a settings file: what one part of
+/// the form needs ([`PreTrust`], [`McpIsolation`]). Either may be empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PreTrust {
+pub struct ArgsAndEdits {
+    /// Entries the launcher writes into settings files before the CLI starts.
     pub edits: Vec<FileEdit>,
+    /// Arguments, which [`CliAdapter::argv`] places.
     pub args: Vec<String>,
+}
+
+impl ArgsAndEdits {
+    /// Arguments only.
+    pub fn args(args: Vec<String>) -> Self {
+        ArgsAndEdits {
+            edits: Vec::new(),
+            args,
+        }
+    }
+
+    /// Entries only.
+    pub fn edits(edits: Vec<FileEdit>) -> Self {
+        ArgsAndEdits {
+            edits,
+            args: Vec::new(),
+        }
+    }
+}
+
+/// What pre-trust needs so that no trust screen appears: entries in the person's files and/or
+/// arguments.
+pub type PreTrust = ArgsAndEdits;
+
+/// What gives the CLI the bridge and none of the person's own MCP servers: arguments and/or
+/// entries in a settings file, for a CLI that has no per-launch MCP flag (Gemini reads the
+/// bridge from the chat's own workspace settings, `<workdir>/.gemini/settings.json`).
+pub type McpIsolation = ArgsAndEdits;
+
+/// A person's setting that would break a confined launch, so the launch is refused before
+/// anything is written, with an error naming the file, the setting and the fix (Agy's
+/// `enableTerminalSandbox: true` would start Agy's own sandbox inside ours, where it cannot
+/// run). The form reads the file through [`PersonFiles`] ([`CliAdapter::launch`]): a missing or
+/// blank file, or a missing key, passes; a file that cannot be parsed refuses the launch too
+/// ([`AdapterError::Unparsable`]), since what it says cannot be known.
+///
+/// What it is not: a way to change the setting. Changing a person's setting behind their back
+/// is a decision the adapter's crate doc would have to argue, and then it is a [`FileEdit`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SettingCheck {
+    /// The person's settings file.
+    pub file: PathBuf,
+    /// How it is parsed.
+    pub format: FileFormat,
+    /// Keys from the document's top down to the setting.
+    pub keys: Vec<String>,
+    /// The launch is refused when the setting holds exactly this value.
+    pub refused: serde_json::Value,
+    /// What is wrong, said after the file's name ("`enableTerminalSandbox` is true, and ...").
+    pub problem: String,
+    /// What the person should do.
+    pub fix: String,
+}
+
+impl SettingCheck {
+    /// The refusal when the person's file holds the refused value.
+    pub fn verdict(&self, person: &dyn PersonFiles) -> Result<(), AdapterError> {
+        let Some(doc) = crate::adapter_kit::read_settings(person, &self.file, self.format)? else {
+            return Ok(());
+        };
+        let value = self
+            .keys
+            .iter()
+            .try_fold(&doc, |at, key| at.get(key.as_str()));
+        if value == Some(&self.refused) {
+            return Err(AdapterError::Setting {
+                file: self.file.clone(),
+                problem: self.problem.clone(),
+                fix: self.fix.clone(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// A file of the launch's own that the launcher writes into the chat's runtime before the CLI
@@ -152,6 +228,9 @@ pub struct CliLaunch {
     pub args: Vec<String>,
     pub env: EnvChanges,
     pub stdin: Stdin,
+    /// Every entry written into a settings file before the CLI starts, applied the same way
+    /// (under a lock, atomically, only where the chat's policy lets the launcher write): the
+    /// pre-trust entries first, then those of the MCP isolation.
     pub pre_trust: Vec<FileEdit>,
     /// Files the launch writes into the working folder before the CLI starts.
     #[serde(default)]
@@ -197,38 +276,144 @@ pub enum AdapterError {
     },
 }
 
-/// What each CLI supplies. An adapter reads like a form: name, program, modes, argv, env,
-/// own-sandbox-off, pre-trust, MCP isolation. [`CliAdapter::launch`] puts the answers together;
-/// adapters implement the fields.
+/// What each CLI supplies. An adapter reads like a form, one method per kind of part a CLI
+/// needs (the checks are asked for first, [`CliAdapter::argv`] last):
+///
+/// | field | what | default |
+/// |---|---|---|
+/// | [`name`](CliAdapter::name), [`program`](CliAdapter::program), [`modes`](CliAdapter::modes) | who it is | program = name |
+/// | [`checks`](CliAdapter::checks) | person's settings that refuse a launch, read before anything else | none |
+/// | [`own_sandbox_off`](CliAdapter::own_sandbox_off) | arguments (confined only) | none |
+/// | [`pre_trust`](CliAdapter::pre_trust) | entries in the person's files and/or arguments | none |
+/// | [`mcp_isolation`](CliAdapter::mcp_isolation) | arguments and/or entries in a settings file | (required) |
+/// | [`env`](CliAdapter::env) | variables to set and remove | none |
+/// | [`files`](CliAdapter::files) | the launch's own files in the working folder | none |
+/// | [`stdin`](CliAdapter::stdin) | where stdin comes from | `/dev/null` headless, the terminal in tmux |
+/// | [`argv`](CliAdapter::argv) | the parts above arranged for this CLI's parser | (required) |
+///
+/// [`CliAdapter::launch`] puts the answers together; adapters implement the fields. Nothing in
+/// the form does I/O: what an adapter needs of the person's files it reads through
+/// [`PersonFiles`]. `docs/adding-a-cli.md` walks through a new adapter crate; the smallest one:
+///
+/// ```
+/// use sandbox_core::{
+///     AdapterError, ArgvParts, CliAdapter, LaunchRequest, McpIsolation, Mode, PersonFiles,
+///     Shape, adapter_kit,
+/// };
+///
+/// #[derive(Debug)]
+/// struct Name;
+///
+/// /// What the registry lists (the convention of every adapter crate).
+/// pub static ADAPTER: &dyn CliAdapter = &Name;
+///
+/// impl CliAdapter for Name {
+///     fn name(&self) -> &'static str {
+///         "name"
+///     }
+///     fn modes(&self) -> &'static [Mode] {
+///         &[Mode::Full]
+///     }
+///     fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {
+///         vec!["--no-sandbox".to_owned()]
+///     }
+///     fn mcp_isolation(
+///         &self,
+///         req: &LaunchRequest,
+///         _person: &dyn PersonFiles,
+///     ) -> Result<McpIsolation, AdapterError> {
+///         let allowed = adapter_kit::allowed_server_name(req);
+///         Ok(McpIsolation::args(vec![format!("--allowed-mcp={allowed}")]))
+///     }
+///     fn argv(&self, req: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
+///         let mut args = Vec::new();
+///         adapter_kit::push_parts(&mut args, parts);
+///         adapter_kit::push_extra_and_prompt(&mut args, req);
+///         args
+///     }
+/// }
+///
+/// struct Nobody;
+/// impl PersonFiles for Nobody {
+///     fn read(&self, _: &std::path::Path) -> std::io::Result<Option<String>> {
+///         Ok(None)
+///     }
+/// }
+///
+/// let req = LaunchRequest {
+///     shape: Shape::Structured,
+///     mode: Mode::Full,
+///     workdir: "/runtime".into(),
+///     home: "/home/me".into(),
+///     grants: Vec::new(),
+///     mcp_bridge: None,
+///     prompt: Some("-hi".to_owned()),
+///     model: None,
+///     extra_args: Vec::new(),
+///     confined: true,
+/// };
+/// let launch = ADAPTER.launch(&req, &Nobody)?;
+/// assert_eq!(
+///     launch.args,
+///     ["--no-sandbox", "--allowed-mcp=cli-sandbox-no-mcp-server", "--", "-hi"]
+/// );
+/// assert_eq!(ADAPTER.program(), "name");
+/// # Ok::<(), AdapterError>(())
+/// ```
 pub trait CliAdapter: Send + Sync + fmt::Debug {
     /// The CLI's name in the registry (`claude`, `codex`, ...).
     fn name(&self) -> &'static str;
 
-    /// The executable looked up on PATH (unless the configuration names a path).
-    fn program(&self) -> &'static str;
+    /// The executable looked up on PATH (unless the configuration names a path); the name by
+    /// default.
+    fn program(&self) -> &'static str {
+        self.name()
+    }
 
     /// The modes it supports.
     fn modes(&self) -> &'static [Mode];
 
-    /// Arguments that turn the CLI's own sandbox and approval stops off (only when `confined`).
-    fn own_sandbox_off(&self, req: &LaunchRequest) -> Vec<String>;
+    /// The person's settings that would break this launch: each is read before any other part
+    /// is asked for, and the first that holds its refused value refuses the launch, naming the
+    /// file and the fix (none by default).
+    fn checks(&self, req: &LaunchRequest) -> Vec<SettingCheck> {
+        let _ = req;
+        Vec::new()
+    }
 
-    /// Entries written to the person's files and/or arguments, so that no trust screen appears.
+    /// Arguments that turn the CLI's own sandbox and approval stops off; asked for only when
+    /// `confined` (none by default: a CLI without a sandbox or approvals).
+    fn own_sandbox_off(&self, req: &LaunchRequest) -> Vec<String> {
+        let _ = req;
+        Vec::new()
+    }
+
+    /// Entries written to the person's files and/or arguments, so that no trust screen appears
+    /// (none by default: a CLI without a trust screen).
     fn pre_trust(
         &self,
         req: &LaunchRequest,
         person: &dyn PersonFiles,
-    ) -> Result<PreTrust, AdapterError>;
+    ) -> Result<PreTrust, AdapterError> {
+        let _ = (req, person);
+        Ok(PreTrust::default())
+    }
 
-    /// Arguments that give the CLI the bridge and none of the person's own MCP servers.
+    /// Arguments and/or settings entries that give the CLI the bridge and none of the person's
+    /// own MCP servers. Required: an adapter that cannot isolate says so in its crate doc and
+    /// returns nothing.
     fn mcp_isolation(
         &self,
         req: &LaunchRequest,
         person: &dyn PersonFiles,
-    ) -> Result<Vec<String>, AdapterError>;
+    ) -> Result<McpIsolation, AdapterError>;
 
-    /// Environment to set and remove.
-    fn env(&self, req: &LaunchRequest) -> EnvChanges;
+    /// Environment to set and remove (nothing by default; the form always removes the
+    /// multiplexer's variables).
+    fn env(&self, req: &LaunchRequest) -> EnvChanges {
+        let _ = req;
+        EnvChanges::default()
+    }
 
     /// The final argument list, arranged from the parts above, the shape, the mode and the
     /// prompt in the order this CLI's parser wants.
@@ -250,7 +435,7 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
         }
     }
 
-    /// Puts the form together. Adapters do not override this.
+    /// Puts the form together: the one place that does. Adapters do not override this.
     fn launch(
         &self,
         req: &LaunchRequest,
@@ -268,7 +453,13 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
                     .join(" or "),
             });
         }
+        // The checks first: a refused launch has asked for nothing else, and the launcher
+        // writes only what a finished launch lists.
+        for check in self.checks(req) {
+            check.verdict(person)?;
+        }
         let pre_trust = self.pre_trust(req, person)?;
+        let mcp = self.mcp_isolation(req, person)?;
         let parts = ArgvParts {
             own_sandbox_off: if req.confined {
                 self.own_sandbox_off(req)
@@ -276,7 +467,7 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
                 Vec::new()
             },
             pre_trust: pre_trust.args,
-            mcp: self.mcp_isolation(req, person)?,
+            mcp: mcp.args,
         };
         let mut env = self.env(req);
         // A multiplexer's variables would lead the CLI to the server outside the sandbox.
@@ -285,11 +476,13 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
                 env.remove.push(leak.to_owned());
             }
         }
+        let mut edits = pre_trust.edits;
+        edits.extend(mcp.edits);
         Ok(CliLaunch {
             args: self.argv(req, parts),
             env,
             stdin: self.stdin(req),
-            pre_trust: pre_trust.edits,
+            pre_trust: edits,
             files: self.files(req)?,
         })
     }
@@ -329,5 +522,157 @@ mod tests {
                 .to_string();
             assert!(err.contains("0600"), "{bad}: {err}");
         }
+    }
+
+    struct OneFile(&'static str);
+    impl PersonFiles for OneFile {
+        fn read(&self, _: &Path) -> io::Result<Option<String>> {
+            Ok((!self.0.is_empty()).then(|| self.0.to_owned()))
+        }
+    }
+
+    fn check(format: FileFormat, keys: &[&str]) -> SettingCheck {
+        SettingCheck {
+            file: "/home/me/.x/settings".into(),
+            format,
+            keys: keys.iter().map(|k| (*k).to_owned()).collect(),
+            refused: true.into(),
+            problem: "`sandbox` is true".to_owned(),
+            fix: "set it to false".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_setting_check_refuses_only_the_refused_value_and_names_the_file_and_the_fix() {
+        let json = check(FileFormat::Json, &["sandbox"]);
+        let err = json.verdict(&OneFile(r#"{"sandbox": true}"#)).unwrap_err();
+        assert!(matches!(err, AdapterError::Setting { .. }), "{err:?}");
+        let message = err.to_string();
+        for part in [
+            "/home/me/.x/settings",
+            "`sandbox` is true",
+            "set it to false",
+        ] {
+            assert!(message.contains(part), "{message}");
+        }
+        for passes in [
+            "",
+            "  \n",
+            "{}",
+            r#"{"sandbox": false}"#,
+            r#"{"sandbox": "true"}"#,
+        ] {
+            json.verdict(&OneFile(passes)).unwrap();
+        }
+        let err = json.verdict(&OneFile("{\n  \"sandbox\": tru")).unwrap_err();
+        assert!(matches!(err, AdapterError::Unparsable { .. }), "{err:?}");
+        assert!(err.to_string().contains("line 2"), "{err}");
+
+        let toml = check(FileFormat::Toml, &["tools", "sandbox"]);
+        toml.verdict(&OneFile("sandbox = true\n[tools]\nsandbox = false\n"))
+            .unwrap();
+        let err = toml
+            .verdict(&OneFile("[tools]\nsandbox = true\n"))
+            .unwrap_err();
+        assert!(matches!(err, AdapterError::Setting { .. }), "{err:?}");
+        let err = toml.verdict(&OneFile("a = 1\n[tools\n")).unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    /// An adapter whose every other part panics: a refused check must ask for none of them.
+    #[derive(Debug)]
+    struct Refusing;
+    impl CliAdapter for Refusing {
+        fn name(&self) -> &'static str {
+            "refusing"
+        }
+        fn modes(&self) -> &'static [Mode] {
+            &[Mode::Full]
+        }
+        fn checks(&self, _: &LaunchRequest) -> Vec<SettingCheck> {
+            vec![check(FileFormat::Json, &["sandbox"])]
+        }
+        fn pre_trust(
+            &self,
+            _: &LaunchRequest,
+            _: &dyn PersonFiles,
+        ) -> Result<PreTrust, AdapterError> {
+            panic!("pre_trust asked for after a refused check")
+        }
+        fn mcp_isolation(
+            &self,
+            _: &LaunchRequest,
+            _: &dyn PersonFiles,
+        ) -> Result<McpIsolation, AdapterError> {
+            Ok(McpIsolation::edits(vec![FileEdit {
+                file: "/r/.x/settings.json".into(),
+                format: FileFormat::Json,
+                keys: vec!["mcp".to_owned()],
+                value: true.into(),
+                create_mode: 0o600,
+                action: EditAction::Set,
+            }]))
+        }
+        fn argv(&self, _: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
+            parts.mcp
+        }
+    }
+
+    fn request() -> LaunchRequest {
+        LaunchRequest {
+            shape: Shape::Structured,
+            mode: Mode::Full,
+            workdir: "/r".into(),
+            home: "/home/me".into(),
+            grants: Vec::new(),
+            mcp_bridge: None,
+            prompt: None,
+            model: None,
+            extra_args: Vec::new(),
+            confined: true,
+        }
+    }
+
+    #[test]
+    fn the_checks_come_before_every_other_part() {
+        let err = Refusing
+            .launch(&request(), &OneFile(r#"{"sandbox": true}"#))
+            .unwrap_err();
+        assert!(matches!(err, AdapterError::Setting { .. }), "{err:?}");
+    }
+
+    #[derive(Debug)]
+    struct Defaults;
+    impl CliAdapter for Defaults {
+        fn name(&self) -> &'static str {
+            "defaults"
+        }
+        fn modes(&self) -> &'static [Mode] {
+            &[Mode::Full]
+        }
+        fn mcp_isolation(
+            &self,
+            req: &LaunchRequest,
+            person: &dyn PersonFiles,
+        ) -> Result<McpIsolation, AdapterError> {
+            Refusing.mcp_isolation(req, person)
+        }
+        fn argv(&self, _: &LaunchRequest, parts: ArgvParts) -> Vec<String> {
+            assert_eq!(parts.own_sandbox_off, Vec::<String>::new());
+            assert_eq!(parts.pre_trust, Vec::<String>::new());
+            parts.mcp
+        }
+    }
+
+    #[test]
+    fn the_mcp_isolations_edits_follow_the_pre_trust_entries_and_the_defaults_add_nothing() {
+        let launch = Defaults.launch(&request(), &OneFile("")).unwrap();
+        assert_eq!(Defaults.program(), "defaults");
+        assert_eq!(launch.pre_trust.len(), 1);
+        assert_eq!(launch.pre_trust[0].file, Path::new("/r/.x/settings.json"));
+        assert!(launch.args.is_empty() && launch.files.is_empty());
+        assert!(launch.env.set.is_empty());
+        assert_eq!(launch.env.remove, ["TMUX", "TMUX_PANE"]);
+        assert_eq!(launch.stdin, Stdin::Null);
     }
 }

@@ -1,7 +1,7 @@
 //! Small pieces several adapters need, written once: where a CLI's settings folder is when an
-//! environment variable moves it, a path as UTF-8 for a settings file that keys by path, the
-//! line of a parse error, the end of a command line, and the MCP allow-list entry that matches
-//! no server.
+//! environment variable moves it, a path as UTF-8 for a settings file that keys by path, a
+//! person's settings file read and parsed (with the line of a parse error), a flag for each
+//! grant, the end of a command line, and the MCP allow-list entry that matches no server.
 //!
 //! What it is not: a second adapter form. Nothing here decides a policy or knows a CLI; each
 //! function is what two or more adapters did the same way, with the same words in its errors
@@ -9,7 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{AdapterError, ArgvParts, LaunchRequest, PersonFiles};
+use serde_json::Value;
+
+use crate::{AdapterError, ArgvParts, FileFormat, LaunchRequest, PersonFiles};
 
 /// The MCP server name an allow-list holds when there is no bridge: a name no server has, since
 /// an empty list allows them all (Gemini's and Agy's `--allowed-mcp-server-names`).
@@ -56,6 +58,41 @@ pub fn utf8_grant<'a>(path: &'a Path, what: &str) -> Result<&'a str, AdapterErro
     })
 }
 
+/// The person's file `file`, read through [`PersonFiles::read`]: `None` when it does not exist,
+/// an error naming the file when it cannot be read.
+pub fn read(person: &dyn PersonFiles, file: &Path) -> Result<Option<String>, AdapterError> {
+    person.read(file).map_err(|source| AdapterError::Read {
+        file: file.to_owned(),
+        source,
+    })
+}
+
+/// A person's settings file as JSON values (TOML read into the same model): `None` when it is
+/// missing or blank (the launcher also takes a blank file for an empty one), an error naming the
+/// file and the line when it cannot be parsed.
+pub fn read_settings(
+    person: &dyn PersonFiles,
+    file: &Path,
+    format: FileFormat,
+) -> Result<Option<Value>, AdapterError> {
+    let Some(text) = read(person, file)?.filter(|t| !t.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let unparsable = |reason: String| AdapterError::Unparsable {
+        file: file.to_owned(),
+        reason,
+    };
+    match format {
+        FileFormat::Json => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| unparsable(format!("line {}: {e}", e.line()))),
+        FileFormat::Toml => toml::from_str(&text).map(Some).map_err(|e| {
+            let line = line_of(&text, e.span().map_or(0, |s| s.start));
+            unparsable(format!("line {line}: {}", e.message()))
+        }),
+    }
+}
+
 /// The line (1-based) that byte `offset` of `text` is on; an offset past the end is on the last.
 pub fn line_of(text: &str, offset: usize) -> usize {
     text.as_bytes()[..offset.min(text.len())]
@@ -63,6 +100,13 @@ pub fn line_of(text: &str, offset: usize) -> usize {
         .filter(|b| **b == b'\n')
         .count()
         + 1
+}
+
+/// Appends `<flag><grant>` for each of the chat's grants (`--add-dir=`), in their order.
+pub fn push_each_grant(args: &mut Vec<String>, req: &LaunchRequest, flag: &str) {
+    for grant in &req.grants {
+        args.push(format!("{flag}{}", grant.path.to_string_lossy()));
+    }
 }
 
 /// Appends the launcher's parts in the order most CLIs take them: their own sandbox off, the

@@ -34,8 +34,9 @@ pub mod platform;
 mod policy;
 
 pub use adapter::{
-    AdapterError, ArgvParts, CliAdapter, CliLaunch, EditAction, EnvChanges, FileEdit, FileFormat,
-    LaunchFile, LaunchRequest, McpServer, PersonFiles, PreTrust, Stdin,
+    AdapterError, ArgsAndEdits, ArgvParts, CliAdapter, CliLaunch, EditAction, EnvChanges, FileEdit,
+    FileFormat, LaunchFile, LaunchRequest, McpIsolation, McpServer, PersonFiles, PreTrust,
+    SettingCheck, Stdin,
 };
 pub use config::{CliConfig, Config, ConfigError, LayoutConfig, Network, PolicyConfig};
 pub use error::PolicyError;
