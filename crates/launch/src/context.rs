@@ -159,7 +159,7 @@ impl Context {
     /// inside the state root, which must exist ([`Context::require_state_root`]).
     pub fn ensure_runtime(&self, policy: &Policy) -> Result<(), Error> {
         self.require_state_root()?;
-        ensure_runtime_in(&self.layout.state_root, &policy.runtime)
+        ensure_runtime_in(&self.layout.state_root, policy.runtime())
     }
 }
 

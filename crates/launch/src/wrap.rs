@@ -219,7 +219,7 @@ fn is_this_binary(path: &Path) -> bool {
 /// Whether a confined chat of `policy` could replace `path` or a folder above it.
 fn a_chat_could_replace(path: &Path, policy: &Policy) -> bool {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    if policy.system_read_only {
+    if policy.system_read_only() {
         // A root chat writes only where the policy says; its permissions are root's.
         return path
             .ancestors()
@@ -310,9 +310,9 @@ impl PreparedLaunch {
         let request = LaunchRequest {
             shape: spec.shape,
             mode: decision.mode,
-            workdir: policy.runtime.clone(),
+            workdir: policy.runtime().to_owned(),
             home: ctx.layout.home.clone(),
-            grants: policy.grants.clone(),
+            grants: policy.grants().to_vec(),
             mcp_bridge: spec.mcp_bridge.clone(),
             prompt: spec.prompt.clone(),
             model: spec.model.clone(),
@@ -323,12 +323,12 @@ impl PreparedLaunch {
         let person = RealPersonFiles::for_policy(&policy);
         let launch = adapter.launch(&request, &person)?;
         for file in &launch.files {
-            if file.path.parent() != Some(policy.runtime.as_path()) {
+            if file.path.parent() != Some(policy.runtime()) {
                 return Err(Error::Other(format!(
                     "the {} adapter asked to write `{}`, which is not directly inside the working folder `{}`",
                     adapter.name(),
                     file.path.display(),
-                    policy.runtime.display()
+                    policy.runtime().display()
                 )));
             }
         }
@@ -344,7 +344,7 @@ impl PreparedLaunch {
             command_start: argv.len() - command_len,
             argv,
             env: launch.env,
-            cwd: policy.runtime,
+            cwd: policy.runtime().to_owned(),
             stdin: launch.stdin,
             pre_trust: launch.pre_trust,
             files: launch.files,
@@ -526,7 +526,7 @@ pub fn wrap(
             // TODO(macOS): the Seatbelt profile has no rule for the machine's loopback yet
             // (it would deny network-outbound to localhost); until it does, a chat that asks for
             // a network of its own is refused here rather than given the shared one.
-            if policy.network == sandbox_core::Network::Isolated {
+            if policy.network() == sandbox_core::Network::Isolated {
                 return Err(Error::BadInput(
                     "`[policy] network = \"isolated\"` is not built for macOS (Seatbelt) yet: the launch is refused rather than run on the machine's network; set network = \"shared\"".into(),
                 ));
@@ -550,7 +550,7 @@ pub fn wrap(
             SeatbeltProfile::check_exec_size(
                 &argv,
                 env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())),
-                policy.grants.len(),
+                policy.grants().len(),
             )
             .map_err(as_error)?;
             Ok((argv, None))

@@ -89,14 +89,14 @@ impl Policy {
         resolved: &Path,
         named: &[NamedPlace],
     ) -> Result<(), PersonPlaceRefusal> {
-        if is_within(addressed, &self.runtime) {
-            if is_within(resolved, &self.runtime) {
+        if is_within(addressed, self.runtime()) {
+            if is_within(resolved, self.runtime()) {
                 return Ok(());
             }
             return Err(self.protected_refusal(resolved).unwrap_or_else(|| {
                 PersonPlaceRefusal::LeavesRuntime {
                     resolved: resolved.to_owned(),
-                    runtime: self.runtime.clone(),
+                    runtime: self.runtime().to_owned(),
                 }
             }));
         }
@@ -117,13 +117,13 @@ impl Policy {
             }
         }
         let persons =
-            is_within(resolved, &self.home) || named.iter().any(|n| is_within(resolved, &n.path));
+            is_within(resolved, self.home()) || named.iter().any(|n| is_within(resolved, &n.path));
         if persons {
             Ok(())
         } else {
             Err(PersonPlaceRefusal::NotThePersons {
                 resolved: resolved.to_owned(),
-                home: self.home.clone(),
+                home: self.home().to_owned(),
                 named: named.to_vec(),
             })
         }
@@ -132,12 +132,12 @@ impl Policy {
     /// The refusal for a path inside protected data, naming the innermost root (or the runtimes
     /// folder for another chat's runtime); `None` outside every protected root.
     fn protected_refusal(&self, resolved: &Path) -> Option<PersonPlaceRefusal> {
-        if is_within(resolved, &self.runtimes_dir) && !is_within(resolved, &self.runtime) {
+        if is_within(resolved, self.runtimes_dir()) && !is_within(resolved, self.runtime()) {
             return Some(PersonPlaceRefusal::OtherRuntime {
-                runtimes: self.runtimes_dir.clone(),
+                runtimes: self.runtimes_dir().to_owned(),
             });
         }
-        self.protected
+        self.protected()
             .iter()
             .filter(|r| is_within(resolved, r))
             .max_by_key(|r| r.as_os_str().len())

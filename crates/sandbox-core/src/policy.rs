@@ -92,11 +92,19 @@ impl GrantRequest {
     }
 }
 
-/// A validated grant: an existing folder inside a protected root, canonical. (Outside the
-/// protected roots everything is open already; such a grant is refused as meaningless.)
+/// A validated grant: an existing folder inside a protected root, canonical, named by its own
+/// path. (Outside the protected roots everything is open already; such a grant is refused as
+/// meaningless.)
+///
+/// Its fields stay public, unlike [`Policy`]'s: a grant is trusted only as one of
+/// [`Policy::grants`], which hands out shared references, so a value made or changed elsewhere
+/// reaches no backend; the adapters read it from their `LaunchRequest` to trust the chat's
+/// folders in the person's settings. `Deserialize` only because `LaunchRequest` derives it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grant {
+    /// The granted folder: absolute, canonical, inside a protected root.
     pub path: PathBuf,
+    /// Read-only or read-write (the wider one when the same folder was asked twice).
     pub access: Access,
 }
 
@@ -401,15 +409,34 @@ pub const WRITABLE_AS_ROOT_MACOS: &[&str] = &["/tmp", "/var/tmp", "/var/folders"
 
 /// A persistence path closed to writing by `harden` (absolute; canonical, or the path of a
 /// symlink, whose target is listed beside it).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+///
+/// Made only by [`Policy::build`] (from [`PERSISTENCE_COMMON`] and the OS's list), so its fields
+/// are private: a backend may rely on the path being absolute and outside every protected root
+/// (binding a path read-only around a protected root would open that root to reading).
+/// Serialized, never read back.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Hardened {
-    pub path: PathBuf,
+    path: PathBuf,
+    folder: bool,
+    empty_is_absent: bool,
+}
+
+impl Hardened {
+    /// The persistence path: absolute, outside and around no protected root.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// A folder: closed with everything it holds, also what is created in it later.
-    pub folder: bool,
+    pub fn is_folder(&self) -> bool {
+        self.folder
+    }
+
     /// A file whose empty form means what its absence means to the programs that read it
     /// ([`PERSISTENCE_EMPTY_IS_ABSENT`]): a backend may create a missing one empty to close it.
-    #[serde(default)]
-    pub empty_is_absent: bool,
+    pub fn empty_is_absent(&self) -> bool {
+        self.empty_is_absent
+    }
 }
 
 /// The persistence files that mean the same empty as missing: tmux, git, ssh and pam read an
@@ -439,49 +466,146 @@ pub struct PolicyRequest<'a> {
     pub privileged: bool,
 }
 
-/// One chat's policy: every path absolute and canonical. Built only by [`Policy::build`], so a
-/// value of this type has passed validation. Serialized for `plan --json` and `explain`; never
-/// read back, so it has no `Deserialize`.
+/// One chat's policy: every path absolute and canonical. Built only by [`Policy::build`]: the
+/// fields are private and read through accessors of the same names, so a value of this type has
+/// passed validation and no consumer can break what `build` established (grants canonical,
+/// sorted, one per folder, none inside an entry an enclosing grant refuses; protected roots
+/// sorted and deduplicated; the root-only fields set only for a privileged request).
+/// Serialized for `plan --json` and `explain`; never read back, so it has no `Deserialize`.
+///
+/// ```compile_fail,E0616
+/// # fn f(policy: &mut sandbox_core::Policy) {
+/// policy.protected.clear(); // private: only `Policy::build` decides what is protected
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Policy {
-    pub os: Os,
-    pub chat: ChatId,
-    pub home: PathBuf,
+    os: Os,
+    chat: ChatId,
+    home: PathBuf,
     /// Closed to read, write and listing, except the grants and the runtime; sorted.
-    pub protected: Vec<PathBuf>,
+    protected: Vec<PathBuf>,
     /// The chat's own working folder, always read-write, never subject to refused patterns.
-    pub runtime: PathBuf,
+    runtime: PathBuf,
     /// The folder that holds every chat's runtime (closed like the rest of the state root).
-    pub runtimes_dir: PathBuf,
-    pub grants: Vec<Grant>,
-    pub refused: Vec<RefusedPattern>,
+    runtimes_dir: PathBuf,
+    grants: Vec<Grant>,
+    refused: Vec<RefusedPattern>,
     /// Refused to execute and to read (a copy of a readable program runs just the same).
-    pub blocked_programs: Vec<PathBuf>,
+    blocked_programs: Vec<PathBuf>,
     /// Unix-socket paths a confined process may still connect to (none by default).
-    pub unix_socket_allow: Vec<PathBuf>,
+    unix_socket_allow: Vec<PathBuf>,
     /// Persistence paths closed to writing and moving (`harden = true`; empty otherwise);
     /// sorted. None lies inside or around a protected root: those are closed already.
-    #[serde(default)]
-    pub hardened: Vec<Hardened>,
+    hardened: Vec<Hardened>,
     /// Kernel tunables: read, never written ([`KERNEL_TUNABLES_LINUX`]; none on macOS).
-    #[serde(default)]
-    pub kernel_tunables: Vec<PathBuf>,
+    kernel_tunables: Vec<PathBuf>,
     /// Kernel files that tell about every process or the kernel's memory: not read
     /// ([`KERNEL_SECRETS_LINUX`]; none on macOS).
-    #[serde(default)]
-    pub kernel_secrets: Vec<PathBuf>,
+    kernel_secrets: Vec<PathBuf>,
     /// The launcher runs as root: nothing outside [`Policy::writable`], the grants and the
     /// runtime may be written.
-    #[serde(default)]
-    pub system_read_only: bool,
+    system_read_only: bool,
     /// With `system_read_only`, the places that stay writable: the home, the temporary folders,
     /// `/dev`, and the configured ones; canonical, sorted, none inside another.
-    #[serde(default)]
-    pub writable: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
     /// The machine's network (its loopback servers reachable) or one of the chat's own
     /// (`[policy] network`). A backend that cannot build `isolated` refuses the launch.
-    #[serde(default)]
-    pub network: Network,
+    network: Network,
+}
+
+/// Read-only views of what [`Policy::build`] established.
+impl Policy {
+    /// The OS the policy was built for (not necessarily the one running).
+    pub fn os(&self) -> Os {
+        self.os
+    }
+
+    /// The chat the policy is for.
+    pub fn chat(&self) -> &ChatId {
+        &self.chat
+    }
+
+    /// The person's home, canonical: open, except the protected roots and (with `harden`) the
+    /// persistence paths.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// Closed to read, write and listing, except the grants and the runtime; canonical, sorted,
+    /// deduplicated.
+    pub fn protected(&self) -> &[PathBuf] {
+        &self.protected
+    }
+
+    /// The chat's own working folder, always read-write, never subject to refused patterns.
+    pub fn runtime(&self) -> &Path {
+        &self.runtime
+    }
+
+    /// The folder that holds every chat's runtime (closed like the rest of the state root).
+    pub fn runtimes_dir(&self) -> &Path {
+        &self.runtimes_dir
+    }
+
+    /// The chat's grants: canonical folders inside protected roots, sorted by path, one per
+    /// folder (the wider access kept), none inside an entry that an enclosing grant refuses.
+    pub fn grants(&self) -> &[Grant] {
+        &self.grants
+    }
+
+    /// The patterns refused inside every grant: [`DEFAULT_REFUSED`] and the configured ones, no
+    /// pattern twice.
+    pub fn refused(&self) -> &[RefusedPattern] {
+        &self.refused
+    }
+
+    /// Refused to execute and to read (a copy of a readable program runs just the same);
+    /// canonical.
+    pub fn blocked_programs(&self) -> &[PathBuf] {
+        &self.blocked_programs
+    }
+
+    /// Unix-socket paths a confined process may still connect to (none by default); canonical.
+    pub fn unix_socket_allow(&self) -> &[PathBuf] {
+        &self.unix_socket_allow
+    }
+
+    /// Persistence paths closed to writing and moving (`harden = true`; empty otherwise);
+    /// sorted. None lies inside or around a protected root: those are closed already.
+    pub fn hardened(&self) -> &[Hardened] {
+        &self.hardened
+    }
+
+    /// Kernel tunables: read, never written ([`KERNEL_TUNABLES_LINUX`]; none on macOS).
+    pub fn kernel_tunables(&self) -> &[PathBuf] {
+        &self.kernel_tunables
+    }
+
+    /// Kernel files that tell about every process or the kernel's memory: not read
+    /// ([`KERNEL_SECRETS_LINUX`]; none on macOS).
+    pub fn kernel_secrets(&self) -> &[PathBuf] {
+        &self.kernel_secrets
+    }
+
+    /// The launcher runs as root ([`PolicyRequest::privileged`]): nothing outside
+    /// [`Policy::writable`], the grants and the runtime may be written.
+    pub fn system_read_only(&self) -> bool {
+        self.system_read_only
+    }
+
+    /// With [`Policy::system_read_only`], the places that stay writable: the home, the
+    /// temporary folders, `/dev`, and the configured ones; canonical, sorted, none inside
+    /// another. Empty otherwise.
+    pub fn writable(&self) -> &[PathBuf] {
+        &self.writable
+    }
+
+    /// The machine's network (its loopback servers reachable) or one of the chat's own
+    /// (`[policy] network`). A backend that cannot build `isolated` refuses the launch.
+    pub fn network(&self) -> Network {
+        self.network
+    }
 }
 
 /// An operation `decide` answers for.

@@ -395,7 +395,7 @@ const INTERFACE: &str = "eth0";
 
 /// The network part of the plan, as the policy asks, or why it cannot be had here.
 fn network_plan(policy: &Policy, disk: &dyn LaunchDisk) -> Result<Option<NetworkPlan>, PlanError> {
-    if policy.network == Network::Shared {
+    if policy.network() == Network::Shared {
         return Ok(None);
     }
     let pasta = PathBuf::from(PASTA);
@@ -406,7 +406,7 @@ fn network_plan(policy: &Policy, disk: &dyn LaunchDisk) -> Result<Option<Network
     // replace it (or put a file beside it: pasta runs its `.avx2` twin from its own folder)
     // would run a program of its choice there at the next launch. A root chat writes only where
     // the policy says (its own files' permissions are the helper's check, at launch).
-    if policy.system_read_only {
+    if policy.system_read_only() {
         let folder = pasta.parent().unwrap_or(Path::new("/"));
         for path in [pasta.as_path(), folder] {
             if policy.decide(Op::Write, path).allowed {
@@ -541,7 +541,7 @@ pub fn compile(
     if !kernel.namespaces {
         // Without a user namespace no network namespace can be made: refused, never shared
         // silently.
-        if policy.network == Network::Isolated {
+        if policy.network() == Network::Isolated {
             return Err(PlanError::IsolatedNeedsNamespaces);
         }
         return Ok(super::frozen::compile(policy, kernel, disk));
@@ -549,7 +549,7 @@ pub fn compile(
     let network = network_plan(policy, disk)?;
     let abi = kernel.landlock_abi.min(NEWEST_KNOWN_ABI);
     let mut guarantees = Vec::new();
-    let mut create_dirs = vec![policy.runtime.clone()];
+    let mut create_dirs = vec![policy.runtime().to_owned()];
 
     let outermost = outermost_existing_roots(policy, disk, &mut guarantees);
     let hardened = harden_in_namespace(policy, disk);
@@ -600,8 +600,8 @@ pub fn compile(
 
     // Refused entries inside grants (not the runtime), as the policy works them out.
     let mut made_later = false;
-    let listings = disk.entries_of(&policy.grants.iter().map(|g| &*g.path).collect::<Vec<_>>());
-    for (grant, entries) in policy.grants.iter().zip(listings) {
+    let listings = disk.entries_of(&policy.grants().iter().map(|g| &*g.path).collect::<Vec<_>>());
+    for (grant, entries) in policy.grants().iter().zip(listings) {
         let refused = policy.refused_entries(
             grant,
             entries.iter().map(|(name, kind)| (name.as_os_str(), *kind)),
@@ -618,7 +618,7 @@ pub fn compile(
         }
         made_later |= refused.made_later;
     }
-    if !policy.grants.is_empty() {
+    if !policy.grants().is_empty() {
         guarantees.push(Guarantee::new(
             Promise::Refused,
             "mount namespace: each covered by an empty unreadable entry of its kind (a symlink by a file); folder patterns created empty first",
@@ -632,13 +632,13 @@ pub fn compile(
         ));
     }
 
-    if !policy.hardened.is_empty() {
+    if !policy.hardened().is_empty() {
         mounts.extend(hardened.mounts);
         guarantees.push(hardened.guarantee);
     }
 
     let mut hidden_programs = 0;
-    for program in &policy.blocked_programs {
+    for program in policy.blocked_programs() {
         if disk.kind(program) == Some(EntryKind::File) {
             mounts.push(MountStep::Hide {
                 path: program.clone(),
@@ -663,21 +663,21 @@ pub fn compile(
     ));
     // `/dev` and `/proc` are the sandbox's own (passes 5 and 6 of the mounts): nothing of the
     // host's to give back there.
-    let system_read_only = policy.system_read_only.then(|| {
+    let system_read_only = policy.system_read_only().then(|| {
         policy
-            .writable
+            .writable()
             .iter()
             .filter(|p| !p.starts_with("/dev") && !p.starts_with("/proc"))
             .cloned()
             .collect()
     });
-    if policy.system_read_only {
+    if policy.system_read_only() {
         guarantees.push(Guarantee::new(
             Promise::SystemReadOnly,
             format!(
                 "mount namespace: every mount read-only, then writable again only at {} and this chat's folders",
                 policy
-                    .writable
+                    .writable()
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
@@ -733,8 +733,8 @@ pub fn compile(
     guarantees.push(loopback_guarantee(network.as_ref()));
     Ok(LinuxPlan {
         version: PLAN_VERSION,
-        chat: policy.chat.to_string(),
-        workdir: policy.runtime.clone(),
+        chat: policy.chat().to_string(),
+        workdir: policy.runtime().to_owned(),
         create_dirs,
         create_home_dirs: hardened.create,
         create_home_files: hardened.create_files,
@@ -759,7 +759,7 @@ pub fn compile(
 /// root chat every mount is read-only already; `/sys` is named anyway, for the other users.
 fn kernel_mounts(policy: &Policy, disk: &dyn LaunchDisk) -> Vec<MountStep> {
     let mut steps = Vec::new();
-    for path in &policy.kernel_tunables {
+    for path in policy.kernel_tunables() {
         if let Some(kind @ (EntryKind::Dir | EntryKind::File)) = disk.kind(path) {
             steps.push(MountStep::ReadOnly {
                 path: path.clone(),
@@ -767,7 +767,7 @@ fn kernel_mounts(policy: &Policy, disk: &dyn LaunchDisk) -> Vec<MountStep> {
             });
         }
     }
-    for path in &policy.kernel_secrets {
+    for path in policy.kernel_secrets() {
         if let Some(kind @ (EntryKind::Dir | EntryKind::File)) = disk.kind(path) {
             steps.push(MountStep::Hide {
                 path: path.clone(),
@@ -807,12 +807,12 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
     };
     let mut missing_files: Vec<String> = Vec::new();
     let mut links: Vec<String> = Vec::new();
-    let show = |path: &Path| match path.strip_prefix(&policy.home) {
+    let show = |path: &Path| match path.strip_prefix(policy.home()) {
         Ok(relative) => format!("~/{}", relative.display()),
         Err(_) => path.display().to_string(),
     };
-    for hardened in &policy.hardened {
-        let path = &hardened.path;
+    for hardened in policy.hardened() {
+        let path = hardened.path();
         let under_link = path
             .ancestors()
             .skip(1)
@@ -823,30 +823,30 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
         match disk.kind(path) {
             Some(kind @ (EntryKind::Dir | EntryKind::File)) => {
                 out.mounts.push(MountStep::ReadOnly {
-                    path: path.clone(),
+                    path: path.to_owned(),
                     dir: kind == EntryKind::Dir,
                 });
-                out.pinned_below.push(path.clone());
+                out.pinned_below.push(path.to_owned());
             }
             Some(EntryKind::Symlink) => links.push(show(path)),
             // Made only in the home: a persistence path that resolves elsewhere (a `~/.config`
             // a chat pointed at `/etc`) is not the person's to fill, and stays a gap.
-            None if !path.starts_with(&policy.home) => missing_files.push(show(path)),
-            None if hardened.folder => {
-                out.create.push(path.clone());
+            None if !path.starts_with(policy.home()) => missing_files.push(show(path)),
+            None if hardened.is_folder() => {
+                out.create.push(path.to_owned());
                 out.mounts.push(MountStep::ReadOnly {
-                    path: path.clone(),
+                    path: path.to_owned(),
                     dir: true,
                 });
-                out.pinned_below.push(path.clone());
+                out.pinned_below.push(path.to_owned());
             }
-            None if hardened.empty_is_absent => {
-                out.create_files.push(path.clone());
+            None if hardened.empty_is_absent() => {
+                out.create_files.push(path.to_owned());
                 out.mounts.push(MountStep::ReadOnly {
-                    path: path.clone(),
+                    path: path.to_owned(),
                     dir: false,
                 });
-                out.pinned_below.push(path.clone());
+                out.pinned_below.push(path.to_owned());
             }
             None => missing_files.push(show(path)),
         }
@@ -877,7 +877,7 @@ pub(super) fn outermost_existing_roots(
     disk: &dyn LaunchDisk,
     guarantees: &mut Vec<Guarantee>,
 ) -> Vec<PathBuf> {
-    let mut roots: Vec<&PathBuf> = policy.protected.iter().collect();
+    let mut roots: Vec<&PathBuf> = policy.protected().iter().collect();
     roots.sort_by_key(|r| r.components().count());
     let mut outermost: Vec<PathBuf> = Vec::new();
     for root in roots {
@@ -916,7 +916,7 @@ pub(super) struct Common {
 
 impl Common {
     pub fn new(policy: &Policy, abi: u32) -> Common {
-        let unix_allowlist = !policy.unix_socket_allow.is_empty();
+        let unix_allowlist = !policy.unix_socket_allow().is_empty();
         let resolve_unix = abi >= ABI_RESOLVE_UNIX;
         // Below ABI 9 without an allowlist, seccomp is what keeps unix sockets in.
         let unix_by_seccomp = !resolve_unix && !unix_allowlist;
@@ -933,7 +933,7 @@ impl Common {
             .collect();
         let unix_rules = if resolve_unix {
             policy
-                .unix_socket_allow
+                .unix_socket_allow()
                 .iter()
                 .map(|socket| LandlockRule {
                     path: socket.clone(),

@@ -557,7 +557,7 @@ impl PersonFilesGuard {
     fn refused(&self, file: &Path, why: Refusal) -> PersonFileError {
         // A link's text is named only where the link itself is not in protected data.
         let link = resolve::first_link(file).filter(|(link, _)| {
-            !self.policy.is_protected(link) || link.starts_with(&self.policy.runtime)
+            !self.policy.is_protected(link) || link.starts_with(self.policy.runtime())
         });
         PersonFileError::Refused {
             file: file.to_owned(),
