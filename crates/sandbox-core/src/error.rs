@@ -19,6 +19,14 @@ pub enum PolicyError {
         grant.escape_debug(), suffix.escape_debug(), grant.escape_debug()
     )]
     BadAccess { grant: String, suffix: String },
+    #[error(
+        "the layout's {what} `{path}` is not canonical (it resolves to `{canonical}`): build the layout with `Layout::resolve`"
+    )]
+    LayoutNotCanonical {
+        what: &'static str,
+        path: PathBuf,
+        canonical: PathBuf,
+    },
     #[error("grant `{path}` does not exist ({reason}): create it first or drop the grant")]
     GrantMissing { path: PathBuf, reason: String },
     #[error("grant `{path}` is not a folder: grant the folder that holds it")]

@@ -703,6 +703,7 @@ impl Policy {
     /// Validates the request and builds the policy. Paths are canonicalized through `resolver`.
     pub fn build(req: &PolicyRequest<'_>, resolver: &dyn Resolver) -> Result<Policy, PolicyError> {
         let layout = req.layout;
+        check_layout_canonical(layout, resolver)?;
         let runtime = layout.runtime(req.chat);
 
         let mut protected = layout.protected_roots();
@@ -1015,6 +1016,29 @@ impl Policy {
     pub fn is_protected(&self, path: &Path) -> bool {
         self.protected.iter().any(|r| is_within(path, r))
     }
+}
+
+/// The layout's fields are public (a provider may write one), and every rule below compares
+/// canonical paths: a home or a root named through a link (`/var` for `/private/var`, a moved
+/// home) would protect a name the kernel never sees. So the constructor checks what it is
+/// given rather than trusting that [`Layout::resolve`] made it.
+fn check_layout_canonical(layout: &Layout, resolver: &dyn Resolver) -> Result<(), PolicyError> {
+    for (what, path) in [
+        ("home folder", &layout.home),
+        ("app folder", &layout.app_folder),
+        ("state root", &layout.state_root),
+        ("workspace-docs", &layout.workspace_docs),
+    ] {
+        let canonical = canonicalize_lenient(what, path, resolver)?;
+        if canonical != *path {
+            return Err(PolicyError::LayoutNotCanonical {
+                what,
+                path: path.clone(),
+                canonical,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The persistence paths of `home` for `os`, each as written under the canonical home and, when
