@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 
 /// The optional configuration file (`--config FILE`, TOML). Every key is documented in
 /// `config.example.toml` at the repository's root. Unknown keys are an error, so that a typo does
-/// not silently leave something open.
+/// not silently leave something open. `Deserialize` (with its tables'): it is read from that
+/// file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

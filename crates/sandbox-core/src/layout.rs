@@ -1,14 +1,14 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::PolicyError;
 use crate::path::{Resolver, canonicalize_lenient};
 
 /// The operating system a policy is built for. A policy can be built for another OS than the one
 /// running (`profile --backend seatbelt` on Linux), so this is a value, not a `cfg`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Os {
     #[serde(rename = "macos")]
@@ -31,8 +31,8 @@ impl Os {
 
 /// A chat's id: `[A-Za-z0-9._-]{1,128}`, not `.` or `..`. It names a folder, so nothing else is
 /// accepted.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(into = "String")]
 pub struct ChatId(String);
 
 impl ChatId {
@@ -52,13 +52,6 @@ impl ChatId {
 
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-}
-
-impl TryFrom<String> for ChatId {
-    type Error = PolicyError;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        ChatId::new(&s)
     }
 }
 
@@ -89,7 +82,7 @@ pub struct LayoutInputs {
 
 /// Where AgentWorks keeps things, every path absolute and canonical (a path that does not exist
 /// yet is canonical up to its longest existing ancestor).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Layout {
     pub home: PathBuf,
     /// AgentWorks' own folder at its default place for this OS, whether or not the state root

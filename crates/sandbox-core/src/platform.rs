@@ -2,12 +2,12 @@
 //! machine. The facts are gathered by the launcher; here they are plain values, so the table is
 //! tested with made-up machines.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::Mode;
 
 /// What the launcher found out about a Mac.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MacFacts {
     /// `/usr/bin/sandbox-exec` exists.
     pub sandbox_exec: bool,
@@ -18,7 +18,7 @@ pub struct MacFacts {
 }
 
 /// What the launcher found out about a Linux machine.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LinuxFacts {
     /// The kernel's Landlock ABI, `None` when Landlock is missing or disabled.
     pub landlock_abi: Option<u32>,
@@ -28,7 +28,7 @@ pub struct LinuxFacts {
     pub user_namespaces_error: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "os", rename_all = "lowercase")]
 pub enum Facts {
     #[serde(rename = "macos")]
@@ -41,7 +41,7 @@ pub enum Facts {
 }
 
 /// The confinement a launch gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "backend", rename_all = "lowercase")]
 pub enum Backend {
     /// `/usr/bin/sandbox-exec` with a generated profile.
@@ -53,7 +53,7 @@ pub enum Backend {
 }
 
 /// The platform decision for one launch: backend, mode, and why, in words.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Decision {
     pub backend: Backend,
     pub mode: Mode,

@@ -8,6 +8,8 @@ use crate::path::{Resolver, canonicalize_lenient, check_absolute_clean, is_withi
 use crate::{ChatId, Config, Layout, Network, Os, PolicyError};
 
 /// How a CLI runs: with its own tools on inside our sandbox, or with only the MCP bridge.
+/// `Deserialize`: a mode a provider stored reads back (its older names too), and
+/// `LaunchRequest` (the adapter form) holds one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
@@ -29,7 +31,7 @@ impl Mode {
     }
 }
 
-/// How the CLI is driven.
+/// How the CLI is driven. `Deserialize` only because `LaunchRequest` (the adapter form) derives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Shape {
@@ -39,6 +41,8 @@ pub enum Shape {
     Structured,
 }
 
+/// Read-only or read-write. `Deserialize`: the Linux plan file holds it (a folder bound back
+/// with its access), and `LaunchRequest` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Access {
@@ -116,8 +120,8 @@ pub struct Grant {
 /// A trailing `/` (`planning/`) says the name is a folder the provider keeps there: in a
 /// read-write grant a missing one is created empty before launch, so that the name is closed
 /// from the start and cannot be made later (see [`Policy::refused_entries`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(into = "String")]
 pub struct RefusedPattern {
     text: String,
 }
@@ -209,13 +213,6 @@ impl RefusedPattern {
     }
 }
 
-impl TryFrom<String> for RefusedPattern {
-    type Error = PolicyError;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        RefusedPattern::new(&s)
-    }
-}
-
 impl From<RefusedPattern> for String {
     fn from(p: RefusedPattern) -> String {
         p.text
@@ -244,7 +241,7 @@ fn glob_match(pattern: &[u8], name: &[u8], fold_case: bool) -> bool {
 
 /// What an entry of a folder is, as far as the rules care. (The backends read it from the disk;
 /// this crate only names it.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EntryKind {
     /// Anything that is neither a folder nor a symlink: a file, a fifo, a socket, a device.
@@ -609,7 +606,7 @@ impl Policy {
 }
 
 /// An operation `decide` answers for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
     Read,
@@ -646,7 +643,7 @@ impl std::str::FromStr for Op {
 }
 
 /// The rule that decided a verdict, highest precedence first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "rule", rename_all = "kebab-case")]
 pub enum Rule {
     /// A blocked program: a way out of the sandbox.
@@ -692,7 +689,7 @@ impl Rule {
 }
 
 /// `decide`'s answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verdict {
     pub allowed: bool,
     #[serde(flatten)]

@@ -266,7 +266,10 @@ pub enum SocketFamily {
     NetlinkSockDiag,
 }
 
-/// Everything the helper does, in order.
+/// Everything the helper does, in order. `Deserialize`, with every type it holds: the launcher
+/// writes it to the plan file and the helper reads it back ([`crate::read_plan`]). Its fields
+/// are public: it is a file format, checked where it is read (its [`PLAN_VERSION`]), and a
+/// private field would protect nothing that `Deserialize` builds from the file's bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinuxPlan {
     pub version: u32,
