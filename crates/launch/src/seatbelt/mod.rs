@@ -146,39 +146,62 @@ const TAG: &str = "cli-sandbox: ";
 /// parameters for `-D`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SeatbeltProfile {
+    /// The SBPL text: rules only, every path in it a `(param "NAME")`.
     pub text: String,
+    /// Each parameter's name and value (a path of the policy), passed as `-D NAME=VALUE`.
     pub params: BTreeMap<String, String>,
 }
 
 /// A policy or a command that cannot be written as a Seatbelt invocation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SeatbeltError {
+    /// The policy was built for Linux.
     #[error(
         "the policy was built for {os:?}, not macOS: its blocked programs and its matching of \
          names are another system's; build it with `Os::MacOs` for a Seatbelt profile"
     )]
-    NotForMacOs { os: Os },
+    NotForMacOs {
+        /// The OS it was built for.
+        os: Os,
+    },
+    /// A path of the policy is not UTF-8 (an SBPL string is text).
     #[error(
         "the {what} `{}` is not valid UTF-8, and a Seatbelt profile names paths as text: \
          rename it or leave it out of the policy",
         path.display()
     )]
-    PathNotUtf8 { what: &'static str, path: PathBuf },
+    PathNotUtf8 {
+        /// Which of the policy's paths (`protected root`, `grant`...).
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+    },
+    /// An argument of the command is not UTF-8 (for the JSON form of the command).
     #[error(
         "argument {index} of the command, {}, is not valid UTF-8 and cannot be written as JSON: \
          pass it as text",
         arg.to_string_lossy()
     )]
-    ArgNotUtf8 { index: usize, arg: OsString },
+    ArgNotUtf8 {
+        /// Its place in the command, from 0.
+        index: usize,
+        /// The argument.
+        arg: OsString,
+    },
+    /// A regex of the profile (the refused patterns') is longer than sandbox-exec parses.
     #[error(
         "the {what} would be a Seatbelt expression of {bytes} bytes, over the {limit} that \
          sandbox-exec takes: configure fewer or shorter refused patterns"
     )]
     ExpressionTooLong {
+        /// Which expression.
         what: &'static str,
+        /// Its length, in bytes.
         bytes: usize,
+        /// The most sandbox-exec takes ([`MAX_EXPRESSION`]).
         limit: usize,
     },
+    /// The whole command would be over macOS's `ARG_MAX`.
     #[error(
         "the sandbox-exec command of this chat would take {bytes} bytes of arguments and \
          environment with {grants} grants, over the {limit} bytes macOS allows (ARG_MAX, less \
@@ -186,8 +209,11 @@ pub enum SeatbeltError {
          E2BIG: launch the chat with fewer grants or shorter grant paths"
     )]
     TooLarge {
+        /// The chat's number of grants.
         grants: usize,
+        /// The arguments and environment, in bytes.
         bytes: usize,
+        /// What is left of `ARG_MAX` for them.
         limit: usize,
     },
 }
