@@ -41,25 +41,43 @@ pub(super) const HARMLESS_DEVICES: [&str; 6] = ["null", "zero", "full", "random"
 pub enum MountStep {
     /// Bind a folder onto itself so that it is a mount point: renaming or removing it fails
     /// with EBUSY, creating entries inside it still works. Every ancestor of a protected root.
-    Pin { path: PathBuf },
+    Pin {
+        /// The folder.
+        path: PathBuf,
+    },
     /// Cover a protected root with an empty read-only tmpfs that nobody can list, then bind
     /// this chat's folders inside it back at their own paths.
     Mask {
+        /// The protected root.
         root: PathBuf,
+        /// The chat's grants and runtime inside it, in the order bound.
         bind_back: Vec<BindBack>,
     },
     /// Cover one entry (a refused entry inside a grant, a blocked program) with an empty,
     /// unreadable one of the same kind.
-    Hide { path: PathBuf, dir: bool },
+    Hide {
+        /// The entry.
+        path: PathBuf,
+        /// A folder (covered by an empty folder), else a file (by an empty file).
+        dir: bool,
+    },
     /// Bind an entry onto itself read-only (a persistence path with `harden`, a kernel tunable):
     /// it can be read, not written, and as a mount point it cannot be removed or replaced
     /// (EBUSY).
-    ReadOnly { path: PathBuf, dir: bool },
+    ReadOnly {
+        /// The entry.
+        path: PathBuf,
+        /// A folder, else a file.
+        dir: bool,
+    },
 }
 
+/// A folder of the chat's bound back at its own path inside a masked root.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BindBack {
+    /// The grant or the runtime.
     pub path: PathBuf,
+    /// A read-only grant's bind is made read-only.
     pub access: Access,
 }
 
@@ -70,6 +88,7 @@ pub struct LandlockPlan {
     pub abi: u32,
     /// Access rights the ruleset handles (everything not granted by a rule is refused).
     pub handled: Vec<FsRight>,
+    /// The rights granted beneath each path.
     pub rules: Vec<LandlockRule>,
     /// `signal`, `abstract-unix-socket` (ABI >= 6).
     pub scopes: Vec<String>,
@@ -77,9 +96,12 @@ pub struct LandlockPlan {
     pub log_denials: bool,
 }
 
+/// One rule of the ruleset: these rights beneath this path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LandlockRule {
+    /// The file or folder the rule holds beneath.
     pub path: PathBuf,
+    /// The rights granted there, each among the ruleset's handled ones.
     pub rights: Vec<FsRight>,
 }
 
@@ -87,22 +109,39 @@ pub struct LandlockRule {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FsRight {
+    /// `EXECUTE`: run a file.
     Execute,
+    /// `WRITE_FILE`: open a file for writing.
     WriteFile,
+    /// `READ_FILE`: open a file for reading.
     ReadFile,
+    /// `READ_DIR`: list a folder.
     ReadDir,
+    /// `REMOVE_DIR`: remove an empty folder, or rename one away.
     RemoveDir,
+    /// `REMOVE_FILE`: unlink a file, or rename one away.
     RemoveFile,
+    /// `MAKE_CHAR`: create a character device.
     MakeChar,
+    /// `MAKE_DIR`: create a folder.
     MakeDir,
+    /// `MAKE_REG`: create a regular file.
     MakeReg,
+    /// `MAKE_SOCK`: create a unix socket's file.
     MakeSock,
+    /// `MAKE_FIFO`: create a named pipe.
     MakeFifo,
+    /// `MAKE_BLOCK`: create a block device.
     MakeBlock,
+    /// `MAKE_SYM`: create a symlink.
     MakeSym,
+    /// `REFER` (ABI 2): link or rename a file into another folder.
     Refer,
+    /// `TRUNCATE` (ABI 3): truncate a file.
     Truncate,
+    /// `IOCTL_DEV` (ABI 5): ioctl on a device.
     IoctlDev,
+    /// `RESOLVE_UNIX` (ABI 9): connect to a pathname unix socket.
     ResolveUnix,
 }
 
@@ -118,6 +157,7 @@ impl FsRight {
         }
     }
 
+    /// Every right, in the kernel's order.
     pub const ALL: [FsRight; 17] = [
         FsRight::Execute,
         FsRight::WriteFile,
@@ -272,7 +312,9 @@ pub enum SocketFamily {
 /// private field would protect nothing that `Deserialize` builds from the file's bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinuxPlan {
+    /// [`PLAN_VERSION`] when written; the helper refuses another.
     pub version: u32,
+    /// The chat's id.
     pub chat: String,
     /// The program's working folder: the chat's runtime.
     pub workdir: PathBuf,
@@ -293,7 +335,9 @@ pub struct LinuxPlan {
     pub create_home_files: Vec<PathBuf>,
     /// `Some` when namespaces are used: user, mount and PID namespace, fresh `/proc` and `/dev`.
     pub namespaces: Option<NamespacePlan>,
+    /// The Landlock ruleset, restricted once the mounts are made.
     pub landlock: LandlockPlan,
+    /// The seccomp filter, installed after the ruleset, just before the exec.
     pub seccomp: SeccompPlan,
     /// What is enforced and what is not, in words.
     pub guarantees: Vec<Guarantee>,
@@ -324,8 +368,10 @@ impl LinuxPlan {
     }
 }
 
+/// The namespaces' part of the plan (`None` in the Landlock-only fallback).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NamespacePlan {
+    /// The mount steps, in the order applied.
     pub mounts: Vec<MountStep>,
     /// A fresh `/dev` with only the harmless devices and the terminal's.
     pub minimal_dev: bool,
@@ -480,6 +526,7 @@ pub(super) fn loopback_guarantee(network: Option<&NetworkPlan>) -> Guarantee {
 
 /// What compiling needs to know about the file system at launch.
 pub trait LaunchDisk {
+    /// Whether anything is at `path` (a dangling symlink included).
     fn exists(&self, path: &Path) -> bool;
     /// `Some(is_dir)` for an entry that is a real file or folder (not a symlink).
     fn kind(&self, path: &Path) -> Option<EntryKind>;
@@ -500,28 +547,41 @@ pub trait LaunchDisk {
 /// What the machine offers, as far as the plan is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kernel {
+    /// The Landlock ABI (0: none).
     pub landlock_abi: u32,
+    /// Whether an unprivileged process may create user namespaces.
     pub namespaces: bool,
 }
 
+/// Why a policy cannot be compiled into a plan for this machine.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
+    /// No Landlock: nothing here can confine.
     #[error("Landlock is missing (ABI 0): this machine cannot confine; run bridge-only")]
     NoLandlock,
+    /// `network = "isolated"` on a machine without user namespaces.
     #[error(
         "`[policy] network = \"isolated\"` needs a network namespace of the chat's own, and this machine cannot create user namespaces (Landlock alone confines here): the launch is refused rather than run on the machine's network. Allow user namespaces (sysctl user.max_user_namespaces above 0, kernel.unprivileged_userns_clone=1, or Ubuntu's kernel.apparmor_restrict_unprivileged_userns=0), or set network = \"shared\""
     )]
     IsolatedNeedsNamespaces,
+    /// `network = "isolated"` without pasta installed.
     #[error(
         "`[policy] network = \"isolated\"` needs pasta, and {} is missing: apt-get install passt (Debian, Ubuntu), dnf install passt (Fedora), or set network = \"shared\"",
         path.display()
     )]
-    NoPasta { path: PathBuf },
+    NoPasta {
+        /// Where pasta was looked for.
+        path: PathBuf,
+    },
+    /// `network = "isolated"` for a root chat that may write where pasta lies.
     #[error(
         "`[policy] network = \"isolated\"`: a root chat may write {} (`[policy] writable`), so a chat could replace pasta, which the launcher runs outside the sandbox for the next chat: take that place out of `writable`",
         path.display()
     )]
-    PastaWritable { path: PathBuf },
+    PastaWritable {
+        /// The writable place that holds pasta.
+        path: PathBuf,
+    },
 }
 
 impl PlanError {
