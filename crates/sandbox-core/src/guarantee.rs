@@ -183,6 +183,7 @@ pub struct Guarantee {
     pub what: String,
     /// The mechanism, in words.
     pub by: String,
+    /// How far the kernel enforces it here.
     #[serde(flatten)]
     pub enforcement: Enforcement,
 }

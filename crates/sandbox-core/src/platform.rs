@@ -28,14 +28,18 @@ pub struct LinuxFacts {
     pub user_namespaces_error: Option<String>,
 }
 
+/// What the launcher found out about the machine (by `launch::facts::probe`), per OS.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "os", rename_all = "lowercase")]
 pub enum Facts {
+    /// macOS.
     #[serde(rename = "macos")]
     MacOs(MacFacts),
+    /// Linux.
     Linux(LinuxFacts),
     /// An OS with no backend.
     Other {
+        /// Its name (`std::env::consts::OS`).
         name: String,
     },
 }
@@ -47,7 +51,12 @@ pub enum Backend {
     /// `/usr/bin/sandbox-exec` with a generated profile.
     Seatbelt,
     /// The `cli-sandbox exec` helper: namespaces (when `namespaces`), Landlock and seccomp.
-    Landlock { abi: u32, namespaces: bool },
+    Landlock {
+        /// The Landlock ABI the plan is built for.
+        abi: u32,
+        /// Whether the plan uses namespaces (else the Landlock-only fallback).
+        namespaces: bool,
+    },
     /// No confinement: the launch must be bridge-only.
     None,
 }
@@ -55,8 +64,11 @@ pub enum Backend {
 /// The platform decision for one launch: backend, mode, and why, in words.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Decision {
+    /// The confinement.
     pub backend: Backend,
+    /// The mode the CLI runs in (bridge-only where nothing confines).
     pub mode: Mode,
+    /// Why, in words.
     pub reason: String,
     /// A short sentence for the CLI's prompt, saying what the sandbox does.
     pub notice: String,

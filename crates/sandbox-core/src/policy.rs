@@ -23,6 +23,7 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Its name in a plan and on the command line (`full`, `bridge-only`).
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Full => "full",
@@ -46,13 +47,16 @@ pub enum Shape {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Access {
+    /// Read, list and run; never write or move (`ro`).
     #[serde(rename = "ro")]
     ReadOnly,
+    /// Everything, except moving the grant itself (`rw`).
     #[serde(rename = "rw")]
     ReadWrite,
 }
 
 impl Access {
+    /// `ro` or `rw`, as in `--grant PATH:ro`.
     pub fn as_str(self) -> &'static str {
         match self {
             Access::ReadOnly => "ro",
@@ -64,7 +68,9 @@ impl Access {
 /// A grant as the caller asked for it (`--grant PATH[:ro|:rw]`), before validation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrantRequest {
+    /// The folder as asked (absolute; canonicalized and checked by `Policy::build`).
     pub path: PathBuf,
+    /// The access asked.
     pub access: Access,
 }
 
@@ -127,6 +133,8 @@ pub struct RefusedPattern {
 }
 
 impl RefusedPattern {
+    /// Checks `text`: one entry's name (a trailing `/` for a folder), not every entry, no NUL
+    /// byte or newline.
     pub fn new(text: &str) -> Result<RefusedPattern, PolicyError> {
         let bad = |why| {
             Err(PolicyError::BadPattern {
@@ -152,6 +160,7 @@ impl RefusedPattern {
         })
     }
 
+    /// The pattern as written.
     pub fn as_str(&self) -> &str {
         &self.text
     }
@@ -246,7 +255,9 @@ fn glob_match(pattern: &[u8], name: &[u8], fold_case: bool) -> bool {
 pub enum EntryKind {
     /// Anything that is neither a folder nor a symlink: a file, a fifo, a socket, a device.
     File,
+    /// A folder.
     Dir,
+    /// A symlink, whatever it points to.
     Symlink,
 }
 
@@ -286,6 +297,8 @@ pub const BLOCKED_PROGRAMS_MACOS: &[&str] = &[
     "/usr/bin/atq",
     "/usr/bin/atrm",
 ];
+/// The same on Linux: the desktop's openers and the session bus's clients, whose work is done
+/// outside the sandbox.
 pub const BLOCKED_PROGRAMS_LINUX: &[&str] = &[
     "/usr/bin/xdg-open",
     "/usr/bin/gio",
@@ -453,10 +466,15 @@ pub const PERSISTENCE_EMPTY_IS_ABSENT: &[&str] = &[
 /// What the caller wants a policy for.
 #[derive(Debug, Clone)]
 pub struct PolicyRequest<'a> {
+    /// The OS the policy is for (its blocked programs, its name matching).
     pub os: Os,
+    /// Where AgentWorks' folders are (canonical, as [`Layout::resolve`] makes it: checked).
     pub layout: &'a Layout,
+    /// The chat.
     pub chat: &'a ChatId,
+    /// The chat's grants, as asked.
     pub grants: &'a [GrantRequest],
+    /// The configuration's additions.
     pub config: &'a Config,
     /// The launcher runs as root (uid 0), so the chat would be the machine's root: the system's
     /// folders are closed to writing ([`Policy::system_read_only`]).
@@ -609,8 +627,11 @@ impl Policy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
+    /// Read a file.
     Read,
+    /// Write, create or truncate a file, or create an entry in a folder.
     Write,
+    /// Run a program.
     Exec,
     /// List a folder's entries.
     List,
@@ -619,8 +640,10 @@ pub enum Op {
 }
 
 impl Op {
+    /// Every operation.
     pub const ALL: [Op; 5] = [Op::Read, Op::Write, Op::Exec, Op::List, Op::Move];
 
+    /// Its name on the command line (`explain --op`).
     pub fn as_str(self) -> &'static str {
         match self {
             Op::Read => "read",
@@ -647,23 +670,51 @@ impl std::str::FromStr for Op {
 #[serde(tag = "rule", rename_all = "kebab-case")]
 pub enum Rule {
     /// A blocked program: a way out of the sandbox.
-    Blocked { program: PathBuf },
+    Blocked {
+        /// The program.
+        program: PathBuf,
+    },
     /// A refused pattern inside a grant.
-    Refused { grant: PathBuf, pattern: String },
+    Refused {
+        /// The innermost grant that holds the path.
+        grant: PathBuf,
+        /// The pattern that refuses it.
+        pattern: String,
+    },
     /// The path is a protected root or one of its ancestors: moving it would move protected
     /// data out from under the rules computed for its old path.
-    Pinned { root: PathBuf },
+    Pinned {
+        /// The protected root.
+        root: PathBuf,
+    },
     /// This chat's own runtime (read-write).
-    Runtime { runtime: PathBuf },
+    Runtime {
+        /// The runtime.
+        runtime: PathBuf,
+    },
     /// A grant of this chat.
-    Granted { grant: PathBuf, access: Access },
+    Granted {
+        /// The innermost grant that holds the path.
+        grant: PathBuf,
+        /// Its access.
+        access: Access,
+    },
     /// Inside a protected root, outside every grant.
-    Closed { root: PathBuf },
+    Closed {
+        /// The protected root.
+        root: PathBuf,
+    },
     /// A persistence path of the home with `harden` on (read, not written or moved), or one of
     /// its ancestors (not moved, so that nothing can be put in its place).
-    Hardened { path: PathBuf },
+    Hardened {
+        /// The persistence path.
+        path: PathBuf,
+    },
     /// A kernel tunable (read, never written) or a kernel secret (neither).
-    Kernel { path: PathBuf },
+    Kernel {
+        /// The tunable or the secret.
+        path: PathBuf,
+    },
     /// The launcher runs as root, and the path is outside every writable place: read, not
     /// written.
     System,
@@ -672,6 +723,7 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Its name in `explain` and in a denial's log message.
     pub fn name(&self) -> &'static str {
         match self {
             Rule::Blocked { .. } => "blocked",
@@ -691,7 +743,9 @@ impl Rule {
 /// `decide`'s answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verdict {
+    /// Whether the operation is allowed.
     pub allowed: bool,
+    /// The rule that decided.
     #[serde(flatten)]
     pub rule: Rule,
 }
