@@ -187,6 +187,10 @@ const READ_BACK: &[(&str, &str)] = &[
     ("FsRight", "the plan file"),
     ("SeccompPlan", "the plan file"),
     ("SocketFamily", "the plan file"),
+    (
+        "SeccompProgram",
+        "the plan file (its compiled filter, as hexadecimal text)",
+    ),
     ("Guarantee", "the plan file (its guarantees)"),
     ("Enforcement", "the plan file (its guarantees)"),
     ("Access", "the plan file (`BindBack`) and `LaunchRequest`"),
@@ -251,7 +255,8 @@ fn deserialize_only_on_the_types_that_are_read_back() {
                     let name = words.get(at + 1)?;
                     Some(name.split(['{', '(', '<', ';']).next().unwrap().to_owned())
                 })
-            } else if line.starts_with("impl<'de> Deserialize<'de> for ") {
+            } else if line.starts_with("impl<'de> ") && line.contains("Deserialize<'de> for ") {
+                // `impl<'de> Deserialize<'de> for NAME {`, or with `serde::`.
                 line.split_whitespace()
                     .nth(3)
                     .map(|n| n.trim_end_matches('{').to_owned())
