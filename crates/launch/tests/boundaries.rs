@@ -206,6 +206,7 @@ const READ_BACK: &[(&str, &str)] = &[
     ("FileEdit", "nothing yet (the adapter form)"),
     ("EditAction", "nothing yet (the adapter form)"),
     ("PreTrust", "nothing yet (the adapter form)"),
+    ("ArgsAndEdits", "nothing yet (the adapter form)"),
     (
         "LaunchFile",
         "nothing yet (the adapter form); its `mode` reads an older form",
