@@ -271,7 +271,7 @@ fn with_harden_the_persistence_paths_are_closed_in_the_namespace_plan() {
     let f = fixture(true);
     let demo = &f.demo;
     let policy = policy(demo);
-    assert!(!policy.hardened.is_empty(), "harden = true was not read");
+    assert!(!policy.hardened().is_empty(), "harden = true was not read");
     let attempts = attempts(demo);
     let out = step(demo, &script_of(&attempts));
     assert!(
@@ -377,7 +377,7 @@ fn without_harden_the_same_attempts_succeed() {
     let f = fixture(false);
     let demo = &f.demo;
     let policy = policy(demo);
-    assert!(policy.hardened.is_empty());
+    assert!(policy.hardened().is_empty());
     let attempts = attempts(demo);
     let out = step(demo, &script_of(&attempts));
     assert!(out.status.success());

@@ -1150,7 +1150,7 @@ fn shared_is_said_to_be_open_in_both_plans() {
 fn isolated_is_a_network_namespace_with_pasta_and_nothing_forwarded() {
     let f = fixture(Network::Isolated, None);
     let policy = policy_of(&f);
-    assert_eq!(policy.network, Network::Isolated);
+    assert_eq!(policy.network(), Network::Isolated);
     let plan = compile(&policy, WITH_NAMESPACES, &Disk { pasta: true }).unwrap();
     let net = plan
         .namespaces
@@ -1206,12 +1206,11 @@ fn a_root_chat_that_may_write_where_pasta_lives_is_refused() {
     let mut config = std::fs::read_to_string(&f.demo.config).unwrap();
     config.push_str("writable = [\"/usr\"]\n");
     std::fs::write(&f.demo.config, config).unwrap();
-    let mut policy = policy_of(&f);
-    if !policy.system_read_only {
-        // Built by an ordinary user: made into what root's launch would be.
-        policy.system_read_only = true;
-        policy.writable.push(PathBuf::from("/usr"));
-    }
+    // Built as root's launch would be, whoever runs the test.
+    let mut ctx = launch::Context::load(&f.demo.settings()).expect("context");
+    ctx.privileged = true;
+    let policy = ctx.policy(&f.demo.chat, &[]).expect("policy");
+    assert!(policy.system_read_only() && policy.writable().contains(&PathBuf::from("/usr")));
     let err = compile(&policy, WITH_NAMESPACES, &Disk { pasta: true })
         .unwrap_err()
         .to_string();
@@ -1220,6 +1219,10 @@ fn a_root_chat_that_may_write_where_pasta_lives_is_refused() {
         "{err}"
     );
     // The control: without `/usr` among the writable places, the same plan compiles.
-    policy.writable.retain(|w| w != Path::new("/usr"));
+    ctx.config
+        .policy
+        .writable
+        .retain(|w| w != Path::new("/usr"));
+    let policy = ctx.policy(&f.demo.chat, &[]).expect("policy");
     assert!(compile(&policy, WITH_NAMESPACES, &Disk { pasta: true }).is_ok());
 }

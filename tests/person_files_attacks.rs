@@ -108,7 +108,7 @@ impl World {
             mode: Mode::Full,
             workdir: workdir.to_owned(),
             home: self.demo.home.clone(),
-            grants: self.policy.grants.clone(),
+            grants: self.policy.grants().to_vec(),
             // With a bridge, Gemini writes the chat's own workspace settings too.
             mcp_bridge: Some(McpServer {
                 name: "agentworks".into(),

@@ -405,7 +405,7 @@ fn the_plan_says_what_keeps_unix_sockets_in_on_each_kind_of_kernel() {
             .unwrap();
             let what = format!(
                 "ABI {abi}, allowlist {}, namespaces {namespaces}",
-                policy.unix_socket_allow.len()
+                policy.unix_socket_allow().len()
             );
             let s = &plan.seccomp;
             assert_eq!(

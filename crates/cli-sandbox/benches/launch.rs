@@ -416,8 +416,11 @@ mod table {
     /// The base plan with `network = "isolated"`, when this machine can build it (pasta).
     fn isolated_plan(layouts: &Layouts, size: &Size) -> Option<PathBuf> {
         let layout = layouts.for_size(size);
-        let mut policy = layout.policy(Os::Linux, size.grants);
-        policy.network = sandbox_core::Network::Isolated;
+        let mut ctx = layout.context(Os::Linux);
+        ctx.config.policy.network = sandbox_core::Network::Isolated;
+        let policy = ctx
+            .policy(&layout.demo.chat, &layout.grant_requests(size.grants))
+            .expect("the isolated bench policy builds");
         match launch::linux::compile(&policy, launch::linux::this_kernel()) {
             Ok(plan) => {
                 let path = layouts.root().join("plan-isolated.json");

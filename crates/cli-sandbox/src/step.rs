@@ -65,7 +65,7 @@ fn confined_exec(
     }
     let (wrapped, _) = launch::wrap::wrap(ctx, policy, decision.backend, argv.to_vec())?;
     let mut cmd = std::process::Command::new(&wrapped[0]);
-    cmd.args(&wrapped[1..]).current_dir(&policy.runtime);
+    cmd.args(&wrapped[1..]).current_dir(policy.runtime());
     // A descriptor this process inherited would stay usable inside, whatever the profile says.
     launch::seatbelt::close_inherited_descriptors(&mut cmd);
     let err = cmd.exec();

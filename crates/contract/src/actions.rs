@@ -246,7 +246,7 @@ pub fn actions(
     write(
         "beside-runtimes-write",
         "beside the runtimes",
-        &policy.runtimes_dir.join(format!("beside-{token}")),
+        &policy.runtimes_dir().join(format!("beside-{token}")),
     );
     write(
         "config-json-write",
@@ -272,7 +272,7 @@ pub fn actions(
         },
     );
 
-    let runtimes = &policy.runtimes_dir;
+    let runtimes = &policy.runtimes_dir();
     path_action(
         "runtimes-list",
         "list the runtimes folder".into(),
@@ -373,7 +373,7 @@ pub fn actions(
         );
     }
 
-    for program in &policy.blocked_programs {
+    for program in policy.blocked_programs() {
         if !program.exists() {
             continue;
         }

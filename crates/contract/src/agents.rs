@@ -404,8 +404,12 @@ impl World<'_> {
     fn file_steps(&self, cli: &str, file_actions: &[Action], token: &str) -> Vec<Planned> {
         let [_, read_tool, write_tool, edit_tool] = tool_names(cli);
         let in_workspace = |path: &Path| {
-            path.starts_with(&self.policy.runtime)
-                || self.policy.grants.iter().any(|g| path.starts_with(&g.path))
+            path.starts_with(self.policy.runtime())
+                || self
+                    .policy
+                    .grants()
+                    .iter()
+                    .any(|g| path.starts_with(&g.path))
         };
         // Where a CLI's own file tool refuses by itself, the attempt would measure the CLI, not
         // the sandbox: Gemini's outside its workspace, Claude's `Read` of a file it takes for
@@ -774,7 +778,7 @@ impl World<'_> {
                 state["mcpServers"] = json!({ "mine": server });
                 std::fs::write(&path, state.to_string()).map_err(io(path.clone()))?;
                 // A project `.mcp.json` in the working folder, as a cloned repository has.
-                let project = self.policy.runtime.join(".mcp.json");
+                let project = self.policy.runtime().join(".mcp.json");
                 std::fs::write(
                     &project,
                     json!({ "mcpServers": { "proj": server } }).to_string(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use launch::seatbelt::SeatbeltProfile;
-use sandbox_core::Os;
+use sandbox_core::{GrantRequest, Os, Policy, PolicyRequest, Resolver};
 
 mod common;
 use common::{Layouts, SIZES, scratch_dir};
@@ -39,22 +39,41 @@ fn compile(c: &mut Criterion) {
     }
     group.finish();
 
-    // The size the issue measured: 1,000 grants with 190-character paths (the policy's grant
-    // paths lengthened after it is built; the profile only reads them). The profile, and the
-    // full command with its ARG_MAX check, which `wrap` adds before anything runs.
+    // The size the issue measured: 1,000 grants with 190-character paths (the bench layout's
+    // grant folders with their names lengthened, built by `Policy::build` on a resolver that
+    // takes every path as a canonical folder: the profile only reads them). The profile, and
+    // the full command with its ARG_MAX check, which `wrap` adds before anything runs.
     let mut group = c.benchmark_group("seatbelt_1000_grants_190_chars");
     let thousand = SIZES
         .iter()
         .find(|s| s.name == "1,000 grants")
         .expect("a size of 1,000 grants");
-    let mut long = layouts
-        .for_size(thousand)
-        .policy(Os::MacOs, thousand.grants);
-    for grant in &mut long.grants {
-        let pad = 190usize.saturating_sub(grant.path.as_os_str().len() + 1);
-        let name = format!("{}-{}", grant.path.display(), "x".repeat(pad));
-        grant.path = name.into();
-    }
+    let layout = layouts.for_size(thousand);
+    let short = layout.policy(Os::MacOs, thousand.grants);
+    let lengthened: Vec<GrantRequest> = short
+        .grants()
+        .iter()
+        .map(|grant| {
+            let pad = 190usize.saturating_sub(grant.path.as_os_str().len() + 1);
+            GrantRequest {
+                path: format!("{}-{}", grant.path.display(), "x".repeat(pad)).into(),
+                access: grant.access,
+            }
+        })
+        .collect();
+    let ctx = layout.context(Os::MacOs);
+    let long = Policy::build(
+        &PolicyRequest {
+            os: Os::MacOs,
+            layout: &ctx.layout,
+            chat: short.chat(),
+            grants: &lengthened,
+            config: &ctx.config,
+            privileged: false,
+        },
+        &AsIs,
+    )
+    .expect("the lengthened policy builds");
     group.bench_function("profile", |b| {
         b.iter(|| SeatbeltProfile::for_policy(black_box(&long)).unwrap())
     });
@@ -62,7 +81,7 @@ fn compile(c: &mut Criterion) {
     group.bench_function("wrap and size check", |b| {
         b.iter(|| {
             let argv = black_box(&profile).wrap(&["/bin/true".into()]);
-            SeatbeltProfile::check_exec_size(&argv, [], long.grants.len()).unwrap();
+            SeatbeltProfile::check_exec_size(&argv, [], long.grants().len()).unwrap();
             argv
         })
     });
@@ -89,3 +108,16 @@ criterion_group! {
     targets = compile
 }
 criterion_main!(benches);
+
+/// Takes every path as an existing canonical folder: the lengthened grants exist nowhere.
+struct AsIs;
+
+impl Resolver for AsIs {
+    fn canonicalize(&self, path: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+        Ok(path.to_owned())
+    }
+
+    fn is_dir(&self, _: &std::path::Path) -> bool {
+        true
+    }
+}

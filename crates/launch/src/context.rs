@@ -13,8 +13,14 @@ use crate::disk::RealDisk;
 pub struct Settings {
     /// The person's home; `$HOME` when not set.
     pub home: Option<PathBuf>,
+    /// AgentWorks' app folder as this process sees it (`--state-root`); then
+    /// `AGENTWORKS_STATE_ROOT`, the configuration's `[layout] state_root`, and the OS's default
+    /// place in the home.
     pub state_root: Option<PathBuf>,
+    /// The workspace-docs folder (`--workspace-docs`); then `AGENTWORKS_WORKSPACE_DOCS`, the
+    /// configuration's, and `<state root>/workspace-docs`.
     pub workspace_docs: Option<PathBuf>,
+    /// The configuration file (`--config`, TOML); none: every default.
     pub config: Option<PathBuf>,
     /// The `cli-sandbox` binary that runs the Linux helper (see [`crate::wrap::helper_binary`]).
     pub helper: Option<PathBuf>,
@@ -23,13 +29,19 @@ pub struct Settings {
 /// The configuration and layout in force for this process.
 #[derive(Debug, Clone)]
 pub struct Context {
+    /// The OS policies are built for (this one, or another for `profile --backend`).
     pub os: Os,
     /// The launcher runs as root, so a chat would be the machine's root (see
     /// `PolicyRequest::privileged`). Set by [`Context::load`] from this process's uid; a caller
     /// that builds a policy for another uid's launch sets it to match.
     pub privileged: bool,
+    /// The `cli-sandbox` binary that applies a Linux plan ([`Settings::helper`], else
+    /// `CLI_SANDBOX_HELPER`); `None`: a Linux launch says it is missing.
     pub helper: Option<PathBuf>,
+    /// The configuration read from [`Settings::config`] (every default without one).
     pub config: Config,
+    /// Where the home, the app folder and workspace-docs are, canonical.
+    /// [`sandbox_core::Policy::build`] refuses a layout changed here into one that is not.
     pub layout: Layout,
     /// The places a flag, a variable or the configuration named, with where: each must exist
     /// ([`Context::check_named_places`]).
@@ -159,7 +171,7 @@ impl Context {
     /// inside the state root, which must exist ([`Context::require_state_root`]).
     pub fn ensure_runtime(&self, policy: &Policy) -> Result<(), Error> {
         self.require_state_root()?;
-        ensure_runtime_in(&self.layout.state_root, &policy.runtime)
+        ensure_runtime_in(&self.layout.state_root, policy.runtime())
     }
 }
 

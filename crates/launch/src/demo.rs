@@ -14,13 +14,21 @@ use crate::Settings;
 /// Paths of a demo layout built under one root folder.
 #[derive(Debug, Clone)]
 pub struct Demo {
+    /// The folder everything lies in, canonical.
     pub root: PathBuf,
+    /// The person's home, with a personal file.
     pub home: PathBuf,
+    /// AgentWorks' app folder (given as the state root), with `config.json`'s token.
     pub state_root: PathBuf,
+    /// workspace-docs, with both workflows.
     pub workspace_docs: PathBuf,
+    /// The chat launched (`chat-1`).
     pub chat: String,
+    /// Another chat, whose runtime must stay closed.
     pub other_chat: String,
+    /// This chat's runtime.
     pub runtime: PathBuf,
+    /// The other chat's runtime.
     pub other_runtime: PathBuf,
     /// This chat's workflow, granted read-write.
     pub granted: PathBuf,
@@ -140,6 +148,7 @@ impl Demo {
         format!("{}:rw", self.granted.display())
     }
 
+    /// The secret content of the file at `path`; empty for a file that holds none.
     pub fn secret(&self, path: &Path) -> &str {
         self.secrets.get(path).map(String::as_str).unwrap_or("")
     }

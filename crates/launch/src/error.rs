@@ -8,32 +8,54 @@ use std::path::PathBuf;
 /// `timeout` and `nice` use, so that a caller can tell our failure from the program's own status.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The configuration file cannot be used (bad input).
     #[error(transparent)]
     Config(#[from] sandbox_core::ConfigError),
+    /// The chat id, a grant or a configured path is refused by the policy's rules (bad input).
     #[error(transparent)]
     Policy(#[from] sandbox_core::PolicyError),
+    /// The CLI's adapter cannot build the launch (bad input: a model, an argument, a file of
+    /// the person's it cannot read).
     #[error(transparent)]
     Adapter(#[from] sandbox_core::AdapterError),
+    /// The Linux plan cannot carry the policy out on this machine.
     #[error(transparent)]
     Plan(#[from] crate::linux::plan::PlanError),
+    /// No adapter of that name in [`crate::registry`].
     #[error("unknown CLI `{name}`: use one of {known}")]
-    UnknownCli { name: String, known: String },
+    UnknownCli {
+        /// The name asked for.
+        name: String,
+        /// The registry's names, comma-separated.
+        known: String,
+    },
+    /// `HOME` is not set and no home was given ([`crate::Settings::home`]).
     #[error("HOME is not set: set it to the person's home folder")]
     NoHome,
     /// The program itself cannot be run: it is missing, or not something this machine can run.
     /// Not a failure of the sandbox: nothing was confined or started.
     #[error("{message}")]
     CannotRun {
+        /// The program that could not be run.
         program: PathBuf,
         /// The program does not exist (a shell's 127), as opposed to existing but not being
         /// runnable (126).
         missing: bool,
+        /// What happened and what to do, in words.
         message: String,
     },
+    /// A file-system step of the launch failed (creating the runtime, writing the plan).
     #[error("{what}: {source}")]
-    Io { what: String, source: io::Error },
+    Io {
+        /// The step and the path, in words.
+        what: String,
+        /// What the system said.
+        source: io::Error,
+    },
+    /// Input the launch cannot use, with what to do (said in the message).
     #[error("{0}")]
     BadInput(String),
+    /// Anything else that stops the launch, said in words.
     #[error("{0}")]
     Other(String),
 }

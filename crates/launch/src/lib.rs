@@ -61,6 +61,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod context;
 pub mod demo;
 /// The real file system behind the core's `Resolver` and the plan's `LaunchDisk`.

@@ -26,14 +26,23 @@ use crate::{Context, Error, registry};
 /// (headless, tools on, no grant, no bridge, no prompt); the other methods set one field each.
 #[derive(Debug, Clone)]
 pub struct LaunchSpec {
+    /// The adapter's name in [`crate::registry`] (`codex`, `claude`, ...).
     pub cli: String,
+    /// The chat's id (`[A-Za-z0-9._-]{1,128}`): its runtime is the CLI's working folder.
     pub chat: String,
+    /// The folders of workspace-docs the chat may use, with their access.
     pub grants: Vec<sandbox_core::GrantRequest>,
+    /// In a tmux pane, or headless with a JSON stream on stdout.
     pub shape: Shape,
+    /// The mode asked for; the platform decision may lower `Full` to `BridgeOnly`.
     pub mode: Mode,
+    /// The MCP bridge server the CLI is given (the only MCP server it sees).
     pub mcp_bridge: Option<McpServer>,
+    /// The chat's first prompt, passed the way the CLI takes one.
     pub prompt: Option<String>,
+    /// The model, in the CLI's own naming.
     pub model: Option<String>,
+    /// Passed to the CLI after the adapter's own arguments.
     pub extra_args: Vec<String>,
 }
 
@@ -107,18 +116,24 @@ pub type LandlockCmd = LaunchCommand;
 /// pre-trust entries `run` writes.
 #[derive(Debug, Clone, Serialize)]
 pub struct PreparedLaunch {
+    /// The adapter's name.
     pub cli: String,
+    /// The backend and mode decided for this machine, and why, in words.
     pub decision: Decision,
     /// The CLI's own program, as found (PATH or configuration).
     pub program: PathBuf,
+    /// Whether `program` exists; when not, running `argv` fails as a missing program does.
     pub program_found: bool,
     /// The complete command: the sandbox wrapper first, then the CLI and its arguments.
     #[serde(serialize_with = "as_text")]
     pub argv: Vec<OsString>,
     /// Where in `argv` the CLI's program starts (everything before it is the sandbox wrapper).
     pub command_start: usize,
+    /// The variables to set and to remove for the CLI, on top of the caller's environment.
     pub env: EnvChanges,
+    /// The working folder: the chat's runtime.
     pub cwd: PathBuf,
+    /// Where the CLI's stdin comes from.
     pub stdin: Stdin,
     /// Entries written to the person's files before launch (by `run` / `LaunchCommand`).
     pub pre_trust: Vec<FileEdit>,
@@ -150,7 +165,9 @@ pub struct PreTrustDone {
 /// One pre-trust entry as applied.
 #[derive(Debug, Clone, Serialize)]
 pub struct EditDone {
+    /// The person's file.
     pub file: PathBuf,
+    /// The entry's key path in the file.
     pub keys: Vec<String>,
     /// `false` when the entry was there already and the file was left as it was.
     pub written: bool,
@@ -240,7 +257,7 @@ fn is_beside_this_binary(path: &Path) -> bool {
 /// Whether a confined chat of `policy` could replace `path` or a folder above it.
 fn a_chat_could_replace(path: &Path, policy: &Policy) -> bool {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    if policy.system_read_only {
+    if policy.system_read_only() {
         // A root chat writes only where the policy says; its permissions are root's.
         return path
             .ancestors()
@@ -331,9 +348,9 @@ impl PreparedLaunch {
         let request = LaunchRequest {
             shape: spec.shape,
             mode: decision.mode,
-            workdir: policy.runtime.clone(),
+            workdir: policy.runtime().to_owned(),
             home: ctx.layout.home.clone(),
-            grants: policy.grants.clone(),
+            grants: policy.grants().to_vec(),
             mcp_bridge: spec.mcp_bridge.clone(),
             prompt: spec.prompt.clone(),
             model: spec.model.clone(),
@@ -344,12 +361,12 @@ impl PreparedLaunch {
         let person = RealPersonFiles::for_policy(&policy);
         let launch = adapter.launch(&request, &person)?;
         for file in &launch.files {
-            if file.path.parent() != Some(policy.runtime.as_path()) {
+            if file.path.parent() != Some(policy.runtime()) {
                 return Err(Error::Other(format!(
                     "the {} adapter asked to write `{}`, which is not directly inside the working folder `{}`",
                     adapter.name(),
                     file.path.display(),
-                    policy.runtime.display()
+                    policy.runtime().display()
                 )));
             }
         }
@@ -365,7 +382,7 @@ impl PreparedLaunch {
             command_start: argv.len() - command_len,
             argv,
             env: launch.env,
-            cwd: policy.runtime,
+            cwd: policy.runtime().to_owned(),
             stdin: launch.stdin,
             pre_trust: launch.pre_trust,
             files: launch.files,
@@ -547,7 +564,7 @@ pub fn wrap(
             // TODO(macOS): the Seatbelt profile has no rule for the machine's loopback yet
             // (it would deny network-outbound to localhost); until it does, a chat that asks for
             // a network of its own is refused here rather than given the shared one.
-            if policy.network == sandbox_core::Network::Isolated {
+            if policy.network() == sandbox_core::Network::Isolated {
                 return Err(Error::BadInput(
                     "`[policy] network = \"isolated\"` is not built for macOS (Seatbelt) yet: the launch is refused rather than run on the machine's network; set network = \"shared\"".into(),
                 ));
@@ -571,7 +588,7 @@ pub fn wrap(
             SeatbeltProfile::check_exec_size(
                 &argv,
                 env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())),
-                policy.grants.len(),
+                policy.grants().len(),
             )
             .map_err(as_error)?;
             Ok((argv, None))

@@ -2,7 +2,8 @@
 //! (`crates/cli-sandbox`) has a command-line parser and a log subscriber, the provider's facade
 //! (`launch`) does not pull in the contract's test double, and adapters depend on nothing but
 //! `sandbox-core` among the workspace's crates; only the Linux backend (`crates/sandbox-linux`)
-//! links Landlock, seccomp and netlink.
+//! links Landlock, seccomp and netlink. And in the sources: `Deserialize` only on the types that are
+//! read back.
 
 use std::path::{Path, PathBuf};
 
@@ -161,4 +162,130 @@ fn nothing_cites_a_file_outside_the_repository() {
         }
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// The types that implement `Deserialize`, each with what reads it back. Every other type is
+/// written (`plan --json`, `explain`, the plan file) and never read: without `Deserialize` no
+/// value of it can be made from bytes, past its constructor (a `Policy`, a `Layout`, a
+/// `Decision` from a file would carry whatever the file said).
+const READ_BACK: &[(&str, &str)] = &[
+    // The configuration file (`--config`), read by `Config::parse`.
+    ("Config", "the configuration file"),
+    ("LayoutConfig", "the configuration file"),
+    ("PolicyConfig", "the configuration file"),
+    ("CliConfig", "the configuration file"),
+    (
+        "CliNames",
+        "the configuration file (the `[cli.NAME]` tables' places)",
+    ),
+    ("Network", "the configuration file (`[policy] network`)"),
+    // The Linux plan, written by the launcher and read back by the `cli-sandbox exec` helper
+    // (`sandbox_linux::read_plan`), with every type it holds.
+    ("LinuxPlan", "the plan file"),
+    ("NamespacePlan", "the plan file"),
+    ("NetworkPlan", "the plan file"),
+    ("MountStep", "the plan file"),
+    ("BindBack", "the plan file"),
+    ("LandlockPlan", "the plan file"),
+    ("LandlockRule", "the plan file"),
+    ("FsRight", "the plan file"),
+    ("SeccompPlan", "the plan file"),
+    ("SocketFamily", "the plan file"),
+    (
+        "SeccompProgram",
+        "the plan file (its compiled filter, as hexadecimal text)",
+    ),
+    ("Guarantee", "the plan file (its guarantees)"),
+    ("Enforcement", "the plan file (its guarantees)"),
+    ("Access", "the plan file (`BindBack`) and `LaunchRequest`"),
+    // `--mcp-bridge JSON` on the command line.
+    ("McpServer", "the `--mcp-bridge` argument"),
+    // The adapter form (`sandbox-core/src/adapter.rs`) derives `Deserialize` on its types; no
+    // caller reads one back but the `LaunchFile` test of an older `mode`. Kept until that form
+    // settles; `Grant`, `Mode` and `Shape` only because `LaunchRequest` holds them.
+    ("LaunchRequest", "nothing yet (the adapter form)"),
+    ("EnvChanges", "nothing yet (the adapter form)"),
+    ("Stdin", "nothing yet (the adapter form)"),
+    ("FileFormat", "nothing yet (the adapter form)"),
+    ("FileEdit", "nothing yet (the adapter form)"),
+    ("EditAction", "nothing yet (the adapter form)"),
+    ("PreTrust", "nothing yet (the adapter form)"),
+    ("ArgsAndEdits", "nothing yet (the adapter form)"),
+    (
+        "LaunchFile",
+        "nothing yet (the adapter form); its `mode` reads an older form",
+    ),
+    ("CliLaunch", "nothing yet (the adapter form)"),
+    ("Either", "`LaunchFile`'s `mode`, as a number or octal text"),
+    ("Grant", "`LaunchRequest`"),
+    (
+        "Mode",
+        "a mode a provider stored (older names too), and `LaunchRequest`",
+    ),
+    ("Shape", "`LaunchRequest`"),
+];
+
+/// Every type of the workspace's sources that derives or implements `Deserialize` is one that is
+/// read back ([`READ_BACK`]).
+#[test]
+fn deserialize_only_on_the_types_that_are_read_back() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for (_, dir) in workspace_crates() {
+        if dir.join("src").is_dir() {
+            walk(&dir.join("src"), &mut files);
+        }
+    }
+    let mut found: Vec<(String, String)> = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (n, line) in lines.iter().enumerate() {
+            let line = line.trim();
+            let derived = line.starts_with("#[derive(") && line.contains("Deserialize");
+            let name = if derived {
+                // The type the derive is on: the next `struct` or `enum` line.
+                lines[n + 1..].iter().find_map(|l| {
+                    let words: Vec<&str> = l.split_whitespace().collect();
+                    let at = words.iter().position(|w| *w == "struct" || *w == "enum")?;
+                    let name = words.get(at + 1)?;
+                    Some(name.split(['{', '(', '<', ';']).next().unwrap().to_owned())
+                })
+            } else if line.starts_with("impl<'de> ") && line.contains("Deserialize<'de> for ") {
+                // `impl<'de> Deserialize<'de> for NAME {`, or with `serde::`.
+                line.split_whitespace()
+                    .nth(3)
+                    .map(|n| n.trim_end_matches('{').to_owned())
+            } else {
+                None
+            };
+            if let Some(name) = name {
+                found.push((name, format!("{}:{}", file.display(), n + 1)));
+            }
+        }
+    }
+    assert!(
+        found.iter().any(|(n, _)| n == "LinuxPlan") && found.iter().any(|(n, _)| n == "Network"),
+        "the scan misses a derive or an impl it should find: {found:?}"
+    );
+    let unlisted: Vec<String> = found
+        .iter()
+        .filter(|(name, _)| !READ_BACK.iter().any(|(n, _)| n == name))
+        .map(|(name, at)| format!("{at}: {name}"))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "these types implement `Deserialize` but nothing reads them back (remove it, or list \
+         the type in READ_BACK with what reads it):\n{}",
+        unlisted.join("\n")
+    );
 }

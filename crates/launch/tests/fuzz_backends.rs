@@ -17,7 +17,9 @@ use launch::disk::RealDisk;
 use launch::linux::plan::{Kernel, MountStep};
 use launch::seatbelt::{SeatbeltError, SeatbeltProfile};
 use proptest::prelude::*;
-use sandbox_core::{ChatId, Config, GrantRequest, Layout, LayoutInputs, Os, Policy, PolicyRequest};
+use sandbox_core::{
+    Access, ChatId, Config, GrantRequest, Layout, LayoutInputs, Os, Policy, PolicyRequest,
+};
 
 use seatbelt_support::probes::disagreements;
 use seatbelt_support::sbpl::Profile;
@@ -96,25 +98,37 @@ proptest! {
         prop_assert!(err.contains("NUL byte or a newline"), "{}", err);
     }
 
+    /// Each place of a policy that takes a path from the provider or its configuration (a
+    /// protected root, a grant, a blocked program, an allowed socket), given a name that is not
+    /// UTF-8, is a clear error of the profile's naming that path. (The runtime and the
+    /// persistence paths lie under the state root and the home, whose names the protected roots
+    /// hold too: one of those is reported first.)
     #[test]
     fn seatbelt_a_path_that_is_not_utf8_is_a_clear_error(
         bytes in proptest::collection::vec(128u8..=255, 1..6),
-        which in 0usize..6,
+        which in 0usize..4,
     ) {
-        let mut policy = World::virtual_at(Path::new("/Users"), &spec_with("", true)).unwrap().policy;
+        let base = Path::new("/Users");
+        let spec = spec_with("", true);
         let mut name = b"/Users/ann/".to_vec();
         name.extend(&bytes);
         let bad = PathBuf::from(OsString::from_vec(name));
         prop_assume!(bad.to_str().is_none());
-        match which {
-            0 => policy.protected.push(bad.clone()),
-            1 => policy.grants[0].path = bad.clone(),
-            2 => policy.blocked_programs.push(bad.clone()),
-            3 => policy.unix_socket_allow.push(bad.clone()),
-            4 => policy.hardened[0].path = bad.clone(),
-            _ => policy.runtime = bad.clone(),
-        }
-        match SeatbeltProfile::for_policy(&policy) {
+        let workflows = World::virtual_at(base, &spec).unwrap().layout.workspace_docs.join("workflows");
+        let bad_grant = workflows.join(OsString::from_vec(bytes.clone()));
+        let (extra_dirs, bad) = if which == 1 {
+            (vec![bad_grant.clone()], bad_grant)
+        } else {
+            (Vec::new(), bad)
+        };
+        let world = World::virtual_tweaked(base, &spec, &extra_dirs, |config, grants| match which {
+            0 => config.policy.protected.push(bad.clone()),
+            1 => grants.push(GrantRequest { path: bad.clone(), access: Access::ReadWrite }),
+            2 => config.policy.blocked_programs.push(bad.clone()),
+            _ => config.policy.allow_unix_sockets.push(bad.clone()),
+        })
+        .unwrap();
+        match SeatbeltProfile::for_policy(&world.policy) {
             Err(SeatbeltError::PathNotUtf8 { path, .. }) => prop_assert_eq!(path, bad),
             other => prop_assert!(false, "not refused: {:?}", other.map(|p| p.params)),
         }
@@ -231,8 +245,11 @@ proptest! {
 }
 
 fn policy_or_plan_has_non_utf8(policy: &Policy, refused: &[PathBuf]) -> bool {
-    policy.grants.iter().any(|g| g.path.to_str().is_none())
-        || policy.hardened.iter().any(|h| h.path.to_str().is_none())
+    policy.grants().iter().any(|g| g.path.to_str().is_none())
+        || policy
+            .hardened()
+            .iter()
+            .any(|h| h.path().to_str().is_none())
         || refused.iter().any(|p| p.to_str().is_none())
 }
 

@@ -412,12 +412,12 @@ fn hard_links_and_clones_are_refused_at_either_end_where_decide_refuses_writing(
     let p = &world.policy;
     let home = &world.home;
     let rw = p
-        .grants
+        .grants()
         .iter()
         .find(|g| g.access == Access::ReadWrite)
         .unwrap();
     let ro = p
-        .grants
+        .grants()
         .iter()
         .find(|g| g.access == Access::ReadOnly)
         .unwrap();
@@ -455,7 +455,7 @@ fn hard_links_and_clones_are_refused_at_either_end_where_decide_refuses_writing(
             "{op}"
         );
         assert_eq!(
-            ask(op, &p.blocked_programs[0], &out),
+            ask(op, &p.blocked_programs()[0], &out),
             refused("blocked"),
             "{op}"
         );
@@ -474,7 +474,7 @@ fn hard_links_and_clones_are_refused_at_either_end_where_decide_refuses_writing(
         assert_eq!(ask(op, &notes, &out), (true, None), "{op}");
     }
     // A hard link out of the chat's own folders would outlive the chat; a clone is a copy.
-    let work = p.runtime.join("work.txt");
+    let work = p.runtime().join("work.txt");
     assert_eq!(ask("file-link", &work, &out), refused("runtime"));
     assert_eq!(
         ask("file-link", &rw.path.join("doc.md"), &out),
@@ -492,7 +492,7 @@ fn hard_links_and_clones_are_refused_at_either_end_where_decide_refuses_writing(
         refused("refused")
     );
     assert_eq!(ask("file-clone", home, &out), refused("blocked"));
-    assert_eq!(ask("file-clone", &p.runtime, &out), (true, None));
+    assert_eq!(ask("file-clone", p.runtime(), &out), (true, None));
 }
 
 #[test]
@@ -787,11 +787,11 @@ fn apple_events_launch_services_and_mounts_are_refused() {
         };
         assert!(allowed(&read, request), "{name}");
     }
-    let grant = &world.policy.grants[0].path;
+    let grant = &world.policy.grants()[0].path;
     for path in [
         world.home.join("mnt"),
         grant.join("mnt"),
-        world.policy.runtime.join("mnt"),
+        world.policy.runtime().join("mnt"),
     ] {
         let text = path.to_str().unwrap().to_owned();
         assert!(!allowed(&read, file("file-mount", &text)), "{text}");
@@ -916,10 +916,10 @@ fn synthetic_input_launchd_jobs_preferences_and_other_vendors_services_are_refus
 fn the_folders_above_the_runtime_show_their_metadata_but_not_their_entries() {
     let world = demo();
     let (_, read) = compile(&world);
-    let runtimes = world.policy.runtimes_dir.to_str().unwrap().to_owned();
+    let runtimes = world.policy.runtimes_dir().to_str().unwrap().to_owned();
     assert!(allowed(&read, file("file-read-metadata", &runtimes)));
     assert!(!allowed(&read, file("file-read-data", &runtimes)));
-    let other = world.policy.runtimes_dir.join("chat-2");
+    let other = world.policy.runtimes_dir().join("chat-2");
     let other = other.to_str().unwrap().to_owned();
     assert!(!allowed(&read, file("file-read-metadata", &other)));
     let config = world.layout.app_folder.join("config.json");
@@ -1021,7 +1021,7 @@ fn forms(text: &str) -> Vec<(usize, &str)> {
 #[test]
 fn a_thousand_grants_of_190_characters_fit_in_arg_max_and_more_is_bad_input() {
     let world = many_grants(1000);
-    assert!(world.policy.grants[0].path.as_os_str().len() >= 190);
+    assert!(world.policy.grants()[0].path.as_os_str().len() >= 190);
     let profile = SeatbeltProfile::for_policy(&world.policy).unwrap();
     let argv = profile.wrap(&["/bin/true".into()]);
     let bytes: usize = argv.iter().map(|a| a.len() + 1 + 8).sum();
@@ -1132,9 +1132,12 @@ fn descriptors_of_the_launcher_are_not_inherited_through_sandbox_exec() {
 #[test]
 fn a_path_that_is_not_utf8_or_a_policy_for_linux_is_a_clear_error() {
     use std::os::unix::ffi::OsStringExt;
-    let mut policy = demo().policy;
     let bad = PathBuf::from(OsString::from_vec(b"/Users/ann/\xffbad".to_vec()));
-    policy.protected.push(bad.clone());
+    let policy = World::virtual_tweaked(Path::new(BASE), &Spec::demo(), &[], |config, _| {
+        config.policy.protected.push(bad.clone())
+    })
+    .expect("the world builds")
+    .policy;
     let err = SeatbeltProfile::for_policy(&policy).unwrap_err();
     assert_eq!(
         err,
@@ -1145,8 +1148,12 @@ fn a_path_that_is_not_utf8_or_a_policy_for_linux_is_a_clear_error() {
     );
     assert!(err.to_string().contains("not valid UTF-8"), "{err}");
 
-    let mut linux = demo().policy;
-    linux.os = sandbox_core::Os::Linux;
+    let scratch = tempfile::tempdir().unwrap();
+    let demo_layout = launch::demo::Demo::create(scratch.path()).unwrap();
+    let linux = launch::Context::load_for(&demo_layout.settings(), sandbox_core::Os::Linux)
+        .unwrap()
+        .policy(&demo_layout.chat, &[])
+        .unwrap();
     let err = SeatbeltProfile::for_policy(&linux).unwrap_err();
     assert!(err.to_string().contains("not macOS"), "{err}");
 

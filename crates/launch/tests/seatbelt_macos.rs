@@ -138,7 +138,7 @@ fn unix_socket_servers_started_outside_are_out_of_reach_but_the_allowed_one() {
     // A stand-in for a tmux server started outside: a listener of this (unconfined) test.
     let tmux = world.base.join("tmux-501/default");
     std::fs::create_dir_all(tmux.parent().unwrap()).unwrap();
-    let allowed = world.policy.unix_socket_allow[0].clone();
+    let allowed = world.policy.unix_socket_allow()[0].clone();
     for (socket, expected) in [(tmux, false), (allowed, true)] {
         let listener = UnixListener::bind(&socket).expect("a listener outside");
         listener.set_nonblocking(true).unwrap();
@@ -203,7 +203,7 @@ fn a_closed_file_is_not_reached_by_another_case_or_a_hard_link() {
     }
     let plan = world
         .policy
-        .grants
+        .grants()
         .iter()
         .find(|g| g.access == sandbox_core::Access::ReadWrite)
         .unwrap()

@@ -5,12 +5,15 @@ use serde::{Deserialize, Serialize};
 
 /// The optional configuration file (`--config FILE`, TOML). Every key is documented in
 /// `config.example.toml` at the repository's root. Unknown keys are an error, so that a typo does
-/// not silently leave something open.
+/// not silently leave something open. `Deserialize` (with its tables'): it is read from that
+/// file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// `[layout]`: where AgentWorks' folders are.
     #[serde(default)]
     pub layout: LayoutConfig,
+    /// `[policy]`: what the rules add to their defaults.
     #[serde(default)]
     pub policy: PolicyConfig,
     /// One table per CLI name.
@@ -18,13 +21,17 @@ pub struct Config {
     pub cli: BTreeMap<String, CliConfig>,
 }
 
+/// `[layout]`: below the flags and the environment variables in precedence.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LayoutConfig {
+    /// AgentWorks' app folder as this process sees it.
     pub state_root: Option<PathBuf>,
+    /// The workspace-docs folder.
     pub workspace_docs: Option<PathBuf>,
 }
 
+/// `[policy]`: each list adds to the built-in one, never replaces it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyConfig {
@@ -69,12 +76,15 @@ pub struct PolicyConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Network {
+    /// The machine's network, its loopback servers included.
     #[default]
     Shared,
+    /// A network of the chat's own, outbound only.
     Isolated,
 }
 
 impl Network {
+    /// The configuration's word for it.
     pub fn as_str(self) -> &'static str {
         match self {
             Network::Shared => "shared",
@@ -107,6 +117,7 @@ impl<'de> Deserialize<'de> for Network {
     }
 }
 
+/// `[cli.NAME]`: one CLI's settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CliConfig {
@@ -125,8 +136,11 @@ struct CliNames {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("configuration `{source_name}`{}: {message}", line.map(|l| format!(", line {l}")).unwrap_or_default())]
 pub struct ConfigError {
+    /// The file, as the caller named it.
     pub source_name: String,
+    /// The line that is wrong, from 1, when one is.
     pub line: Option<usize>,
+    /// What is wrong and what to do.
     pub message: String,
 }
 

@@ -173,7 +173,8 @@ impl Promise {
     }
 }
 
-/// One line of a backend's report: a promise, how it is kept here, and how far.
+/// One line of a backend's report: a promise, how it is kept here, and how far. `Deserialize`
+/// (with [`Enforcement`]): the Linux plan file holds the plan's guarantees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Guarantee {
     /// [`Promise::id`].
@@ -182,6 +183,7 @@ pub struct Guarantee {
     pub what: String,
     /// The mechanism, in words.
     pub by: String,
+    /// How far the kernel enforces it here.
     #[serde(flatten)]
     pub enforcement: Enforcement,
 }

@@ -1,18 +1,20 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::PolicyError;
 use crate::path::{Resolver, canonicalize_lenient};
 
 /// The operating system a policy is built for. A policy can be built for another OS than the one
 /// running (`profile --backend seatbelt` on Linux), so this is a value, not a `cfg`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Os {
+    /// macOS: the Seatbelt backend.
     #[serde(rename = "macos")]
     MacOs,
+    /// Linux: the Landlock and namespaces backend.
     Linux,
 }
 
@@ -31,11 +33,12 @@ impl Os {
 
 /// A chat's id: `[A-Za-z0-9._-]{1,128}`, not `.` or `..`. It names a folder, so nothing else is
 /// accepted.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(into = "String")]
 pub struct ChatId(String);
 
 impl ChatId {
+    /// Checks `id` against the rule above.
     pub fn new(id: &str) -> Result<ChatId, PolicyError> {
         let ok = (1..=128).contains(&id.len())
             && id != "."
@@ -50,15 +53,9 @@ impl ChatId {
         }
     }
 
+    /// The id, as given.
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-}
-
-impl TryFrom<String> for ChatId {
-    type Error = PolicyError;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        ChatId::new(&s)
     }
 }
 
@@ -80,27 +77,35 @@ impl fmt::Display for ChatId {
 /// precedence.
 #[derive(Debug, Clone)]
 pub struct LayoutInputs {
+    /// The OS whose default places apply.
     pub os: Os,
+    /// The person's home.
     pub home: PathBuf,
+    /// `XDG_DATA_HOME` (Linux): the app folder is `AgentWorks` in it.
     pub xdg_data_home: Option<PathBuf>,
+    /// The app folder as this process sees it, when moved.
     pub state_root: Option<PathBuf>,
+    /// workspace-docs, when not `<state root>/workspace-docs`.
     pub workspace_docs: Option<PathBuf>,
 }
 
 /// Where AgentWorks keeps things, every path absolute and canonical (a path that does not exist
 /// yet is canonical up to its longest existing ancestor).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Layout {
+    /// The person's home.
     pub home: PathBuf,
     /// AgentWorks' own folder at its default place for this OS, whether or not the state root
     /// was moved. It stays protected either way: it may hold a real token.
     pub app_folder: PathBuf,
     /// The app folder as this process sees it (`--state-root` or `AGENTWORKS_STATE_ROOT`).
     pub state_root: PathBuf,
+    /// The workflows' documents; only its folders may be granted, of all the app folder.
     pub workspace_docs: PathBuf,
 }
 
 impl Layout {
+    /// Applies the defaults to `inputs` and canonicalizes every path through `resolver`.
     pub fn resolve(inputs: &LayoutInputs, resolver: &dyn Resolver) -> Result<Layout, PolicyError> {
         let home = canonicalize_lenient("home folder", &inputs.home, resolver)?;
         let app_folder = match inputs.os {
@@ -158,6 +163,7 @@ impl Layout {
         roots
     }
 
+    /// Whether `path` lies in (or is) the folder of every chat's runtime.
     pub fn is_in_runtimes(&self, path: &Path) -> bool {
         path.starts_with(self.runtimes_dir())
     }

@@ -34,7 +34,9 @@ use crate::policy::{Op, Policy, Rule};
 /// environment, so what it names is the person's choice.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamedPlace {
+    /// The variable (`CODEX_HOME`).
     pub var: String,
+    /// Its value, canonical.
     pub path: PathBuf,
 }
 
@@ -44,19 +46,36 @@ pub enum PersonPlaceRefusal {
     /// Inside a protected root (workspace-docs, the app folder, the state root). The resolved
     /// path itself is not repeated: it lies in protected data.
     #[error("into AgentWorks' protected data (`{}`)", root.display())]
-    Protected { root: PathBuf },
+    Protected {
+        /// The innermost protected root that holds it.
+        root: PathBuf,
+    },
     /// Inside another chat's runtime.
     #[error("into another chat's runtime (under `{}`)", runtimes.display())]
-    OtherRuntime { runtimes: PathBuf },
+    OtherRuntime {
+        /// The folder of every chat's runtime.
+        runtimes: PathBuf,
+    },
     /// Addressed inside this chat's runtime, resolved outside it (and outside protected data).
     #[error("to `{}`, out of this chat's runtime `{}`", resolved.display(), runtime.display())]
-    LeavesRuntime { resolved: PathBuf, runtime: PathBuf },
+    LeavesRuntime {
+        /// Where it resolves.
+        resolved: PathBuf,
+        /// This chat's runtime.
+        runtime: PathBuf,
+    },
     /// A persistence path closed to writing by `harden`.
     #[error("to `{}`, a persistence path that `harden` closes to writing", path.display())]
-    Hardened { path: PathBuf },
+    Hardened {
+        /// The persistence path.
+        path: PathBuf,
+    },
     /// A blocked program.
     #[error("to `{}`, a blocked program", program.display())]
-    Blocked { program: PathBuf },
+    Blocked {
+        /// The program.
+        program: PathBuf,
+    },
     /// Outside the home and every named place.
     #[error(
         "to `{}`, outside the home `{}`{}",
@@ -65,8 +84,11 @@ pub enum PersonPlaceRefusal {
         named_places(named)
     )]
     NotThePersons {
+        /// Where it resolves.
         resolved: PathBuf,
+        /// The person's home.
         home: PathBuf,
+        /// The places the person named.
         named: Vec<NamedPlace>,
     },
 }
@@ -89,14 +111,14 @@ impl Policy {
         resolved: &Path,
         named: &[NamedPlace],
     ) -> Result<(), PersonPlaceRefusal> {
-        if is_within(addressed, &self.runtime) {
-            if is_within(resolved, &self.runtime) {
+        if is_within(addressed, self.runtime()) {
+            if is_within(resolved, self.runtime()) {
                 return Ok(());
             }
             return Err(self.protected_refusal(resolved).unwrap_or_else(|| {
                 PersonPlaceRefusal::LeavesRuntime {
                     resolved: resolved.to_owned(),
-                    runtime: self.runtime.clone(),
+                    runtime: self.runtime().to_owned(),
                 }
             }));
         }
@@ -117,13 +139,13 @@ impl Policy {
             }
         }
         let persons =
-            is_within(resolved, &self.home) || named.iter().any(|n| is_within(resolved, &n.path));
+            is_within(resolved, self.home()) || named.iter().any(|n| is_within(resolved, &n.path));
         if persons {
             Ok(())
         } else {
             Err(PersonPlaceRefusal::NotThePersons {
                 resolved: resolved.to_owned(),
-                home: self.home.clone(),
+                home: self.home().to_owned(),
                 named: named.to_vec(),
             })
         }
@@ -132,12 +154,12 @@ impl Policy {
     /// The refusal for a path inside protected data, naming the innermost root (or the runtimes
     /// folder for another chat's runtime); `None` outside every protected root.
     fn protected_refusal(&self, resolved: &Path) -> Option<PersonPlaceRefusal> {
-        if is_within(resolved, &self.runtimes_dir) && !is_within(resolved, &self.runtime) {
+        if is_within(resolved, self.runtimes_dir()) && !is_within(resolved, self.runtime()) {
             return Some(PersonPlaceRefusal::OtherRuntime {
-                runtimes: self.runtimes_dir.clone(),
+                runtimes: self.runtimes_dir().to_owned(),
             });
         }
-        self.protected
+        self.protected()
             .iter()
             .filter(|r| is_within(resolved, r))
             .max_by_key(|r| r.as_os_str().len())

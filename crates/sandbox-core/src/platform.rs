@@ -2,12 +2,12 @@
 //! machine. The facts are gathered by the launcher; here they are plain values, so the table is
 //! tested with made-up machines.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::Mode;
 
 /// What the launcher found out about a Mac.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MacFacts {
     /// `/usr/bin/sandbox-exec` exists.
     pub sandbox_exec: bool,
@@ -18,7 +18,7 @@ pub struct MacFacts {
 }
 
 /// What the launcher found out about a Linux machine.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LinuxFacts {
     /// The kernel's Landlock ABI, `None` when Landlock is missing or disabled.
     pub landlock_abi: Option<u32>,
@@ -28,35 +28,47 @@ pub struct LinuxFacts {
     pub user_namespaces_error: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What the launcher found out about the machine (by `launch::facts::probe`), per OS.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "os", rename_all = "lowercase")]
 pub enum Facts {
+    /// macOS.
     #[serde(rename = "macos")]
     MacOs(MacFacts),
+    /// Linux.
     Linux(LinuxFacts),
     /// An OS with no backend.
     Other {
+        /// Its name (`std::env::consts::OS`).
         name: String,
     },
 }
 
 /// The confinement a launch gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "backend", rename_all = "lowercase")]
 pub enum Backend {
     /// `/usr/bin/sandbox-exec` with a generated profile.
     Seatbelt,
     /// The `cli-sandbox exec` helper: namespaces (when `namespaces`), Landlock and seccomp.
-    Landlock { abi: u32, namespaces: bool },
+    Landlock {
+        /// The Landlock ABI the plan is built for.
+        abi: u32,
+        /// Whether the plan uses namespaces (else the Landlock-only fallback).
+        namespaces: bool,
+    },
     /// No confinement: the launch must be bridge-only.
     None,
 }
 
 /// The platform decision for one launch: backend, mode, and why, in words.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Decision {
+    /// The confinement.
     pub backend: Backend,
+    /// The mode the CLI runs in (bridge-only where nothing confines).
     pub mode: Mode,
+    /// Why, in words.
     pub reason: String,
     /// A short sentence for the CLI's prompt, saying what the sandbox does.
     pub notice: String,

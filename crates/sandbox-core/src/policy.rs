@@ -8,6 +8,8 @@ use crate::path::{Resolver, canonicalize_lenient, check_absolute_clean, is_withi
 use crate::{ChatId, Config, Layout, Network, Os, PolicyError};
 
 /// How a CLI runs: with its own tools on inside our sandbox, or with only the MCP bridge.
+/// `Deserialize`: a mode a provider stored reads back (its older names too), and
+/// `LaunchRequest` (the adapter form) holds one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
@@ -21,6 +23,7 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Its name in a plan and on the command line (`full`, `bridge-only`).
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Full => "full",
@@ -29,7 +32,7 @@ impl Mode {
     }
 }
 
-/// How the CLI is driven.
+/// How the CLI is driven. `Deserialize` only because `LaunchRequest` (the adapter form) derives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Shape {
@@ -39,16 +42,21 @@ pub enum Shape {
     Structured,
 }
 
+/// Read-only or read-write. `Deserialize`: the Linux plan file holds it (a folder bound back
+/// with its access), and `LaunchRequest` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Access {
+    /// Read, list and run; never write or move (`ro`).
     #[serde(rename = "ro")]
     ReadOnly,
+    /// Everything, except moving the grant itself (`rw`).
     #[serde(rename = "rw")]
     ReadWrite,
 }
 
 impl Access {
+    /// `ro` or `rw`, as in `--grant PATH:ro`.
     pub fn as_str(self) -> &'static str {
         match self {
             Access::ReadOnly => "ro",
@@ -60,7 +68,9 @@ impl Access {
 /// A grant as the caller asked for it (`--grant PATH[:ro|:rw]`), before validation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrantRequest {
+    /// The folder as asked (absolute; canonicalized and checked by `Policy::build`).
     pub path: PathBuf,
+    /// The access asked.
     pub access: Access,
 }
 
@@ -92,11 +102,19 @@ impl GrantRequest {
     }
 }
 
-/// A validated grant: an existing folder inside a protected root, canonical. (Outside the
-/// protected roots everything is open already; such a grant is refused as meaningless.)
+/// A validated grant: an existing folder inside a protected root, canonical, named by its own
+/// path. (Outside the protected roots everything is open already; such a grant is refused as
+/// meaningless.)
+///
+/// Its fields stay public, unlike [`Policy`]'s: a grant is trusted only as one of
+/// [`Policy::grants`], which hands out shared references, so a value made or changed elsewhere
+/// reaches no backend; the adapters read it from their `LaunchRequest` to trust the chat's
+/// folders in the person's settings. `Deserialize` only because `LaunchRequest` derives it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grant {
+    /// The granted folder: absolute, canonical, inside a protected root.
     pub path: PathBuf,
+    /// Read-only or read-write (the wider one when the same folder was asked twice).
     pub access: Access,
 }
 
@@ -108,13 +126,15 @@ pub struct Grant {
 /// A trailing `/` (`planning/`) says the name is a folder the provider keeps there: in a
 /// read-write grant a missing one is created empty before launch, so that the name is closed
 /// from the start and cannot be made later (see [`Policy::refused_entries`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(into = "String")]
 pub struct RefusedPattern {
     text: String,
 }
 
 impl RefusedPattern {
+    /// Checks `text`: one entry's name (a trailing `/` for a folder), not every entry, no NUL
+    /// byte or newline.
     pub fn new(text: &str) -> Result<RefusedPattern, PolicyError> {
         let bad = |why| {
             Err(PolicyError::BadPattern {
@@ -140,6 +160,7 @@ impl RefusedPattern {
         })
     }
 
+    /// The pattern as written.
     pub fn as_str(&self) -> &str {
         &self.text
     }
@@ -201,13 +222,6 @@ impl RefusedPattern {
     }
 }
 
-impl TryFrom<String> for RefusedPattern {
-    type Error = PolicyError;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        RefusedPattern::new(&s)
-    }
-}
-
 impl From<RefusedPattern> for String {
     fn from(p: RefusedPattern) -> String {
         p.text
@@ -236,12 +250,14 @@ fn glob_match(pattern: &[u8], name: &[u8], fold_case: bool) -> bool {
 
 /// What an entry of a folder is, as far as the rules care. (The backends read it from the disk;
 /// this crate only names it.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EntryKind {
     /// Anything that is neither a folder nor a symlink: a file, a fifo, a socket, a device.
     File,
+    /// A folder.
     Dir,
+    /// A symlink, whatever it points to.
     Symlink,
 }
 
@@ -281,6 +297,8 @@ pub const BLOCKED_PROGRAMS_MACOS: &[&str] = &[
     "/usr/bin/atq",
     "/usr/bin/atrm",
 ];
+/// The same on Linux: the desktop's openers and the session bus's clients, whose work is done
+/// outside the sandbox.
 pub const BLOCKED_PROGRAMS_LINUX: &[&str] = &[
     "/usr/bin/xdg-open",
     "/usr/bin/gio",
@@ -401,15 +419,34 @@ pub const WRITABLE_AS_ROOT_MACOS: &[&str] = &["/tmp", "/var/tmp", "/var/folders"
 
 /// A persistence path closed to writing by `harden` (absolute; canonical, or the path of a
 /// symlink, whose target is listed beside it).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+///
+/// Made only by [`Policy::build`] (from [`PERSISTENCE_COMMON`] and the OS's list), so its fields
+/// are private: a backend may rely on the path being absolute and outside every protected root
+/// (binding a path read-only around a protected root would open that root to reading).
+/// Serialized, never read back.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Hardened {
-    pub path: PathBuf,
+    path: PathBuf,
+    folder: bool,
+    empty_is_absent: bool,
+}
+
+impl Hardened {
+    /// The persistence path: absolute, outside and around no protected root.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// A folder: closed with everything it holds, also what is created in it later.
-    pub folder: bool,
+    pub fn is_folder(&self) -> bool {
+        self.folder
+    }
+
     /// A file whose empty form means what its absence means to the programs that read it
     /// ([`PERSISTENCE_EMPTY_IS_ABSENT`]): a backend may create a missing one empty to close it.
-    #[serde(default)]
-    pub empty_is_absent: bool,
+    pub fn empty_is_absent(&self) -> bool {
+        self.empty_is_absent
+    }
 }
 
 /// The persistence files that mean the same empty as missing: tmux, git, ssh and pam read an
@@ -429,67 +466,172 @@ pub const PERSISTENCE_EMPTY_IS_ABSENT: &[&str] = &[
 /// What the caller wants a policy for.
 #[derive(Debug, Clone)]
 pub struct PolicyRequest<'a> {
+    /// The OS the policy is for (its blocked programs, its name matching).
     pub os: Os,
+    /// Where AgentWorks' folders are (canonical, as [`Layout::resolve`] makes it: checked).
     pub layout: &'a Layout,
+    /// The chat.
     pub chat: &'a ChatId,
+    /// The chat's grants, as asked.
     pub grants: &'a [GrantRequest],
+    /// The configuration's additions.
     pub config: &'a Config,
     /// The launcher runs as root (uid 0), so the chat would be the machine's root: the system's
     /// folders are closed to writing ([`Policy::system_read_only`]).
     pub privileged: bool,
 }
 
-/// One chat's policy: every path absolute and canonical. Built only by [`Policy::build`], so a
-/// value of this type has passed validation. Serialized for `plan --json` and `explain`; never
-/// read back, so it has no `Deserialize`.
+/// One chat's policy: every path absolute and canonical. Built only by [`Policy::build`]: the
+/// fields are private and read through accessors of the same names, so a value of this type has
+/// passed validation and no consumer can break what `build` established (grants canonical,
+/// sorted, one per folder, none inside an entry an enclosing grant refuses; protected roots
+/// sorted and deduplicated; the root-only fields set only for a privileged request).
+/// Serialized for `plan --json` and `explain`; never read back, so it has no `Deserialize`.
+///
+/// ```compile_fail,E0616
+/// # fn f(policy: &mut sandbox_core::Policy) {
+/// policy.protected.clear(); // private: only `Policy::build` decides what is protected
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Policy {
-    pub os: Os,
-    pub chat: ChatId,
-    pub home: PathBuf,
+    os: Os,
+    chat: ChatId,
+    home: PathBuf,
     /// Closed to read, write and listing, except the grants and the runtime; sorted.
-    pub protected: Vec<PathBuf>,
+    protected: Vec<PathBuf>,
     /// The chat's own working folder, always read-write, never subject to refused patterns.
-    pub runtime: PathBuf,
+    runtime: PathBuf,
     /// The folder that holds every chat's runtime (closed like the rest of the state root).
-    pub runtimes_dir: PathBuf,
-    pub grants: Vec<Grant>,
-    pub refused: Vec<RefusedPattern>,
+    runtimes_dir: PathBuf,
+    grants: Vec<Grant>,
+    refused: Vec<RefusedPattern>,
     /// Refused to execute and to read (a copy of a readable program runs just the same).
-    pub blocked_programs: Vec<PathBuf>,
+    blocked_programs: Vec<PathBuf>,
     /// Unix-socket paths a confined process may still connect to (none by default).
-    pub unix_socket_allow: Vec<PathBuf>,
+    unix_socket_allow: Vec<PathBuf>,
     /// Persistence paths closed to writing and moving (`harden = true`; empty otherwise);
     /// sorted. None lies inside or around a protected root: those are closed already.
-    #[serde(default)]
-    pub hardened: Vec<Hardened>,
+    hardened: Vec<Hardened>,
     /// Kernel tunables: read, never written ([`KERNEL_TUNABLES_LINUX`]; none on macOS).
-    #[serde(default)]
-    pub kernel_tunables: Vec<PathBuf>,
+    kernel_tunables: Vec<PathBuf>,
     /// Kernel files that tell about every process or the kernel's memory: not read
     /// ([`KERNEL_SECRETS_LINUX`]; none on macOS).
-    #[serde(default)]
-    pub kernel_secrets: Vec<PathBuf>,
+    kernel_secrets: Vec<PathBuf>,
     /// The launcher runs as root: nothing outside [`Policy::writable`], the grants and the
     /// runtime may be written.
-    #[serde(default)]
-    pub system_read_only: bool,
+    system_read_only: bool,
     /// With `system_read_only`, the places that stay writable: the home, the temporary folders,
     /// `/dev`, and the configured ones; canonical, sorted, none inside another.
-    #[serde(default)]
-    pub writable: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
     /// The machine's network (its loopback servers reachable) or one of the chat's own
     /// (`[policy] network`). A backend that cannot build `isolated` refuses the launch.
-    #[serde(default)]
-    pub network: Network,
+    network: Network,
+}
+
+/// Read-only views of what [`Policy::build`] established.
+impl Policy {
+    /// The OS the policy was built for (not necessarily the one running).
+    pub fn os(&self) -> Os {
+        self.os
+    }
+
+    /// The chat the policy is for.
+    pub fn chat(&self) -> &ChatId {
+        &self.chat
+    }
+
+    /// The person's home, canonical: open, except the protected roots and (with `harden`) the
+    /// persistence paths.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// Closed to read, write and listing, except the grants and the runtime; canonical, sorted,
+    /// deduplicated.
+    pub fn protected(&self) -> &[PathBuf] {
+        &self.protected
+    }
+
+    /// The chat's own working folder, always read-write, never subject to refused patterns.
+    pub fn runtime(&self) -> &Path {
+        &self.runtime
+    }
+
+    /// The folder that holds every chat's runtime (closed like the rest of the state root).
+    pub fn runtimes_dir(&self) -> &Path {
+        &self.runtimes_dir
+    }
+
+    /// The chat's grants: canonical folders inside protected roots, sorted by path, one per
+    /// folder (the wider access kept), none inside an entry that an enclosing grant refuses.
+    pub fn grants(&self) -> &[Grant] {
+        &self.grants
+    }
+
+    /// The patterns refused inside every grant: [`DEFAULT_REFUSED`] and the configured ones, no
+    /// pattern twice.
+    pub fn refused(&self) -> &[RefusedPattern] {
+        &self.refused
+    }
+
+    /// Refused to execute and to read (a copy of a readable program runs just the same);
+    /// canonical.
+    pub fn blocked_programs(&self) -> &[PathBuf] {
+        &self.blocked_programs
+    }
+
+    /// Unix-socket paths a confined process may still connect to (none by default); canonical.
+    pub fn unix_socket_allow(&self) -> &[PathBuf] {
+        &self.unix_socket_allow
+    }
+
+    /// Persistence paths closed to writing and moving (`harden = true`; empty otherwise);
+    /// sorted. None lies inside or around a protected root: those are closed already.
+    pub fn hardened(&self) -> &[Hardened] {
+        &self.hardened
+    }
+
+    /// Kernel tunables: read, never written ([`KERNEL_TUNABLES_LINUX`]; none on macOS).
+    pub fn kernel_tunables(&self) -> &[PathBuf] {
+        &self.kernel_tunables
+    }
+
+    /// Kernel files that tell about every process or the kernel's memory: not read
+    /// ([`KERNEL_SECRETS_LINUX`]; none on macOS).
+    pub fn kernel_secrets(&self) -> &[PathBuf] {
+        &self.kernel_secrets
+    }
+
+    /// The launcher runs as root ([`PolicyRequest::privileged`]): nothing outside
+    /// [`Policy::writable`], the grants and the runtime may be written.
+    pub fn system_read_only(&self) -> bool {
+        self.system_read_only
+    }
+
+    /// With [`Policy::system_read_only`], the places that stay writable: the home, the
+    /// temporary folders, `/dev`, and the configured ones; canonical, sorted, none inside
+    /// another. Empty otherwise.
+    pub fn writable(&self) -> &[PathBuf] {
+        &self.writable
+    }
+
+    /// The machine's network (its loopback servers reachable) or one of the chat's own
+    /// (`[policy] network`). A backend that cannot build `isolated` refuses the launch.
+    pub fn network(&self) -> Network {
+        self.network
+    }
 }
 
 /// An operation `decide` answers for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
+    /// Read a file.
     Read,
+    /// Write, create or truncate a file, or create an entry in a folder.
     Write,
+    /// Run a program.
     Exec,
     /// List a folder's entries.
     List,
@@ -498,8 +640,10 @@ pub enum Op {
 }
 
 impl Op {
+    /// Every operation.
     pub const ALL: [Op; 5] = [Op::Read, Op::Write, Op::Exec, Op::List, Op::Move];
 
+    /// Its name on the command line (`explain --op`).
     pub fn as_str(self) -> &'static str {
         match self {
             Op::Read => "read",
@@ -522,27 +666,55 @@ impl std::str::FromStr for Op {
 }
 
 /// The rule that decided a verdict, highest precedence first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "rule", rename_all = "kebab-case")]
 pub enum Rule {
     /// A blocked program: a way out of the sandbox.
-    Blocked { program: PathBuf },
+    Blocked {
+        /// The program.
+        program: PathBuf,
+    },
     /// A refused pattern inside a grant.
-    Refused { grant: PathBuf, pattern: String },
+    Refused {
+        /// The innermost grant that holds the path.
+        grant: PathBuf,
+        /// The pattern that refuses it.
+        pattern: String,
+    },
     /// The path is a protected root or one of its ancestors: moving it would move protected
     /// data out from under the rules computed for its old path.
-    Pinned { root: PathBuf },
+    Pinned {
+        /// The protected root.
+        root: PathBuf,
+    },
     /// This chat's own runtime (read-write).
-    Runtime { runtime: PathBuf },
+    Runtime {
+        /// The runtime.
+        runtime: PathBuf,
+    },
     /// A grant of this chat.
-    Granted { grant: PathBuf, access: Access },
+    Granted {
+        /// The innermost grant that holds the path.
+        grant: PathBuf,
+        /// Its access.
+        access: Access,
+    },
     /// Inside a protected root, outside every grant.
-    Closed { root: PathBuf },
+    Closed {
+        /// The protected root.
+        root: PathBuf,
+    },
     /// A persistence path of the home with `harden` on (read, not written or moved), or one of
     /// its ancestors (not moved, so that nothing can be put in its place).
-    Hardened { path: PathBuf },
+    Hardened {
+        /// The persistence path.
+        path: PathBuf,
+    },
     /// A kernel tunable (read, never written) or a kernel secret (neither).
-    Kernel { path: PathBuf },
+    Kernel {
+        /// The tunable or the secret.
+        path: PathBuf,
+    },
     /// The launcher runs as root, and the path is outside every writable place: read, not
     /// written.
     System,
@@ -551,6 +723,7 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Its name in `explain` and in a denial's log message.
     pub fn name(&self) -> &'static str {
         match self {
             Rule::Blocked { .. } => "blocked",
@@ -568,9 +741,11 @@ impl Rule {
 }
 
 /// `decide`'s answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verdict {
+    /// Whether the operation is allowed.
     pub allowed: bool,
+    /// The rule that decided.
     #[serde(flatten)]
     pub rule: Rule,
 }
@@ -579,6 +754,7 @@ impl Policy {
     /// Validates the request and builds the policy. Paths are canonicalized through `resolver`.
     pub fn build(req: &PolicyRequest<'_>, resolver: &dyn Resolver) -> Result<Policy, PolicyError> {
         let layout = req.layout;
+        check_layout_canonical(layout, resolver)?;
         let runtime = layout.runtime(req.chat);
 
         let mut protected = layout.protected_roots();
@@ -891,6 +1067,29 @@ impl Policy {
     pub fn is_protected(&self, path: &Path) -> bool {
         self.protected.iter().any(|r| is_within(path, r))
     }
+}
+
+/// The layout's fields are public (a provider may write one), and every rule below compares
+/// canonical paths: a home or a root named through a link (`/var` for `/private/var`, a moved
+/// home) would protect a name the kernel never sees. So the constructor checks what it is
+/// given rather than trusting that [`Layout::resolve`] made it.
+fn check_layout_canonical(layout: &Layout, resolver: &dyn Resolver) -> Result<(), PolicyError> {
+    for (what, path) in [
+        ("home folder", &layout.home),
+        ("app folder", &layout.app_folder),
+        ("state root", &layout.state_root),
+        ("workspace-docs", &layout.workspace_docs),
+    ] {
+        let canonical = canonicalize_lenient(what, path, resolver)?;
+        if canonical != *path {
+            return Err(PolicyError::LayoutNotCanonical {
+                what,
+                path: path.clone(),
+                canonical,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The persistence paths of `home` for `os`, each as written under the canonical home and, when

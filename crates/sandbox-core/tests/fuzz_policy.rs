@@ -227,38 +227,42 @@ fn clean(path: &Path) -> bool {
 /// The invariants every built policy keeps, whatever it was built from.
 fn check_invariants(policy: &Policy, layout: &Layout) -> Result<(), TestCaseError> {
     let paths = policy
-        .protected
+        .protected()
         .iter()
-        .chain([&policy.runtime, &policy.runtimes_dir, &policy.home])
-        .chain(policy.grants.iter().map(|g| &g.path))
-        .chain(policy.blocked_programs.iter())
-        .chain(policy.unix_socket_allow.iter())
-        .chain(policy.hardened.iter().map(|h| &h.path));
+        .map(PathBuf::as_path)
+        .chain([policy.runtime(), policy.runtimes_dir(), policy.home()])
+        .chain(policy.grants().iter().map(|g| g.path.as_path()))
+        .chain(policy.blocked_programs().iter().map(PathBuf::as_path))
+        .chain(policy.unix_socket_allow().iter().map(PathBuf::as_path))
+        .chain(policy.hardened().iter().map(|h| h.path()));
     for path in paths {
         prop_assert!(clean(path), "an unclean path in the policy: {:?}", path);
     }
-    for grant in &policy.grants {
+    for grant in policy.grants() {
         prop_assert!(
-            policy.protected.iter().any(|r| grant.path.starts_with(r)),
+            policy.protected().iter().any(|r| grant.path.starts_with(r)),
             "grant {:?} outside every protected root",
             grant.path
         );
         prop_assert!(
-            !policy.protected.iter().any(|r| r.starts_with(&grant.path)),
+            !policy
+                .protected()
+                .iter()
+                .any(|r| r.starts_with(&grant.path)),
             "grant {:?} contains a protected root",
             grant.path
         );
         prop_assert!(
-            !layout.is_in_runtimes(&grant.path) || grant.path.starts_with(&policy.runtime),
+            !layout.is_in_runtimes(&grant.path) || grant.path.starts_with(policy.runtime()),
             "grant {:?} inside another chat's runtime",
             grant.path
         );
         // The protected roots themselves stay closed (but a configured one inside this chat's
         // own runtime, which the runtime opens again).
         for root in policy
-            .protected
+            .protected()
             .iter()
-            .filter(|r| !r.starts_with(&policy.runtime))
+            .filter(|r| !r.starts_with(policy.runtime()))
         {
             let v = policy.decide(Op::List, root);
             prop_assert!(!v.allowed, "{:?} listable through {:?}", root, grant.path);
@@ -354,7 +358,7 @@ proptest! {
         match build(&fs, &chat, &grants, &config) {
             Ok(policy) => {
                 check_invariants(&policy, &layout(&fs))?;
-                for pattern in &policy.refused {
+                for pattern in policy.refused() {
                     let name = pattern.name();
                     prop_assert!(!name.is_empty() && !name.contains('/') && !name.contains('\0'));
                 }
@@ -459,7 +463,7 @@ fn symlink_grants_resolve_or_are_refused_with_the_reason() {
     }
     let p = one(&format!("{DOCS}/workflows/wf-2")).unwrap();
     assert_eq!(
-        p.grants[0].path,
+        p.grants()[0].path,
         Path::new(&format!("{DOCS}/workflows/wf-2"))
     );
     for (grant, expected) in [

@@ -58,7 +58,8 @@ fn kept_in_dev(name: &std::ffi::OsStr) -> bool {
 
 /// Where a path stands for the rights an entry beside a frozen folder gets.
 fn read_only_place(policy: &Policy, path: &Path) -> bool {
-    let system = policy.system_read_only && !policy.writable.iter().any(|w| path.starts_with(w));
+    let system =
+        policy.system_read_only() && !policy.writable().iter().any(|w| path.starts_with(w));
     kernel_place(path) || system
 }
 
@@ -74,7 +75,7 @@ pub(super) fn compile(
 
     // What must stay closed inside the open part: the roots and the blocked programs.
     let mut closed: BTreeSet<PathBuf> = closed_roots.iter().cloned().collect();
-    for program in &policy.blocked_programs {
+    for program in policy.blocked_programs() {
         if disk.exists(program) && !closed_roots.iter().any(|r| program.starts_with(r)) {
             closed.insert(program.clone());
         }
@@ -86,14 +87,14 @@ pub(super) fn compile(
     // Persistence paths (harden): read-only where they exist; their folders frozen, so that a
     // missing one cannot be created and none can be replaced.
     let read_only: Vec<&Path> = policy
-        .hardened
+        .hardened()
         .iter()
-        .map(|h| h.path.as_path())
+        .map(|h| h.path())
         .filter(|p| disk.exists(p))
         .collect();
     let mut frozen_for_harden: BTreeSet<PathBuf> = BTreeSet::new();
-    for hardened in &policy.hardened {
-        frozen_for_harden.extend(hardened.path.ancestors().skip(1).map(Path::to_owned));
+    for hardened in policy.hardened() {
+        frozen_for_harden.extend(hardened.path().ancestors().skip(1).map(Path::to_owned));
     }
     frozen.extend(frozen_for_harden.iter().cloned());
     let dev = Path::new(DEV);
@@ -154,8 +155,8 @@ pub(super) fn compile(
     }
     // Run as root, a writable place inside a read-only one (`/var/tmp` in `/var`) gets its own
     // rule; one that is frozen (the home, above a protected root) has its entries granted above.
-    if policy.system_read_only {
-        for place in &policy.writable {
+    if policy.system_read_only() {
+        for place in policy.writable() {
             let inside_read_only = read_only_place(policy, place.parent().unwrap_or(place));
             if !frozen.contains(place) && !kernel_place(place) && inside_read_only {
                 rule(place.clone(), &common.open_rights);
@@ -170,16 +171,16 @@ pub(super) fn compile(
     // Landlock refuses a link or a rename that would give a file more rights than it had, so a
     // grant's or the runtime's file cannot be linked into the open places (`/tmp`), where a
     // later chat with other grants would read and write it.
-    let create_dirs = vec![policy.runtime.clone()];
+    let create_dirs = vec![policy.runtime().to_owned()];
     let own: Vec<FsRight> = common
         .open_rights
         .iter()
         .copied()
         .filter(|r| *r != FsRight::IoctlDev)
         .collect();
-    rule(policy.runtime.clone(), &own);
-    let listings = disk.entries_of(&policy.grants.iter().map(|g| &*g.path).collect::<Vec<_>>());
-    for (grant, entries) in policy.grants.iter().zip(listings) {
+    rule(policy.runtime().to_owned(), &own);
+    let listings = disk.entries_of(&policy.grants().iter().map(|g| &*g.path).collect::<Vec<_>>());
+    for (grant, entries) in policy.grants().iter().zip(listings) {
         let rights = match grant.access {
             Access::ReadWrite => &own,
             Access::ReadOnly => &read,
@@ -219,10 +220,10 @@ pub(super) fn compile(
         "Landlock: no right at all on the frozen folders, so none of them can be renamed",
         Enforcement::Fully,
     ));
-    if !policy.hardened.is_empty() {
+    if !policy.hardened().is_empty() {
         let below_home: Vec<String> = frozen_for_harden
             .iter()
-            .filter(|p| p.starts_with(&policy.home))
+            .filter(|p| p.starts_with(policy.home()))
             .map(|p| p.display().to_string())
             .collect();
         guarantees.push(Guarantee::new(
@@ -255,7 +256,7 @@ pub(super) fn compile(
             "no mount namespace: the kernel's secrets that every user may read (sched_debug, timer_list) stay readable, and a process's own /proc files cannot be written either".into(),
         ),
     ));
-    if policy.system_read_only {
+    if policy.system_read_only() {
         guarantees.push(Guarantee::new(
             Promise::SystemReadOnly,
             "Landlock: everything outside the writable places and this chat's folders has reading rights only",
@@ -323,8 +324,8 @@ pub(super) fn compile(
     };
     Ok(LinuxPlan {
         version: PLAN_VERSION,
-        chat: policy.chat.to_string(),
-        workdir: policy.runtime.clone(),
+        chat: policy.chat().to_string(),
+        workdir: policy.runtime().to_owned(),
         create_dirs,
         create_home_dirs: Vec::new(),
         create_home_files: Vec::new(),

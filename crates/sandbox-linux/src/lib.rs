@@ -11,6 +11,8 @@
 //! re-exports this crate as `launch::linux`). The plan compiles on every OS; applying it is
 //! Linux only.
 
+#![warn(missing_docs)]
+
 pub mod disk;
 
 #[cfg(target_os = "linux")]
@@ -183,15 +185,21 @@ pub fn read_plan(path: &std::path::Path) -> Result<LinuxPlan, Error> {
 /// of the same name.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The plan cannot carry the policy out on this machine.
     #[error(transparent)]
     Plan(#[from] plan::PlanError),
+    /// A file-system step failed (a folder, the plan file).
     #[error("{what}: {source}")]
     Io {
+        /// The step and the path, in words.
         what: String,
+        /// What the system said.
         source: std::io::Error,
     },
+    /// Input the backend cannot use, with what to do.
     #[error("{0}")]
     BadInput(String),
+    /// Anything else, said in words.
     #[error("{0}")]
     Other(String),
 }

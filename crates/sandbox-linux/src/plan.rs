@@ -41,25 +41,43 @@ pub(super) const HARMLESS_DEVICES: [&str; 6] = ["null", "zero", "full", "random"
 pub enum MountStep {
     /// Bind a folder onto itself so that it is a mount point: renaming or removing it fails
     /// with EBUSY, creating entries inside it still works. Every ancestor of a protected root.
-    Pin { path: PathBuf },
+    Pin {
+        /// The folder.
+        path: PathBuf,
+    },
     /// Cover a protected root with an empty read-only tmpfs that nobody can list, then bind
     /// this chat's folders inside it back at their own paths.
     Mask {
+        /// The protected root.
         root: PathBuf,
+        /// The chat's grants and runtime inside it, in the order bound.
         bind_back: Vec<BindBack>,
     },
     /// Cover one entry (a refused entry inside a grant, a blocked program) with an empty,
     /// unreadable one of the same kind.
-    Hide { path: PathBuf, dir: bool },
+    Hide {
+        /// The entry.
+        path: PathBuf,
+        /// A folder (covered by an empty folder), else a file (by an empty file).
+        dir: bool,
+    },
     /// Bind an entry onto itself read-only (a persistence path with `harden`, a kernel tunable):
     /// it can be read, not written, and as a mount point it cannot be removed or replaced
     /// (EBUSY).
-    ReadOnly { path: PathBuf, dir: bool },
+    ReadOnly {
+        /// The entry.
+        path: PathBuf,
+        /// A folder, else a file.
+        dir: bool,
+    },
 }
 
+/// A folder of the chat's bound back at its own path inside a masked root.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BindBack {
+    /// The grant or the runtime.
     pub path: PathBuf,
+    /// A read-only grant's bind is made read-only.
     pub access: Access,
 }
 
@@ -70,6 +88,7 @@ pub struct LandlockPlan {
     pub abi: u32,
     /// Access rights the ruleset handles (everything not granted by a rule is refused).
     pub handled: Vec<FsRight>,
+    /// The rights granted beneath each path.
     pub rules: Vec<LandlockRule>,
     /// `signal`, `abstract-unix-socket` (ABI >= 6).
     pub scopes: Vec<String>,
@@ -77,9 +96,12 @@ pub struct LandlockPlan {
     pub log_denials: bool,
 }
 
+/// One rule of the ruleset: these rights beneath this path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LandlockRule {
+    /// The file or folder the rule holds beneath.
     pub path: PathBuf,
+    /// The rights granted there, each among the ruleset's handled ones.
     pub rights: Vec<FsRight>,
 }
 
@@ -87,22 +109,39 @@ pub struct LandlockRule {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FsRight {
+    /// `EXECUTE`: run a file.
     Execute,
+    /// `WRITE_FILE`: open a file for writing.
     WriteFile,
+    /// `READ_FILE`: open a file for reading.
     ReadFile,
+    /// `READ_DIR`: list a folder.
     ReadDir,
+    /// `REMOVE_DIR`: remove an empty folder, or rename one away.
     RemoveDir,
+    /// `REMOVE_FILE`: unlink a file, or rename one away.
     RemoveFile,
+    /// `MAKE_CHAR`: create a character device.
     MakeChar,
+    /// `MAKE_DIR`: create a folder.
     MakeDir,
+    /// `MAKE_REG`: create a regular file.
     MakeReg,
+    /// `MAKE_SOCK`: create a unix socket's file.
     MakeSock,
+    /// `MAKE_FIFO`: create a named pipe.
     MakeFifo,
+    /// `MAKE_BLOCK`: create a block device.
     MakeBlock,
+    /// `MAKE_SYM`: create a symlink.
     MakeSym,
+    /// `REFER` (ABI 2): link or rename a file into another folder.
     Refer,
+    /// `TRUNCATE` (ABI 3): truncate a file.
     Truncate,
+    /// `IOCTL_DEV` (ABI 5): ioctl on a device.
     IoctlDev,
+    /// `RESOLVE_UNIX` (ABI 9): connect to a pathname unix socket.
     ResolveUnix,
 }
 
@@ -118,6 +157,7 @@ impl FsRight {
         }
     }
 
+    /// Every right, in the kernel's order.
     pub const ALL: [FsRight; 17] = [
         FsRight::Execute,
         FsRight::WriteFile,
@@ -266,10 +306,15 @@ pub enum SocketFamily {
     NetlinkSockDiag,
 }
 
-/// Everything the helper does, in order.
+/// Everything the helper does, in order. `Deserialize`, with every type it holds: the launcher
+/// writes it to the plan file and the helper reads it back ([`crate::read_plan`]). Its fields
+/// are public: it is a file format, checked where it is read (its [`PLAN_VERSION`]), and a
+/// private field would protect nothing that `Deserialize` builds from the file's bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinuxPlan {
+    /// [`PLAN_VERSION`] when written; the helper refuses another.
     pub version: u32,
+    /// The chat's id.
     pub chat: String,
     /// The program's working folder: the chat's runtime.
     pub workdir: PathBuf,
@@ -290,7 +335,9 @@ pub struct LinuxPlan {
     pub create_home_files: Vec<PathBuf>,
     /// `Some` when namespaces are used: user, mount and PID namespace, fresh `/proc` and `/dev`.
     pub namespaces: Option<NamespacePlan>,
+    /// The Landlock ruleset, restricted once the mounts are made.
     pub landlock: LandlockPlan,
+    /// The seccomp filter, installed after the ruleset, just before the exec.
     pub seccomp: SeccompPlan,
     /// `seccomp` compiled: the one program the helper loads, built with the plan so that a
     /// launch does not build it again (empty in a plan compiled elsewhere than on Linux).
@@ -426,8 +473,10 @@ impl<'de> serde::Deserialize<'de> for SeccompProgram {
     }
 }
 
+/// The namespaces' part of the plan (`None` in the Landlock-only fallback).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NamespacePlan {
+    /// The mount steps, in the order applied.
     pub mounts: Vec<MountStep>,
     /// A fresh `/dev` with only the harmless devices and the terminal's.
     pub minimal_dev: bool,
@@ -500,7 +549,7 @@ const INTERFACE: &str = "eth0";
 
 /// The network part of the plan, as the policy asks, or why it cannot be had here.
 fn network_plan(policy: &Policy, disk: &dyn LaunchDisk) -> Result<Option<NetworkPlan>, PlanError> {
-    if policy.network == Network::Shared {
+    if policy.network() == Network::Shared {
         return Ok(None);
     }
     let pasta = PathBuf::from(PASTA);
@@ -511,7 +560,7 @@ fn network_plan(policy: &Policy, disk: &dyn LaunchDisk) -> Result<Option<Network
     // replace it (or put a file beside it: pasta runs its `.avx2` twin from its own folder)
     // would run a program of its choice there at the next launch. A root chat writes only where
     // the policy says (its own files' permissions are the helper's check, at launch).
-    if policy.system_read_only {
+    if policy.system_read_only() {
         let folder = pasta.parent().unwrap_or(Path::new("/"));
         for path in [pasta.as_path(), folder] {
             if policy.decide(Op::Write, path).allowed {
@@ -582,6 +631,7 @@ pub(super) fn loopback_guarantee(network: Option<&NetworkPlan>) -> Guarantee {
 
 /// What compiling needs to know about the file system at launch.
 pub trait LaunchDisk {
+    /// Whether anything is at `path` (a dangling symlink included).
     fn exists(&self, path: &Path) -> bool;
     /// `Some(is_dir)` for an entry that is a real file or folder (not a symlink).
     fn kind(&self, path: &Path) -> Option<EntryKind>;
@@ -602,32 +652,45 @@ pub trait LaunchDisk {
 /// What the machine offers, as far as the plan is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kernel {
+    /// The Landlock ABI (0: none).
     pub landlock_abi: u32,
+    /// Whether an unprivileged process may create user namespaces.
     pub namespaces: bool,
 }
 
+/// Why a policy cannot be compiled into a plan for this machine.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
+    /// No Landlock: nothing here can confine.
     #[error("Landlock is missing (ABI 0): this machine cannot confine; run bridge-only")]
     NoLandlock,
     /// A filter this build cannot compile (an architecture it has no filter for): a fault of
     /// cli-sandbox, not of the request.
     #[error("the seccomp filter cannot be built: {0}")]
     Seccomp(String),
+    /// `network = "isolated"` on a machine without user namespaces.
     #[error(
         "`[policy] network = \"isolated\"` needs a network namespace of the chat's own, and this machine cannot create user namespaces (Landlock alone confines here): the launch is refused rather than run on the machine's network. Allow user namespaces (sysctl user.max_user_namespaces above 0, kernel.unprivileged_userns_clone=1, or Ubuntu's kernel.apparmor_restrict_unprivileged_userns=0), or set network = \"shared\""
     )]
     IsolatedNeedsNamespaces,
+    /// `network = "isolated"` without pasta installed.
     #[error(
         "`[policy] network = \"isolated\"` needs pasta, and {} is missing: apt-get install passt (Debian, Ubuntu), dnf install passt (Fedora), or set network = \"shared\"",
         path.display()
     )]
-    NoPasta { path: PathBuf },
+    NoPasta {
+        /// Where pasta was looked for.
+        path: PathBuf,
+    },
+    /// `network = "isolated"` for a root chat that may write where pasta lies.
     #[error(
         "`[policy] network = \"isolated\"`: a root chat may write {} (`[policy] writable`), so a chat could replace pasta, which the launcher runs outside the sandbox for the next chat: take that place out of `writable`",
         path.display()
     )]
-    PastaWritable { path: PathBuf },
+    PastaWritable {
+        /// The writable place that holds pasta.
+        path: PathBuf,
+    },
 }
 
 impl PlanError {
@@ -650,7 +713,7 @@ pub fn compile(
     if !kernel.namespaces {
         // Without a user namespace no network namespace can be made: refused, never shared
         // silently.
-        if policy.network == Network::Isolated {
+        if policy.network() == Network::Isolated {
             return Err(PlanError::IsolatedNeedsNamespaces);
         }
         return super::frozen::compile(policy, kernel, disk);
@@ -658,7 +721,7 @@ pub fn compile(
     let network = network_plan(policy, disk)?;
     let abi = kernel.landlock_abi.min(NEWEST_KNOWN_ABI);
     let mut guarantees = Vec::new();
-    let mut create_dirs = vec![policy.runtime.clone()];
+    let mut create_dirs = vec![policy.runtime().to_owned()];
 
     let outermost = outermost_existing_roots(policy, disk, &mut guarantees);
     let hardened = harden_in_namespace(policy, disk);
@@ -709,8 +772,8 @@ pub fn compile(
 
     // Refused entries inside grants (not the runtime), as the policy works them out.
     let mut made_later = false;
-    let listings = disk.entries_of(&policy.grants.iter().map(|g| &*g.path).collect::<Vec<_>>());
-    for (grant, entries) in policy.grants.iter().zip(listings) {
+    let listings = disk.entries_of(&policy.grants().iter().map(|g| &*g.path).collect::<Vec<_>>());
+    for (grant, entries) in policy.grants().iter().zip(listings) {
         let refused = policy.refused_entries(
             grant,
             entries.iter().map(|(name, kind)| (name.as_os_str(), *kind)),
@@ -727,7 +790,7 @@ pub fn compile(
         }
         made_later |= refused.made_later;
     }
-    if !policy.grants.is_empty() {
+    if !policy.grants().is_empty() {
         guarantees.push(Guarantee::new(
             Promise::Refused,
             "mount namespace: each covered by an empty unreadable entry of its kind (a symlink by a file); folder patterns created empty first",
@@ -741,13 +804,13 @@ pub fn compile(
         ));
     }
 
-    if !policy.hardened.is_empty() {
+    if !policy.hardened().is_empty() {
         mounts.extend(hardened.mounts);
         guarantees.push(hardened.guarantee);
     }
 
     let mut hidden_programs = 0;
-    for program in &policy.blocked_programs {
+    for program in policy.blocked_programs() {
         if disk.kind(program) == Some(EntryKind::File) {
             mounts.push(MountStep::Hide {
                 path: program.clone(),
@@ -772,21 +835,21 @@ pub fn compile(
     ));
     // `/dev` and `/proc` are the sandbox's own (passes 5 and 6 of the mounts): nothing of the
     // host's to give back there.
-    let system_read_only = policy.system_read_only.then(|| {
+    let system_read_only = policy.system_read_only().then(|| {
         policy
-            .writable
+            .writable()
             .iter()
             .filter(|p| !p.starts_with("/dev") && !p.starts_with("/proc"))
             .cloned()
             .collect()
     });
-    if policy.system_read_only {
+    if policy.system_read_only() {
         guarantees.push(Guarantee::new(
             Promise::SystemReadOnly,
             format!(
                 "mount namespace: every mount read-only, then writable again only at {} and this chat's folders",
                 policy
-                    .writable
+                    .writable()
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
@@ -842,8 +905,8 @@ pub fn compile(
     guarantees.push(loopback_guarantee(network.as_ref()));
     Ok(LinuxPlan {
         version: PLAN_VERSION,
-        chat: policy.chat.to_string(),
-        workdir: policy.runtime.clone(),
+        chat: policy.chat().to_string(),
+        workdir: policy.runtime().to_owned(),
         create_dirs,
         create_home_dirs: hardened.create,
         create_home_files: hardened.create_files,
@@ -881,7 +944,7 @@ pub fn seccomp_program(seccomp: &SeccompPlan) -> Result<SeccompProgram, PlanErro
 /// root chat every mount is read-only already; `/sys` is named anyway, for the other users.
 fn kernel_mounts(policy: &Policy, disk: &dyn LaunchDisk) -> Vec<MountStep> {
     let mut steps = Vec::new();
-    for path in &policy.kernel_tunables {
+    for path in policy.kernel_tunables() {
         if let Some(kind @ (EntryKind::Dir | EntryKind::File)) = disk.kind(path) {
             steps.push(MountStep::ReadOnly {
                 path: path.clone(),
@@ -889,7 +952,7 @@ fn kernel_mounts(policy: &Policy, disk: &dyn LaunchDisk) -> Vec<MountStep> {
             });
         }
     }
-    for path in &policy.kernel_secrets {
+    for path in policy.kernel_secrets() {
         if let Some(kind @ (EntryKind::Dir | EntryKind::File)) = disk.kind(path) {
             steps.push(MountStep::Hide {
                 path: path.clone(),
@@ -929,12 +992,12 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
     };
     let mut missing_files: Vec<String> = Vec::new();
     let mut links: Vec<String> = Vec::new();
-    let show = |path: &Path| match path.strip_prefix(&policy.home) {
+    let show = |path: &Path| match path.strip_prefix(policy.home()) {
         Ok(relative) => format!("~/{}", relative.display()),
         Err(_) => path.display().to_string(),
     };
-    for hardened in &policy.hardened {
-        let path = &hardened.path;
+    for hardened in policy.hardened() {
+        let path = hardened.path();
         let under_link = path
             .ancestors()
             .skip(1)
@@ -945,30 +1008,30 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
         match disk.kind(path) {
             Some(kind @ (EntryKind::Dir | EntryKind::File)) => {
                 out.mounts.push(MountStep::ReadOnly {
-                    path: path.clone(),
+                    path: path.to_owned(),
                     dir: kind == EntryKind::Dir,
                 });
-                out.pinned_below.push(path.clone());
+                out.pinned_below.push(path.to_owned());
             }
             Some(EntryKind::Symlink) => links.push(show(path)),
             // Made only in the home: a persistence path that resolves elsewhere (a `~/.config`
             // a chat pointed at `/etc`) is not the person's to fill, and stays a gap.
-            None if !path.starts_with(&policy.home) => missing_files.push(show(path)),
-            None if hardened.folder => {
-                out.create.push(path.clone());
+            None if !path.starts_with(policy.home()) => missing_files.push(show(path)),
+            None if hardened.is_folder() => {
+                out.create.push(path.to_owned());
                 out.mounts.push(MountStep::ReadOnly {
-                    path: path.clone(),
+                    path: path.to_owned(),
                     dir: true,
                 });
-                out.pinned_below.push(path.clone());
+                out.pinned_below.push(path.to_owned());
             }
-            None if hardened.empty_is_absent => {
-                out.create_files.push(path.clone());
+            None if hardened.empty_is_absent() => {
+                out.create_files.push(path.to_owned());
                 out.mounts.push(MountStep::ReadOnly {
-                    path: path.clone(),
+                    path: path.to_owned(),
                     dir: false,
                 });
-                out.pinned_below.push(path.clone());
+                out.pinned_below.push(path.to_owned());
             }
             None => missing_files.push(show(path)),
         }
@@ -999,7 +1062,7 @@ pub(super) fn outermost_existing_roots(
     disk: &dyn LaunchDisk,
     guarantees: &mut Vec<Guarantee>,
 ) -> Vec<PathBuf> {
-    let mut roots: Vec<&PathBuf> = policy.protected.iter().collect();
+    let mut roots: Vec<&PathBuf> = policy.protected().iter().collect();
     roots.sort_by_key(|r| r.components().count());
     let mut outermost: Vec<PathBuf> = Vec::new();
     for root in roots {
@@ -1038,7 +1101,7 @@ pub(super) struct Common {
 
 impl Common {
     pub fn new(policy: &Policy, abi: u32) -> Common {
-        let unix_allowlist = !policy.unix_socket_allow.is_empty();
+        let unix_allowlist = !policy.unix_socket_allow().is_empty();
         let resolve_unix = abi >= ABI_RESOLVE_UNIX;
         // Below ABI 9 without an allowlist, seccomp is what keeps unix sockets in.
         let unix_by_seccomp = !resolve_unix && !unix_allowlist;
@@ -1055,7 +1118,7 @@ impl Common {
             .collect();
         let unix_rules = if resolve_unix {
             policy
-                .unix_socket_allow
+                .unix_socket_allow()
                 .iter()
                 .map(|socket| LandlockRule {
                     path: socket.clone(),

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 #[error("{step}: {detail}")]
 pub struct ApplyError {
+    /// The helper's step that failed (`mount`, `landlock_restrict_self`...), with its path.
     pub step: String,
+    /// What the system said.
     pub detail: String,
 }
 

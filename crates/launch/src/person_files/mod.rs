@@ -129,6 +129,7 @@ pub struct RealPersonFiles {
 }
 
 impl RealPersonFiles {
+    /// The person's files of the chat `policy` is for, with this process's environment.
     pub fn for_policy(policy: &Policy) -> RealPersonFiles {
         RealPersonFiles::with_guard(PersonFilesGuard::for_policy(policy))
     }
@@ -195,29 +196,48 @@ pub enum Applied {
 /// Why an edit was not applied. The person's file is untouched in every case.
 #[derive(Debug, thiserror::Error)]
 pub enum PersonFileError {
+    /// The file is not valid in its format (JSON, TOML): it is not rewritten.
     #[error(
         "`{}` line {line}, column {column}: not valid {format} ({reason}); it was left untouched: fix or move it and launch again",
         file.display()
     )]
     Unparsable {
+        /// The person's file.
         file: PathBuf,
+        /// `JSON` or `TOML`.
         format: &'static str,
+        /// Where the parser stopped, from 1.
         line: usize,
+        /// The column there, from 1.
         column: usize,
+        /// The parser's own words.
         reason: String,
     },
+    /// A key the edit goes through holds a value of another kind (a string where a table
+    /// was expected): the edit would have to drop the person's value, so it is not made.
     #[error(
         "`{}`: `{key}` holds {found}, where a {expected} was expected; it was left untouched: fix or remove that entry and launch again",
         file.display()
     )]
     WrongShape {
+        /// The person's file.
         file: PathBuf,
+        /// The key, as a path of keys.
         key: String,
+        /// The kind of value there.
         found: &'static str,
+        /// The kind the edit needs.
         expected: &'static str,
     },
+    /// The adapter asked for an edit that cannot be made (a bug of the adapter's).
     #[error("the edit of `{}` is not valid: {why}", file.display())]
-    BadEdit { file: PathBuf, why: String },
+    BadEdit {
+        /// The person's file.
+        file: PathBuf,
+        /// What is wrong with the edit.
+        why: String,
+    },
+    /// The file is not one the launcher reads or writes ([`Refusal`]): nothing was touched.
     #[error(
         "`{}` {why}{}: nothing was read or written; {}",
         file.display(),
@@ -225,21 +245,33 @@ pub enum PersonFileError {
         why.fix()
     )]
     Refused {
+        /// The file as the adapter named it.
         file: PathBuf,
         /// The first symlink on the way to the file, and its text.
         link: Option<(PathBuf, PathBuf)>,
+        /// Why it is refused.
         why: Box<Refusal>,
     },
+    /// Another process held the folder's lock for longer than the launcher waits.
     #[error(
         "cannot lock `{}`: another process has held its lock for {:.1} s (another launch, the CLI, or a chat); nothing was written: end that process and launch again",
         folder.display(),
         waited.as_secs_f64()
     )]
-    Locked { folder: PathBuf, waited: Duration },
+    Locked {
+        /// The folder whose lock file is held.
+        folder: PathBuf,
+        /// How long the launcher waited.
+        waited: Duration,
+    },
+    /// A read, a write or a rename failed.
     #[error("cannot {action} `{}`: {source}", path.display())]
     Io {
+        /// What the launcher was doing (`read`, `write`, `rename`...).
         action: &'static str,
+        /// The file or folder.
         path: PathBuf,
+        /// What the system said.
         source: io::Error,
     },
 }
@@ -266,16 +298,33 @@ pub enum Refusal {
     /// More symlinks on the way than Linux follows: a loop, most likely.
     Loop,
     /// A component on the way is neither a folder nor a link to one.
-    NotAFolder { path: PathBuf },
+    NotAFolder {
+        /// The component, resolved.
+        path: PathBuf,
+    },
     /// The file is a folder, a fifo, a device or a socket.
-    NotRegular { path: PathBuf, kind: &'static str },
+    NotRegular {
+        /// The file, resolved.
+        path: PathBuf,
+        /// What it is, in words.
+        kind: &'static str,
+    },
     /// The file has more than one name.
-    HardLinks { path: PathBuf, names: u64 },
+    HardLinks {
+        /// The file, resolved.
+        path: PathBuf,
+        /// Its number of names.
+        names: u64,
+    },
     /// The file (or, with `folder`, the folder it is written in) belongs to another user.
     NotOwned {
+        /// The file or folder, resolved.
         path: PathBuf,
+        /// Its owner's uid.
         owner: u32,
+        /// The launcher's uid.
         uid: u32,
+        /// The folder the file is written in, not the file itself.
         folder: bool,
     },
     /// Something kept moving under the resolution.
@@ -557,7 +606,7 @@ impl PersonFilesGuard {
     fn refused(&self, file: &Path, why: Refusal) -> PersonFileError {
         // A link's text is named only where the link itself is not in protected data.
         let link = resolve::first_link(file).filter(|(link, _)| {
-            !self.policy.is_protected(link) || link.starts_with(&self.policy.runtime)
+            !self.policy.is_protected(link) || link.starts_with(self.policy.runtime())
         });
         PersonFileError::Refused {
             file: file.to_owned(),

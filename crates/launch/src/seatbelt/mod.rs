@@ -146,39 +146,62 @@ const TAG: &str = "cli-sandbox: ";
 /// parameters for `-D`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SeatbeltProfile {
+    /// The SBPL text: rules only, every path in it a `(param "NAME")`.
     pub text: String,
+    /// Each parameter's name and value (a path of the policy), passed as `-D NAME=VALUE`.
     pub params: BTreeMap<String, String>,
 }
 
 /// A policy or a command that cannot be written as a Seatbelt invocation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SeatbeltError {
+    /// The policy was built for Linux.
     #[error(
         "the policy was built for {os:?}, not macOS: its blocked programs and its matching of \
          names are another system's; build it with `Os::MacOs` for a Seatbelt profile"
     )]
-    NotForMacOs { os: Os },
+    NotForMacOs {
+        /// The OS it was built for.
+        os: Os,
+    },
+    /// A path of the policy is not UTF-8 (an SBPL string is text).
     #[error(
         "the {what} `{}` is not valid UTF-8, and a Seatbelt profile names paths as text: \
          rename it or leave it out of the policy",
         path.display()
     )]
-    PathNotUtf8 { what: &'static str, path: PathBuf },
+    PathNotUtf8 {
+        /// Which of the policy's paths (`protected root`, `grant`...).
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+    },
+    /// An argument of the command is not UTF-8 (for the JSON form of the command).
     #[error(
         "argument {index} of the command, {}, is not valid UTF-8 and cannot be written as JSON: \
          pass it as text",
         arg.to_string_lossy()
     )]
-    ArgNotUtf8 { index: usize, arg: OsString },
+    ArgNotUtf8 {
+        /// Its place in the command, from 0.
+        index: usize,
+        /// The argument.
+        arg: OsString,
+    },
+    /// A regex of the profile (the refused patterns') is longer than sandbox-exec parses.
     #[error(
         "the {what} would be a Seatbelt expression of {bytes} bytes, over the {limit} that \
          sandbox-exec takes: configure fewer or shorter refused patterns"
     )]
     ExpressionTooLong {
+        /// Which expression.
         what: &'static str,
+        /// Its length, in bytes.
         bytes: usize,
+        /// The most sandbox-exec takes ([`MAX_EXPRESSION`]).
         limit: usize,
     },
+    /// The whole command would be over macOS's `ARG_MAX`.
     #[error(
         "the sandbox-exec command of this chat would take {bytes} bytes of arguments and \
          environment with {grants} grants, over the {limit} bytes macOS allows (ARG_MAX, less \
@@ -186,8 +209,11 @@ pub enum SeatbeltError {
          E2BIG: launch the chat with fewer grants or shorter grant paths"
     )]
     TooLarge {
+        /// The chat's number of grants.
         grants: usize,
+        /// The arguments and environment, in bytes.
         bytes: usize,
+        /// What is left of `ARG_MAX` for them.
         limit: usize,
     },
 }
@@ -203,8 +229,8 @@ impl SeatbeltProfile {
     /// Compiles a policy built for macOS. Fails on a policy built for another system and on a
     /// path that is not UTF-8 (which no macOS volume holds; a policy built elsewhere might).
     pub fn for_policy(policy: &Policy) -> Result<SeatbeltProfile, SeatbeltError> {
-        if policy.os != Os::MacOs {
-            return Err(SeatbeltError::NotForMacOs { os: policy.os });
+        if policy.os() != Os::MacOs {
+            return Err(SeatbeltError::NotForMacOs { os: policy.os() });
         }
         let (head, tail) = BASE.split_once(CHAT_RULES_MARKER).unwrap_or((BASE, ""));
         let mut out = Writer {
@@ -411,12 +437,12 @@ impl Writer {
     fn chat_rules(&mut self, policy: &Policy) -> Result<(), SeatbeltError> {
         self.line(";; This chat's rules, generated from its policy.");
 
-        if policy.system_read_only {
+        if policy.system_read_only() {
             // Before everything else: the grants and the runtime below allow what they allow.
             self.line(
                 ";; A root launcher: nothing outside the writable places (the home, the temporary folders) is written.",
             );
-            let places = self.params_of("WRITABLE", "writable place", &policy.writable)?;
+            let places = self.params_of("WRITABLE", "writable place", policy.writable())?;
             let any = subpaths(&places).join(" ");
             self.rule(
                 "deny",
@@ -427,7 +453,7 @@ impl Writer {
         }
 
         self.line(";; Closed: the protected roots, to every file operation and exec.");
-        let roots = self.params_of("PROTECTED", "protected root", &policy.protected)?;
+        let roots = self.params_of("PROTECTED", "protected root", policy.protected())?;
         self.rule("deny", EVERY, &subpaths(&roots), Some("closed"));
 
         let ancestors = leading_folders(policy);
@@ -441,12 +467,12 @@ impl Writer {
 
         // Shallow before deep, so that a grant inside another overrides it.
         let mut uses: Vec<Use> = policy
-            .grants
+            .grants()
             .iter()
             .enumerate()
             .map(|(index, grant)| Use::Grant(index, grant.path.as_path(), grant.access))
             .collect();
-        uses.push(Use::Runtime(&policy.runtime));
+        uses.push(Use::Runtime(policy.runtime()));
         uses.sort_by_cached_key(|u| match u {
             // The runtime before a grant of the same folder: the grant's refused patterns must
             // come after the runtime's allow.
@@ -468,13 +494,13 @@ impl Writer {
                 }
                 Use::Grant(index, path, access) => {
                     let name = self.param(format!("GRANT_{index}"), "grant", path)?;
-                    if path.starts_with(&policy.runtime) {
+                    if path.starts_with(policy.runtime()) {
                         // The runtime's own access holds inside it (in `decide()` the runtime
                         // comes before the grants), said again over the refused patterns of a
                         // grant around this one; the grant only adds its own.
                         self.note(";; A grant inside the runtime: the runtime's access.");
                         self.rule("allow", READ_WRITE, &[subpath(&name)], None);
-                        if path == policy.runtime {
+                        if path == policy.runtime() {
                             self.rule("deny", MOVE, &[literal(&name)], Some("runtime"));
                         }
                         self.rule("deny", LINK, &[subpath(&name)], Some("runtime"));
@@ -495,12 +521,12 @@ impl Writer {
                             }
                         }
                     }
-                    if !policy.refused.is_empty() {
+                    if !policy.refused().is_empty() {
                         let depth = path.components().count() - 1;
                         let regex_name = match refused_at.get(&depth) {
                             Some(name) => name.clone(),
                             None => {
-                                let regex = refused_regex(depth, &policy.refused);
+                                let regex = refused_regex(depth, policy.refused());
                                 self.check_length("refused patterns", regex.len())?;
                                 let name = format!("REFUSED_DEPTH_{depth}");
                                 self.params.insert(name.clone(), regex);
@@ -522,9 +548,13 @@ impl Writer {
             }
         }
 
-        if !policy.hardened.is_empty() {
+        if !policy.hardened().is_empty() {
             self.line(";; Hardened: the persistence paths of the home are not written or moved.");
-            let paths: Vec<PathBuf> = policy.hardened.iter().map(|h| h.path.clone()).collect();
+            let paths: Vec<PathBuf> = policy
+                .hardened()
+                .iter()
+                .map(|h| h.path().to_owned())
+                .collect();
             let hardened = self.params_of("HARDENED", "persistence path", &paths)?;
             self.rule("deny", WRITE, &subpaths(&hardened), Some("hardened"));
             self.line(
@@ -542,9 +572,10 @@ impl Writer {
         let pinned = self.params_of("PINNED", "protected root", &pinned(policy))?;
         self.rule("deny", MOVE, &literals(&pinned), Some("pinned"));
 
-        if !policy.blocked_programs.is_empty() {
+        if !policy.blocked_programs().is_empty() {
             self.line(";; Blocked programs: no exec, and no read (a copy would run the same).");
-            let blocked = self.params_of("BLOCKED", "blocked program", &policy.blocked_programs)?;
+            let blocked =
+                self.params_of("BLOCKED", "blocked program", policy.blocked_programs())?;
             self.rule("deny", EVERY, &literals(&blocked), Some("blocked"));
         }
 
@@ -552,17 +583,17 @@ impl Writer {
             ";; Clones of folders that hold what the chat may not read: a clone copies it all.",
         );
         self.rule("deny", CLONE, &literals(&pinned), Some("closed"));
-        if !policy.refused.is_empty() {
+        if !policy.refused().is_empty() {
             let folders = self.names_for(&grants_and_their_ancestors(policy))?;
             self.rule("deny", CLONE, &literals(&folders), Some("refused"));
         }
-        let folders = self.names_for(&strict_ancestors(&policy.blocked_programs))?;
+        let folders = self.names_for(&strict_ancestors(policy.blocked_programs()))?;
         self.rule("deny", CLONE, &literals(&folders), Some("blocked"));
 
-        if !policy.unix_socket_allow.is_empty() {
+        if !policy.unix_socket_allow().is_empty() {
             self.line(";; The unix sockets this chat may connect to.");
             let sockets =
-                self.params_of("SOCKET", "allowed unix socket", &policy.unix_socket_allow)?;
+                self.params_of("SOCKET", "allowed unix socket", policy.unix_socket_allow())?;
             let filters: Vec<String> = sockets
                 .iter()
                 .map(|p| format!("(remote unix-socket (path-literal (param \"{p}\")))"))
@@ -724,14 +755,18 @@ fn leading_folders(policy: &Policy) -> Vec<PathBuf> {
 
 /// The ancestors of every hardened path, `/` included.
 fn hardened_ancestors(policy: &Policy) -> Vec<PathBuf> {
-    let paths: Vec<PathBuf> = policy.hardened.iter().map(|h| h.path.clone()).collect();
+    let paths: Vec<PathBuf> = policy
+        .hardened()
+        .iter()
+        .map(|h| h.path().to_owned())
+        .collect();
     strict_ancestors(&paths)
 }
 
 /// Each protected root and every ancestor of one, `/` included.
 fn pinned(policy: &Policy) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = policy
-        .protected
+        .protected()
         .iter()
         .flat_map(|root| root.ancestors().map(Path::to_path_buf))
         .collect();
@@ -744,7 +779,7 @@ fn pinned(policy: &Policy) -> Vec<PathBuf> {
 /// grant's refused entries. In the order found (the grants', then upwards), which depends on
 /// the policy's shape only.
 fn grants_and_their_ancestors(policy: &Policy) -> Vec<PathBuf> {
-    let grants: Vec<&Path> = policy.grants.iter().map(|g| g.path.as_path()).collect();
+    let grants: Vec<&Path> = policy.grants().iter().map(|g| g.path.as_path()).collect();
     upwards(&grants, 0)
 }
 
@@ -857,32 +892,41 @@ mod tests {
 
     #[test]
     fn leading_folders_are_the_closed_ancestors_outside_every_grant() {
-        use sandbox_core::{ChatId, Grant, Os};
+        use sandbox_core::{ChatId, Config, GrantRequest, Layout, PolicyRequest, Resolver};
+        /// Every path is a folder and its own canonical form.
+        struct AsIs;
+        impl Resolver for AsIs {
+            fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+                Ok(path.to_owned())
+            }
+            fn is_dir(&self, _: &Path) -> bool {
+                true
+            }
+        }
         let root = Path::new("/Users/ann/Library/Application Support/AgentWorks");
         let wf = root.join("workspace-docs/workflows");
-        let grant = |path: PathBuf, access| Grant { path, access };
-        let policy = Policy {
-            os: Os::MacOs,
-            chat: ChatId::new("chat-1").unwrap(),
-            home: "/Users/ann".into(),
-            protected: vec![root.to_owned()],
-            runtime: root.join("state/cli-runtimes/v1/chat-1"),
-            runtimes_dir: root.join("state/cli-runtimes/v1"),
-            grants: vec![
-                grant(wf.join("wf-1"), Access::ReadOnly),
-                grant(wf.join("wf-1/sub"), Access::ReadWrite),
-                grant(wf.join("wf-2"), Access::ReadWrite),
-            ],
-            refused: Vec::new(),
-            blocked_programs: Vec::new(),
-            unix_socket_allow: Vec::new(),
-            hardened: Vec::new(),
-            kernel_tunables: Vec::new(),
-            kernel_secrets: Vec::new(),
-            system_read_only: false,
-            writable: Vec::new(),
-            network: Default::default(),
-        };
+        let grant = |path: PathBuf, access| GrantRequest { path, access };
+        let policy = Policy::build(
+            &PolicyRequest {
+                os: Os::MacOs,
+                layout: &Layout {
+                    home: "/Users/ann".into(),
+                    app_folder: root.to_owned(),
+                    state_root: root.to_owned(),
+                    workspace_docs: root.join("workspace-docs"),
+                },
+                chat: &ChatId::new("chat-1").unwrap(),
+                grants: &[
+                    grant(wf.join("wf-1"), Access::ReadOnly),
+                    grant(wf.join("wf-1/sub"), Access::ReadWrite),
+                    grant(wf.join("wf-2"), Access::ReadWrite),
+                ],
+                config: &Config::default(),
+                privileged: false,
+            },
+            &AsIs,
+        )
+        .unwrap();
         let expected: Vec<PathBuf> = [
             "",
             "state",

@@ -58,8 +58,8 @@ pub fn probes(world: &World) -> Vec<(Op, PathBuf)> {
     for dir in &world.dirs {
         paths.insert(dir.join("new.txt"));
     }
-    let mut tops: Vec<&Path> = policy.grants.iter().map(|g| g.path.as_path()).collect();
-    tops.push(&policy.runtime);
+    let mut tops: Vec<&Path> = policy.grants().iter().map(|g| g.path.as_path()).collect();
+    tops.push(policy.runtime());
     for top in tops {
         for name in [
             "PLANNING/plan.json",
@@ -78,10 +78,10 @@ pub fn probes(world: &World) -> Vec<(Op, PathBuf)> {
             paths.insert(top.join(name));
         }
     }
-    for root in &policy.protected {
+    for root in policy.protected() {
         paths.extend(root.ancestors().map(Path::to_path_buf));
     }
-    paths.extend(policy.blocked_programs.iter().cloned());
+    paths.extend(policy.blocked_programs().iter().cloned());
     let mut out = Vec::new();
     for path in paths {
         for op in Op::ALL {

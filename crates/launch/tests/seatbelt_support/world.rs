@@ -111,12 +111,29 @@ pub const SCRIPT: &str = "#!/bin/sh\nprintf ran > \"$1\"\n";
 impl World {
     /// The world as a set of paths under `base` (which need not exist).
     pub fn virtual_at(base: &Path, spec: &Spec) -> Result<World, String> {
+        World::virtual_tweaked(base, spec, &[], |_, _| {})
+    }
+
+    /// [`World::virtual_at`] with `extra_dirs` among the world's folders and `tweak` applied to
+    /// the configuration and the grant requests before the policy is built: what a [`Spec`]
+    /// cannot say (a name that is not UTF-8). The policy is still built by `Policy::build`, so a
+    /// backend is only ever shown a policy that passed validation.
+    #[allow(dead_code)] // each test binary that includes this module uses a part of it
+    pub fn virtual_tweaked(
+        base: &Path,
+        spec: &Spec,
+        extra_dirs: &[PathBuf],
+        tweak: impl FnOnce(&mut Config, &mut Vec<GrantRequest>),
+    ) -> Result<World, String> {
         let mut world = World::plan(base, spec);
+        for dir in extra_dirs {
+            world.dir(dir);
+        }
         let fs = SetFs {
             dirs: &world.dirs,
             files: &world.files,
         };
-        (world.layout, world.policy) = world.build_policy(spec, &fs)?;
+        (world.layout, world.policy) = world.build_policy(spec, &fs, tweak)?;
         Ok(world)
     }
 
@@ -137,7 +154,7 @@ impl World {
                     .map_err(err)?;
             }
         }
-        (world.layout, world.policy) = world.build_policy(spec, &RealFs)?;
+        (world.layout, world.policy) = world.build_policy(spec, &RealFs, |_, _| {})?;
         Ok(world)
     }
 
@@ -255,7 +272,12 @@ impl World {
         self.scripts.insert(file.to_owned());
     }
 
-    fn build_policy(&self, spec: &Spec, fs: &dyn Resolver) -> Result<(Layout, Policy), String> {
+    fn build_policy(
+        &self,
+        spec: &Spec,
+        fs: &dyn Resolver,
+        tweak: impl FnOnce(&mut Config, &mut Vec<GrantRequest>),
+    ) -> Result<(Layout, Policy), String> {
         let inputs = LayoutInputs {
             os: Os::MacOs,
             home: self.home.clone(),
@@ -273,7 +295,7 @@ impl World {
         let chat = ChatId::new(&spec.chat).map_err(|e| e.to_string())?;
         let workflows = layout.workspace_docs.join("workflows");
         let runtime = layout.runtime(&chat);
-        let grants: Vec<GrantRequest> = spec
+        let mut grants: Vec<GrantRequest> = spec
             .grants
             .iter()
             .map(|(path, access)| GrantRequest {
@@ -289,6 +311,7 @@ impl World {
                 access: *access,
             })
             .collect();
+        tweak(&mut config, &mut grants);
         let policy = Policy::build(
             &PolicyRequest {
                 os: Os::MacOs,
@@ -309,25 +332,37 @@ impl World {
     }
 }
 
+/// A stand-in until the world is built: the policy of an empty layout with no grants, built by
+/// `Policy::build` like every other (on a resolver that takes each path as it is).
 fn placeholder_policy() -> Policy {
-    Policy {
-        os: Os::MacOs,
-        chat: ChatId::new("placeholder").expect("a valid id"),
-        home: PathBuf::new(),
-        protected: Vec::new(),
-        runtime: PathBuf::new(),
-        runtimes_dir: PathBuf::new(),
-        grants: Vec::new(),
-        refused: Vec::new(),
-        blocked_programs: Vec::new(),
-        unix_socket_allow: Vec::new(),
-        hardened: Vec::new(),
-        kernel_tunables: Vec::new(),
-        kernel_secrets: Vec::new(),
-        system_read_only: false,
-        writable: Vec::new(),
-        network: Default::default(),
+    struct AsIs;
+    impl Resolver for AsIs {
+        fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+            Ok(path.to_owned())
+        }
+        fn is_dir(&self, _: &Path) -> bool {
+            true
+        }
     }
+    let root = PathBuf::from("/placeholder");
+    let layout = Layout {
+        home: root.clone(),
+        app_folder: root.join("app"),
+        state_root: root.join("app"),
+        workspace_docs: root.join("app/workspace-docs"),
+    };
+    Policy::build(
+        &PolicyRequest {
+            os: Os::MacOs,
+            layout: &layout,
+            chat: &ChatId::new("placeholder").expect("a valid id"),
+            grants: &[],
+            config: &Config::default(),
+            privileged: false,
+        },
+        &AsIs,
+    )
+    .expect("the placeholder policy builds")
 }
 
 /// A file system made of the world's paths, every one canonical (no symlinks).

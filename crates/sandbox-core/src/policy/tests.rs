@@ -1019,3 +1019,41 @@ fn harden_keeps_the_launcher_from_writing_persistence_paths_for_the_chat() {
         Ok(())
     );
 }
+
+#[test]
+fn a_layout_written_by_hand_with_a_root_named_through_a_link_is_refused() {
+    // `/home/ann/docs-link` leads to workspace-docs: a layout naming it would protect the
+    // link's name, which the kernel never sees, and leave the real folder open.
+    let fs = fs().link("/home/ann/docs-link", DOCS);
+    let request = |layout: &Layout| {
+        Policy::build(
+            &PolicyRequest {
+                os: Os::Linux,
+                layout,
+                chat: &ChatId::new("chat-1").unwrap(),
+                grants: &[],
+                config: &Config::default(),
+                privileged: false,
+            },
+            &fs,
+        )
+    };
+    let mut by_hand = layout(&fs);
+    by_hand.workspace_docs = "/home/ann/docs-link".into();
+    assert_eq!(
+        request(&by_hand).unwrap_err(),
+        PolicyError::LayoutNotCanonical {
+            what: "workspace-docs",
+            path: "/home/ann/docs-link".into(),
+            canonical: DOCS.into(),
+        }
+    );
+    let mut dotted = layout(&fs);
+    dotted.home = "/home/ann/../ann".into();
+    assert!(matches!(
+        request(&dotted).unwrap_err(),
+        PolicyError::DotDot { .. }
+    ));
+    // The control: the layout `Layout::resolve` made builds.
+    assert!(request(&layout(&fs)).is_ok());
+}
