@@ -197,32 +197,10 @@ const READ_BACK: &[(&str, &str)] = &[
     ),
     ("Guarantee", "the plan file (its guarantees)"),
     ("Enforcement", "the plan file (its guarantees)"),
-    ("Access", "the plan file (`BindBack`) and `LaunchRequest`"),
+    ("Access", "the plan file (`BindBack`)"),
     // `--mcp-bridge JSON` on the command line.
     ("McpServer", "the `--mcp-bridge` argument"),
-    // The adapter form (`sandbox-core/src/adapter.rs`) derives `Deserialize` on its types; no
-    // caller reads one back but the `LaunchFile` test of an older `mode`. Kept until that form
-    // settles; `Grant`, `Mode` and `Shape` only because `LaunchRequest` holds them.
-    ("LaunchRequest", "nothing yet (the adapter form)"),
-    ("EnvChanges", "nothing yet (the adapter form)"),
-    ("Stdin", "nothing yet (the adapter form)"),
-    ("FileFormat", "nothing yet (the adapter form)"),
-    ("FileEdit", "nothing yet (the adapter form)"),
-    ("EditAction", "nothing yet (the adapter form)"),
-    ("PreTrust", "nothing yet (the adapter form)"),
-    ("ArgsAndEdits", "nothing yet (the adapter form)"),
-    (
-        "LaunchFile",
-        "nothing yet (the adapter form); its `mode` reads an older form",
-    ),
-    ("CliLaunch", "nothing yet (the adapter form)"),
-    ("Either", "`LaunchFile`'s `mode`, as a number or octal text"),
-    ("Grant", "`LaunchRequest`"),
-    (
-        "Mode",
-        "a mode a provider stored (older names too), and `LaunchRequest`",
-    ),
-    ("Shape", "`LaunchRequest`"),
+    ("Mode", "a mode a provider stored (older names too)"),
 ];
 
 /// Every type of the workspace's sources that derives or implements `Deserialize` is one that is

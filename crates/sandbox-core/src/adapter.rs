@@ -10,27 +10,37 @@ use crate::{Grant, Mode, Shape};
 /// The MCP bridge server a CLI is given: the only MCP server it may see.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpServer {
+    /// The server's name in the CLI's configuration (the one server name it is allowed).
     pub name: String,
+    /// The program that runs the server (stdio transport).
     pub command: String,
+    /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
+    /// Environment variables it is started with (the bridge's token among them).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
 }
 
 /// Everything an adapter needs to build one launch. The mode is the decided one (after the
 /// platform decision), and `confined` says whether our sandbox wraps the CLI.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LaunchRequest {
+    /// In a tmux pane (interactive) or headless (structured output).
     pub shape: Shape,
+    /// The decided mode.
     pub mode: Mode,
     /// The chat's runtime: the CLI's working folder.
     pub workdir: PathBuf,
     /// The person's home (where their CLI settings live).
     pub home: PathBuf,
+    /// The chat's grants, canonical (from the built policy).
     pub grants: Vec<Grant>,
+    /// The bridge, the only MCP server the CLI may see (`None`: it sees none).
     pub mcp_bridge: Option<McpServer>,
+    /// The first prompt, when the launch carries one.
     pub prompt: Option<String>,
+    /// The model to ask for, when not the CLI's own default.
     pub model: Option<String>,
     /// Passed through after our own arguments.
     pub extra_args: Vec<String>,
@@ -39,38 +49,47 @@ pub struct LaunchRequest {
 }
 
 /// Environment changes for the CLI's process.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct EnvChanges {
+    /// Variables set (or replaced) for the CLI.
     pub set: BTreeMap<String, String>,
+    /// Variables removed from what it inherits.
     pub remove: Vec<String>,
 }
 
 /// Where the CLI's stdin comes from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stdin {
+    /// The launcher's own stdin (a tmux pane's terminal).
     #[default]
     Inherit,
     /// `/dev/null`: the CLI would otherwise wait for EOF on a pipe.
     Null,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The format of a settings file, which says how an edit keeps its other entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FileFormat {
+    /// TOML, edited with `toml_edit` (every other byte kept).
     Toml,
+    /// JSON, edited as a value (every other key and value kept).
     Json,
 }
 
 /// One entry written into a person's own settings file before launch, so that no trust screen
 /// appears. The launcher applies it under a lock, atomically, keeping every other byte (TOML) or
 /// every other key and value (JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileEdit {
+    /// The settings file, absolute.
     pub file: PathBuf,
+    /// Its format.
     pub format: FileFormat,
     /// Keys from the document's top down to the value (tables in TOML, objects in JSON).
     pub keys: Vec<String>,
+    /// The value written (or added to the list) at `keys`.
     pub value: serde_json::Value,
     /// Mode of the file when it has to be created (Codex keeps its config 0600); an octal
     /// string in JSON (`"0600"`).
@@ -82,7 +101,7 @@ pub struct FileEdit {
 }
 
 /// How a [`FileEdit`] changes the value at its keys.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EditAction {
     /// The value at the keys becomes `value`.
@@ -95,7 +114,7 @@ pub enum EditAction {
 
 /// Arguments on the command line and/or entries written into a settings file: what one part of
 /// the form needs ([`PreTrust`], [`McpIsolation`]). Either may be empty.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ArgsAndEdits {
     /// Entries the launcher writes into settings files before the CLI starts.
     pub edits: Vec<FileEdit>,
@@ -180,9 +199,11 @@ impl SettingCheck {
 /// starts (Pi's MCP bridge extension): not a person's file, so it is not a [`FileEdit`]. The
 /// path is directly inside the working folder (the launcher refuses any other); the file is
 /// replaced whole, atomically, at every launch, so that nothing the chat left there is loaded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LaunchFile {
+    /// Where, directly inside the working folder.
     pub path: PathBuf,
+    /// Its whole content.
     pub text: String,
     /// The file's mode (0600 when it holds the bridge's environment); an octal string in JSON.
     #[serde(with = "octal_mode")]
@@ -190,43 +211,23 @@ pub struct LaunchFile {
 }
 
 /// File modes in JSON as people write them, an octal string (`"0600"`), not the number 384.
-/// Read back from such a string or, for what older versions wrote, from a number.
 pub mod octal_mode {
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+    use serde::Serializer;
 
+    /// The mode as four octal digits.
     pub fn serialize<S: Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format!("{mode:04o}"))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Either {
-            Text(String),
-            Number(u32),
-        }
-        let mode = match Either::deserialize(d)? {
-            Either::Number(n) => n,
-            Either::Text(t) => u32::from_str_radix(&t, 8).map_err(|_| {
-                D::Error::custom(format!(
-                    "mode `{t}` is not an octal number such as \"0600\""
-                ))
-            })?,
-        };
-        if mode > 0o7777 {
-            return Err(D::Error::custom(format!(
-                "mode {mode:o} has bits beyond 07777: give permission bits only, such as \"0600\""
-            )));
-        }
-        Ok(mode)
     }
 }
 
 /// The assembled launch of a CLI (the program itself is found by the launcher).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CliLaunch {
+    /// The CLI's arguments (after the program), in the order its parser wants.
     pub args: Vec<String>,
+    /// Its environment changes.
     pub env: EnvChanges,
+    /// Where its stdin comes from.
     pub stdin: Stdin,
     /// Every entry written into a settings file before the CLI starts, applied the same way
     /// (under a lock, atomically, only where the chat's policy lets the launcher write): the
@@ -258,20 +259,40 @@ pub trait PersonFiles {
 /// Why an adapter cannot build a launch; the message names the file or flag and the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum AdapterError {
+    /// A person's settings file that is not valid TOML or JSON: left as it is.
     #[error("`{}` cannot be parsed ({reason}); it was left untouched: fix or move it and launch again", file.display())]
-    Unparsable { file: PathBuf, reason: String },
+    Unparsable {
+        /// The file.
+        file: PathBuf,
+        /// The parser's words, with the line.
+        reason: String,
+    },
+    /// A person's settings file that cannot be read.
     #[error("cannot read `{}`: {source}", file.display())]
-    Read { file: PathBuf, source: io::Error },
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A person's setting that refuses the launch (a [`SettingCheck`]).
     #[error("`{}`: {problem}; nothing was written: {fix}", file.display())]
     Setting {
+        /// The file that holds it.
         file: PathBuf,
+        /// What is wrong, in words.
         problem: String,
+        /// What the person can do.
         fix: String,
     },
+    /// A mode the CLI does not have.
     #[error("{cli} does not support mode {}: use {}", mode.as_str(), supported)]
     Unsupported {
+        /// The CLI's name.
         cli: &'static str,
+        /// The mode asked for.
         mode: Mode,
+        /// The modes it has, in words.
         supported: String,
     },
 }
@@ -491,8 +512,11 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
 /// The pieces [`CliAdapter::argv`] arranges.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ArgvParts {
+    /// From [`CliAdapter::own_sandbox_off`] (empty when not confined).
     pub own_sandbox_off: Vec<String>,
+    /// The pre-trust's arguments.
     pub pre_trust: Vec<String>,
+    /// The MCP isolation's arguments.
     pub mcp: Vec<String>,
 }
 
@@ -501,7 +525,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn modes_are_octal_strings_in_json_and_read_back_from_either_form() {
+    fn modes_are_octal_strings_in_json() {
         let file = LaunchFile {
             path: "/r/x".into(),
             text: String::new(),
@@ -509,19 +533,6 @@ mod tests {
         };
         let json = serde_json::to_value(&file).unwrap();
         assert_eq!(json["mode"], "0600");
-        assert_eq!(serde_json::from_value::<LaunchFile>(json).unwrap(), file);
-        let older = serde_json::json!({"path": "/r/x", "text": "", "mode": 384});
-        assert_eq!(
-            serde_json::from_value::<LaunchFile>(older).unwrap().mode,
-            0o600
-        );
-        for bad in ["600x", "0o600", "17777"] {
-            let wrong = serde_json::json!({"path": "/r/x", "text": "", "mode": bad});
-            let err = serde_json::from_value::<LaunchFile>(wrong)
-                .unwrap_err()
-                .to_string();
-            assert!(err.contains("0600"), "{bad}: {err}");
-        }
     }
 
     struct OneFile(&'static str);

@@ -8,8 +8,7 @@ use crate::path::{Resolver, canonicalize_lenient, check_absolute_clean, is_withi
 use crate::{ChatId, Config, Layout, Network, Os, PolicyError};
 
 /// How a CLI runs: with its own tools on inside our sandbox, or with only the MCP bridge.
-/// `Deserialize`: a mode a provider stored reads back (its older names too), and
-/// `LaunchRequest` (the adapter form) holds one.
+/// `Deserialize`: a mode a provider stored reads back (its older names too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
@@ -32,8 +31,8 @@ impl Mode {
     }
 }
 
-/// How the CLI is driven. `Deserialize` only because `LaunchRequest` (the adapter form) derives it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// How the CLI is driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Shape {
     /// Interactive, in a tmux pane.
@@ -109,8 +108,8 @@ impl GrantRequest {
 /// Its fields stay public, unlike [`Policy`]'s: a grant is trusted only as one of
 /// [`Policy::grants`], which hands out shared references, so a value made or changed elsewhere
 /// reaches no backend; the adapters read it from their `LaunchRequest` to trust the chat's
-/// folders in the person's settings. `Deserialize` only because `LaunchRequest` derives it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// folders in the person's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Grant {
     /// The granted folder: absolute, canonical, inside a protected root.
     pub path: PathBuf,

@@ -576,7 +576,9 @@ extern "C" fn exec_child(arg: *mut libc::c_void) -> libc::c_int {
         unsafe { libc::execve(path, exec.argv, exec.envp) };
         // errno, of this thread (the child runs on init's thread storage, which init does not
         // read until the child has exited); reading it allocates nothing.
-        error = io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC);
+        error = io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::ENOEXEC);
         match error {
             libc::EACCES => denied = true,
             libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
