@@ -195,8 +195,6 @@ const READ_BACK: &[(&str, &str)] = &[
         "SeccompProgram",
         "the plan file (its compiled filter, as hexadecimal text)",
     ),
-    ("Guarantee", "the plan file (its guarantees)"),
-    ("Enforcement", "the plan file (its guarantees)"),
     ("Access", "the plan file (`BindBack`)"),
     // `--mcp-bridge JSON` on the command line.
     ("McpServer", "the `--mcp-bridge` argument"),

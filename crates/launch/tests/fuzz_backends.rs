@@ -228,10 +228,15 @@ proptest! {
                 return Ok(());
             }
         };
-        // JSON holds the plan exactly: no name changes what the helper reads.
+        // JSON holds the plan exactly: no name changes what the helper reads (all of it but
+        // the guarantees, written for people and not read back).
         let text = serde_json::to_string(&plan).unwrap();
         let back: launch::linux::plan::LinuxPlan = serde_json::from_str(&text).unwrap();
-        prop_assert_eq!(&back, &plan);
+        let applied = launch::linux::plan::LinuxPlan {
+            guarantees: Vec::new(),
+            ..plan.clone()
+        };
+        prop_assert_eq!(&back, &applied);
         if let Some(ns) = &plan.namespaces {
             for refused in &refused_entries {
                 let hidden = ns.mounts.iter().any(|m| matches!(m, MountStep::Hide { path, .. } if path == refused));

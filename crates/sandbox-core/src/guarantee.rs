@@ -8,10 +8,10 @@
 //! What it is not: it enforces nothing and knows no mechanism. `Enforcement::Fully` is a claim
 //! that a test has attacked; the backends make it, the tests back it.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// What the kernel enforces for one guarantee: said in the type, never left to a comment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "enforced", content = "note", rename_all = "lowercase")]
 pub enum Enforcement {
     /// Enforced by the kernel as the policy says, and attacked by a test.
@@ -173,9 +173,8 @@ impl Promise {
     }
 }
 
-/// One line of a backend's report: a promise, how it is kept here, and how far. `Deserialize`
-/// (with [`Enforcement`]): the Linux plan file holds the plan's guarantees.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One line of a backend's report: a promise, how it is kept here, and how far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Guarantee {
     /// [`Promise::id`].
     pub id: String,

@@ -342,7 +342,10 @@ pub struct LinuxPlan {
     /// `seccomp` compiled: the one program the helper loads, built with the plan so that a
     /// launch does not build it again (empty in a plan compiled elsewhere than on Linux).
     pub seccomp_program: SeccompProgram,
-    /// What is enforced and what is not, in words.
+    /// What is enforced and what is not, in words: written into the plan file for people
+    /// (`cli-sandbox profile`), never read back (the helper applies the steps above, and reads
+    /// past these about 6 KB of text without building them: a plan read back has none).
+    #[serde(skip_deserializing)]
     pub guarantees: Vec<Guarantee>,
 }
 
