@@ -193,7 +193,7 @@ fn stdio_and_the_harmless_devices_work_and_the_working_folder_is_the_runtime() {
         &[
             "/bin/sh",
             "-c",
-            "pwd; read line; echo \"got $line\"; head -c 4 /dev/zero | wc -c; head -c 4 /dev/urandom | wc -c; echo x > /dev/null && echo null-ok; python3 -c 'import os; os.openpty()' && echo pty-ok",
+            "pwd; read line; echo \"got $line\"; head -c 4 /dev/zero | wc -c; head -c 4 /dev/urandom | wc -c; echo x > /dev/null && echo null-ok; python3 -c 'import os; os.openpty()' && echo pty-ok; echo s > /dev/shm/cli-sandbox-shm && cp /bin/true /dev/shm/t && /dev/shm/t && echo shm-ok; touch /dev/cli-sandbox-dev 2>/dev/null || echo dev-sealed; grep -q ' /dev/shm rw,nosuid,nodev' /proc/self/mountinfo && echo shm-nosuid-nodev",
         ],
     )
     .stdin(Stdio::piped())
@@ -215,7 +215,11 @@ fn stdio_and_the_harmless_devices_work_and_the_working_folder_is_the_runtime() {
             "4",
             "4",
             "null-ok",
-            "pty-ok"
+            "pty-ok",
+            // /dev/shm is writable (and holds programs), /dev itself is sealed.
+            "shm-ok",
+            "dev-sealed",
+            "shm-nosuid-nodev"
         ],
         "{}",
         String::from_utf8_lossy(&out.stderr)

@@ -21,7 +21,8 @@
 //!    back inside it from pass 2 (read-only grants made read-only with every mount beneath).
 //! 8. **Entries.** Refused entries and blocked programs covered by unreadable stand-ins;
 //!    hardened paths bound read-only onto themselves.
-//! 9. **Seal.** `/dev` is made read-only.
+//! 9. **Seal.** The mount at `/dev` is made read-only (its `shm` folder, bound onto itself,
+//!    stays writable).
 //!
 //! The stand-ins (an empty file and an empty folder, mode 0) live in a tmpfs that is never
 //! attached anywhere (`fsopen`/`fsmount`): each cover is a copy of one of them attached at its
@@ -91,11 +92,13 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
     stand_ins.done()?;
     crate::phase!("mounts: covers");
     if ns.minimal_dev {
+        // The mount read-only (MS_BIND with MS_REMOUNT), not the filesystem, which `/dev/shm`
+        // shares (see `minimal_dev`).
         mount(
             None,
             Path::new("/dev"),
             None,
-            libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NOEXEC,
+            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NOEXEC,
             None,
         )?;
     }
@@ -160,6 +163,12 @@ fn system_read_only(sources: &Sources) -> Result<(), ApplyError> {
 /// sandbox's own (new ptys work, the ptys of processes outside are not there to be opened; the
 /// terminal the program inherited keeps working through its descriptors and `/dev/tty`), and an
 /// empty `/dev/shm`.
+///
+/// `/dev/shm` is a folder of `/dev`'s own tmpfs bound onto itself, not a second tmpfs: one
+/// filesystem fewer to make and to take down at every launch. The seal (pass 9) makes the
+/// mount at `/dev` read-only, not the filesystem, so the bind at `/dev/shm` stays writable
+/// (only that folder is reachable through it), and `/dev` has no size limit of its own: what
+/// `/dev/shm` holds is bounded as a tmpfs of its own was, by the tmpfs default (half the memory).
 fn minimal_dev(devices: &[(&str, OwnedFd)]) -> Result<(), ApplyError> {
     let dev = Path::new("/dev");
     mount(
@@ -167,7 +176,7 @@ fn minimal_dev(devices: &[(&str, OwnedFd)]) -> Result<(), ApplyError> {
         dev,
         Some("tmpfs"),
         libc::MS_NOSUID | libc::MS_NOEXEC,
-        Some("mode=0755,size=64k"),
+        Some("mode=0755"),
     )?;
     for (name, fd) in devices {
         let target = dev.join(name);
@@ -190,13 +199,19 @@ fn minimal_dev(devices: &[(&str, OwnedFd)]) -> Result<(), ApplyError> {
     )?;
     std::os::unix::fs::symlink("pts/ptmx", dev.join("ptmx"))
         .map_err(|e| fail("symlink /dev/ptmx", e))?;
-    mkdir(&dev.join("shm"), 0o1777)?;
+    let shm = dev.join("shm");
+    mkdir(&shm, 0o1777)?;
+    // The mode as asked, whatever the umask (anyone's to write, entries their owner's only).
+    std::fs::set_permissions(&shm, std::os::unix::fs::PermissionsExt::from_mode(0o1777))
+        .map_err(|e| fail("chmod /dev/shm", e))?;
+    mount(Some(&shm), &shm, None, libc::MS_BIND, None)?;
+    // Programs may be mapped from it (as from a tmpfs of its own), not devices or setuid bits.
     mount(
-        Some(Path::new("tmpfs")),
-        &dev.join("shm"),
-        Some("tmpfs"),
-        libc::MS_NOSUID | libc::MS_NODEV,
-        Some("mode=1777"),
+        None,
+        &shm,
+        None,
+        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_NOSUID | libc::MS_NODEV,
+        None,
     )?;
     for (link, target) in [
         ("fd", "/proc/self/fd"),
