@@ -41,6 +41,17 @@ fn step_command(demo: &Demo, grants: &[String], argv: &[&str]) -> Command {
     cmd
 }
 
+/// `cli-sandbox exec --policy PLAN -- argv`: the helper applying a plan the test wrote.
+fn exec_command(plan: &Path, argv: &[&str]) -> Command {
+    let mut cmd = Command::new(cli_sandbox());
+    cmd.arg("exec")
+        .arg("--policy")
+        .arg(plan)
+        .arg("--")
+        .args(argv);
+    cmd
+}
+
 fn step(demo: &Demo, grants: &[String], argv: &[&str]) -> Output {
     step_command(demo, grants, argv)
         .output()
@@ -270,11 +281,7 @@ fn a_plan_the_kernel_cannot_meet_is_refused_with_status_125_and_nothing_runs() {
     let file = demo.root.join("plan.json");
     std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
     let ran = demo.root.join("ran");
-    let out = Command::new(cli_sandbox())
-        .arg("exec")
-        .arg("--policy")
-        .arg(&file)
-        .args(["--", "/bin/touch"])
+    let out = exec_command(&file, &["/bin/touch"])
         .arg(&ran)
         .output()
         .unwrap();
@@ -320,11 +327,7 @@ fn a_plan_without_its_seccomp_program_is_refused_with_status_125_and_nothing_run
     let ran = demo.root.join("ran");
     let run = |json: &serde_json::Value| {
         std::fs::write(&file, serde_json::to_vec(json).unwrap()).unwrap();
-        Command::new(cli_sandbox())
-            .arg("exec")
-            .arg("--policy")
-            .arg(&file)
-            .args(["--", "/bin/touch"])
+        exec_command(&file, &["/bin/touch"])
             .arg(&ran)
             .output()
             .unwrap()
@@ -381,13 +384,7 @@ fn the_program_is_looked_up_and_refused_as_posix_spawnp_does() {
         ("./not-executable", 126),
         ("/etc", 126),
     ] {
-        let out = Command::new(cli_sandbox())
-            .arg("exec")
-            .arg("--policy")
-            .arg(&file)
-            .args(["--", program])
-            .output()
-            .unwrap();
+        let out = exec_command(&file, &[program]).output().unwrap();
         assert_eq!(out.status.code(), Some(code), "{program}: {out:?}");
         assert!(!ran.exists(), "{program}: a file it should not run ran");
     }
@@ -430,11 +427,7 @@ fn the_program_starts_with_sigpipe_at_its_default_action_in_both_plans() {
         std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
         let seen = demo.runtime.join(format!("sigpipe-{namespaces}"));
         let script = format!("cat /proc/self/status > '{}'; sleep 0.5", seen.display());
-        let mut child = Command::new(cli_sandbox())
-            .arg("exec")
-            .arg("--policy")
-            .arg(&file)
-            .args(["--", "/bin/sh", "-c", &script])
+        let mut child = exec_command(&file, &["/bin/sh", "-c", &script])
             .spawn()
             .unwrap();
         // The control: the helper itself ignores it (Rust's runtime does), so a program that
@@ -656,13 +649,8 @@ fn without_namespaces_the_frozen_fallback_gives_decides_verdicts_except_its_stat
     let plan = launch::linux::compile(&policy, kernel).unwrap();
     assert!(plan.namespaces.is_none());
     std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();
-    let out = Command::new(cli_sandbox())
-        .arg("exec")
-        .arg("--policy")
-        .arg(&plan_file)
-        .arg("--")
-        .arg("/bin/sh")
-        .arg(&script)
+    let script = script.to_str().unwrap();
+    let out = exec_command(&plan_file, &["/bin/sh", script])
         .env("HOME", &demo.home)
         .current_dir(&demo.runtime)
         .stdin(Stdio::null())
