@@ -529,7 +529,12 @@ mod property {
             for (i, (files, grant, with_planning, with_db)) in shape.workflows.iter().enumerate() {
                 let wf = demo.workspace_docs.join(format!("workflows/random-{i}"));
                 std::fs::create_dir_all(&wf).unwrap();
-                let mut names = files.clone();
+                // Each name once: a name drawn twice would be written twice, and the first
+                // probe of it would look for content the second write replaced.
+                let mut names: Vec<String> = Vec::new();
+                for name in files {
+                    if !names.contains(name) { names.push(name.clone()); }
+                }
                 if *with_planning { names.push("planning/p.json".into()); }
                 if *with_db { names.push("raw.sqlite3".into()); }
                 for (j, name) in names.iter().enumerate() {
