@@ -543,6 +543,19 @@ fn a_launch_runs_the_helper_beside_cli_sandbox_only_where_no_chat_can_replace_it
         argv0(&system.path().join("cli-sandbox")),
         system.path().join("cli-sandbox-helper")
     );
+    // A helper older than the binary (left from an earlier build, the binary relinked alone):
+    // the binary itself.
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(system.path().join("cli-sandbox-helper"))
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+    assert_eq!(
+        argv0(&system.path().join("cli-sandbox")),
+        system.path().join("cli-sandbox")
+    );
     // Without the helper beside it: the binary itself.
     std::fs::remove_file(system.path().join("cli-sandbox-helper")).unwrap();
     assert_eq!(

@@ -178,8 +178,8 @@ pub struct EditDone {
 pub const HELPER_NAME: &str = "cli-sandbox-helper";
 
 /// The binary that runs the Linux helper: given (`Settings::helper`), or `CLI_SANDBOX_HELPER`,
-/// or, when this process is `cli-sandbox`, the [`HELPER_NAME`] beside it (a file, not a
-/// symlink), or this binary itself when there is none. Either takes the helper's arguments. Never looked up on `PATH`:
+/// or, when this process is `cli-sandbox`, the [`HELPER_NAME`] beside it (a file of this build,
+/// not a symlink: [`is_helper_of_this_build`]), or this binary itself when there is none. Either takes the helper's arguments. Never looked up on `PATH`:
 /// the home, which every chat writes, is on many people's `PATH`, and the helper starts
 /// unconfined. See [`helper_for`] for the check a launch adds.
 pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
@@ -192,12 +192,12 @@ pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
     if let Ok(exe) = std::env::current_exe()
         && exe.file_name().is_some_and(|n| n == "cli-sandbox")
     {
-        // A file of its own, never a symlink: `helper_for` checks who could replace the file a
-        // path names, and a link a chat planted beside a binary in the home would name a program
-        // of the chat's choice outside it (python3 run with `exec` from the chat's folder).
         let beside = exe.with_file_name(HELPER_NAME);
-        let own_file = std::fs::symlink_metadata(&beside).is_ok_and(|m| m.file_type().is_file());
-        return Ok(if own_file { beside } else { exe });
+        return Ok(if is_helper_of_this_build(&beside, &exe) {
+            beside
+        } else {
+            exe
+        });
     }
     Err(Error::Other(
         "the `cli-sandbox` helper binary is not known: set CLI_SANDBOX_HELPER (or the helper of \
@@ -241,6 +241,28 @@ fn is_this_binary(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     match (std::fs::metadata(path), std::fs::metadata("/proc/self/exe")) {
         (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+/// How much older than the binary beside it a helper may be and still count as the same build:
+/// cargo links the two side by side, `cargo install` copies them one after the other.
+const SAME_BUILD: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether `beside` is a helper to run for the binary `exe`: a file of its own, never a symlink
+/// (`helper_for` checks who could replace the file a path names, and a link a chat planted beside
+/// a binary in the home would name a program of the chat's choice outside it: python3, run with
+/// `exec` from the chat's folder), and not older than `exe` by more than [`SAME_BUILD`]: a helper
+/// left from an earlier build (`cargo run --bin cli-sandbox` relinks only the binary it runs)
+/// would apply a plan with code that is no longer the launcher's.
+fn is_helper_of_this_build(beside: &Path, exe: &Path) -> bool {
+    let Ok(helper) = std::fs::symlink_metadata(beside) else {
+        return false;
+    };
+    let modified = |m: &std::fs::Metadata| m.modified().ok();
+    let launcher = std::fs::metadata(exe).ok();
+    match (modified(&helper), launcher.as_ref().and_then(modified)) {
+        (Some(h), Some(l)) => helper.file_type().is_file() && h + SAME_BUILD >= l,
         _ => false,
     }
 }
