@@ -179,7 +179,7 @@ pub const HELPER_NAME: &str = "cli-sandbox-helper";
 
 /// The binary that runs the Linux helper: given (`Settings::helper`), or `CLI_SANDBOX_HELPER`,
 /// or, when this process is `cli-sandbox`, the [`HELPER_NAME`] beside it (a file of this build,
-/// not a symlink: [`is_helper_of_this_build`]), or this binary itself when there is none. Either takes the helper's arguments. Never looked up on `PATH`:
+/// not a symlink, not older than the binary by more than a minute), or this binary itself when there is none. Either takes the helper's arguments. Never looked up on `PATH`:
 /// the home, which every chat writes, is on many people's `PATH`, and the helper starts
 /// unconfined. See [`helper_for`] for the check a launch adds.
 pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
