@@ -178,10 +178,11 @@ pub struct EditDone {
 pub const HELPER_NAME: &str = "cli-sandbox-helper";
 
 /// The binary that runs the Linux helper: given (`Settings::helper`), or `CLI_SANDBOX_HELPER`,
-/// or, when this process is `cli-sandbox`, the [`HELPER_NAME`] beside it (a file of this build,
-/// not a symlink, not older than the binary by more than a minute), or this binary itself when there is none. Either takes the helper's arguments. Never looked up on `PATH`:
-/// the home, which every chat writes, is on many people's `PATH`, and the helper starts
-/// unconfined. See [`helper_for`] for the check a launch adds.
+/// or, when this process is `cli-sandbox`, the [`HELPER_NAME`] beside it (a file of this build:
+/// not a symlink, not older than the binary by more than a minute), or this binary itself when
+/// there is none. Either takes the helper's arguments. Never looked up on `PATH`: the home,
+/// which every chat writes, is on many people's `PATH`, and the helper starts unconfined. See
+/// [`helper_for`] for the check a launch adds.
 pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
     if let Some(path) = given {
         return Ok(path.to_owned());
