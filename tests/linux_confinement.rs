@@ -204,7 +204,7 @@ fn stdio_and_the_harmless_devices_work_and_the_working_folder_is_the_runtime() {
         &[
             "/bin/sh",
             "-c",
-            "pwd; read line; echo \"got $line\"; head -c 4 /dev/zero | wc -c; head -c 4 /dev/urandom | wc -c; echo x > /dev/null && echo null-ok; python3 -c 'import os; os.openpty()' && echo pty-ok; echo s > /dev/shm/cli-sandbox-shm && cp /bin/true /dev/shm/t && /dev/shm/t && echo shm-ok; touch /dev/cli-sandbox-dev 2>/dev/null || echo dev-sealed; grep -q ' /dev/shm rw,nosuid,nodev' /proc/self/mountinfo && echo shm-nosuid-nodev",
+            "pwd; read line; echo \"got $line\"; head -c 4 /dev/zero | wc -c; head -c 4 /dev/urandom | wc -c; echo x > /dev/null && echo null-ok; python3 -c 'import os; os.openpty()' && echo pty-ok; echo s > /dev/shm/cli-sandbox-shm && cp /bin/true /dev/shm/t && /dev/shm/t && echo shm-ok; { touch /dev/cli-sandbox-dev || mkdir /dev/cli-sandbox-dir || ln -s x /dev/cli-sandbox-link || mv /dev/shm/cli-sandbox-shm /dev/cli-sandbox-moved; } 2>/dev/null || echo dev-sealed; grep -q ' /dev/shm rw,nosuid,nodev' /proc/self/mountinfo && echo shm-nosuid-nodev",
         ],
     )
     .stdin(Stdio::piped())
@@ -435,7 +435,7 @@ fn the_program_starts_with_sigpipe_at_its_default_action_in_both_plans() {
         // program; without, it becomes the program, and only the program's is checked).
         // Read until the helper's runtime is up (or the program is done).
         let mut helper_ignores = false;
-        while !helper_ignores && !seen.exists() {
+        while !helper_ignores && !seen.exists() && child.try_wait().unwrap().is_none() {
             if let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", child.id())) {
                 helper_ignores = status.contains("Name:\tcli-sandbox")
                     && ignored_signals(&status) & sigpipe != 0;
