@@ -66,6 +66,15 @@ pub const JSON_VERSION: u32 = 1;
     max_term_width = 100
 )]
 pub struct Cli {
+    #[command(flatten)]
+    globals: Globals,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The flags every command takes, before or after its name (`global`).
+#[derive(Debug, Args, PartialEq)]
+struct Globals {
     /// The app folder as this process sees it (overrides AGENTWORKS_STATE_ROOT); it must exist.
     #[arg(long, global = true, value_name = "DIR", help_heading = GLOBAL)]
     state_root: Option<PathBuf>,
@@ -79,8 +88,18 @@ pub struct Cli {
     /// syntax) does the same and wins.
     #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = GLOBAL)]
     verbose: u8,
-    #[command(subcommand)]
-    command: Command,
+}
+
+impl Globals {
+    fn settings(&self) -> Settings {
+        Settings {
+            home: None,
+            state_root: self.state_root.clone(),
+            workspace_docs: self.workspace_docs.clone(),
+            config: self.config.clone(),
+            helper: None,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -125,7 +144,7 @@ struct JsonFlag {
 }
 
 /// A chat and its grants: shared by every command that builds a policy.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, PartialEq)]
 pub struct ChatArgs {
     /// The chat's id ([A-Za-z0-9._-], 1 to 128 characters).
     #[arg(long, value_name = "ID")]
@@ -180,6 +199,13 @@ fn main() -> ExitCode {
     if let Some(args) = exec::fast_path(std::env::args_os()) {
         return exec::run(&args);
     }
+    // A scripted step starts at every workflow step: its command line is read by a parser of
+    // that command alone, a fifth of the whole one's size (see `step::fast_path`).
+    if let Some(step) = step::fast_path(std::env::args_os()) {
+        launch::phase!("parse the command line");
+        init_tracing(step.globals.verbose);
+        return finish(step::run(&step.globals.settings(), &step.args));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
@@ -189,24 +215,19 @@ fn main() -> ExitCode {
         // The helper logs only when asked (RUST_LOG, or `run -v`): no subscriber otherwise.
         return exec::run(args);
     }
-    init_tracing(cli.verbose);
-    let settings = Settings {
-        home: None,
-        state_root: cli.state_root.clone(),
-        workspace_docs: cli.workspace_docs.clone(),
-        config: cli.config.clone(),
-        helper: None,
-    };
+    let globals = &cli.globals;
+    init_tracing(globals.verbose);
+    let settings = globals.settings();
     let result = match &cli.command {
         Command::Doctor(a) => doctor::run(&settings, a.json),
         Command::Adapters(a) => adapters::run(&settings, a.json),
         Command::Plan(a) => launch_cmds::plan(&settings, a),
         Command::PreTrust(a) => launch_cmds::pre_trust(&settings, a),
-        Command::Run(a) => launch_cmds::run(&settings, a, cli.verbose),
+        Command::Run(a) => launch_cmds::run(&settings, a, globals.verbose),
         Command::Explain(a) => explain::run(&settings, a),
         Command::Profile(a) => profile::run(&settings, a),
         Command::Step(a) => step::run(&settings, a),
-        Command::Contract(a) => contract::run(cli.state_root.clone(), a),
+        Command::Contract(a) => contract::run(globals.state_root.clone(), a),
         Command::Completions(a) => completions::run(a),
         Command::Man => man::run(),
         Command::Exec(_) => unreachable!("handled above"),

@@ -3,18 +3,78 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, Parser};
 use launch::{Context, Error, Settings};
 
-use crate::ChatArgs;
+use crate::{ChatArgs, Globals};
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, PartialEq)]
 pub struct StepArgs {
     #[command(flatten)]
     chat: ChatArgs,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     argv: Vec<OsString>,
+}
+
+/// `step`'s command line alone: the global flags and the step's own, parsed by clap from the
+/// same types as the whole command line (`Cli`), without building every other command's flags.
+#[derive(Debug, Parser, PartialEq)]
+#[command(name = "cli-sandbox")]
+pub struct StepLine {
+    #[command(flatten)]
+    pub globals: Globals,
+    #[command(flatten)]
+    pub args: StepArgs,
+}
+
+/// The global flags alone: what may come before a command's name.
+#[derive(Debug, Parser)]
+#[command(name = "cli-sandbox")]
+struct GlobalsLine {
+    #[command(flatten)]
+    globals: Globals,
+}
+
+/// `cli-sandbox [GLOBAL...] step ARGS...`, read by [`StepLine`]'s parser: the whole command
+/// line's parser builds every command's flags first, about a tenth of a millisecond at every
+/// scripted step (BENCHMARKS.md). `None` for any other command line, and for one these parsers
+/// refuse or answer (`--help`): the whole parser then reads it and says what is wrong as usual.
+/// What comes before `step` must read as global flags alone, so a `step` that is a flag's value
+/// (`--config step`) is not taken for the command. A property test checks that every command
+/// line read here is read the same by the whole parser.
+pub fn fast_path(args: impl Iterator<Item = OsString>) -> Option<StepLine> {
+    let args: Vec<OsString> = args.collect();
+    let (at, before) = (1..args.len()).find_map(|i| {
+        if args[i] != "step" || args[1..i].iter().any(|a| a == "--") {
+            return None;
+        }
+        Some((i, GlobalsLine::try_parse_from(&args[..i]).ok()?.globals))
+    })?;
+    let rest = args[..1].iter().chain(&args[at + 1..]);
+    let mut line = StepLine::try_parse_from(rest).ok()?;
+    line.globals = joined(line.globals, before)?;
+    Some(line)
+}
+
+/// The global flags given after the command's name and before it, as one; `None` when one is
+/// given on both sides (which of the two counts is the whole parser's to say).
+fn joined(after: Globals, before: Globals) -> Option<Globals> {
+    fn one<T>(after: Option<T>, before: Option<T>) -> Option<Option<T>> {
+        match (after, before) {
+            (Some(_), Some(_)) => None,
+            (after, before) => Some(after.or(before)),
+        }
+    }
+    Some(Globals {
+        state_root: one(after.state_root, before.state_root)?,
+        workspace_docs: one(after.workspace_docs, before.workspace_docs)?,
+        config: one(after.config, before.config)?,
+        verbose: match (after.verbose, before.verbose) {
+            (0, v) | (v, 0) => v,
+            _ => return None,
+        },
+    })
 }
 
 pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
@@ -37,7 +97,9 @@ fn confined_exec(
     let plan = launch::linux::compile(policy, launch::linux::this_kernel())?;
     launch::phase!("compile the plan");
     let _span = tracing::info_span!("helper", chat = %plan.chat).entered();
-    crate::helper::describe(&plan, std::path::Path::new("(compiled in this process)"));
+    if tracing::enabled!(tracing::Level::INFO) {
+        crate::helper::describe(&plan, std::path::Path::new("(compiled in this process)"));
+    }
     let err = launch::linux::apply::exec(&plan, argv);
     eprintln!("cli-sandbox step: not started, confinement failed: {err}");
     Ok(ExitCode::from(crate::FAILED))
@@ -76,4 +138,126 @@ fn confined_exec(
         ),
         source: err,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Cli, Command};
+    use clap::CommandFactory;
+    use proptest::prelude::*;
+
+    fn line(words: &[&str]) -> Vec<OsString> {
+        std::iter::once("cli-sandbox")
+            .chain(words.iter().copied())
+            .map(OsString::from)
+            .collect()
+    }
+
+    /// What the whole parser makes of `words`, when it is a step.
+    fn whole(words: &[OsString]) -> Option<(Globals, StepArgs)> {
+        let cli = Cli::try_parse_from(words).ok()?;
+        match cli.command {
+            Command::Step(args) => Some((cli.globals, args)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_step_parsers_are_consistent() {
+        StepLine::command().debug_assert();
+        GlobalsLine::command().debug_assert();
+    }
+
+    #[test]
+    fn a_step_is_read_by_its_own_parser_as_the_whole_parser_reads_it() {
+        for words in [
+            &["step", "--chat", "c", "--", "/bin/true"][..],
+            &[
+                "--config", "c.toml", "step", "--chat", "c", "--grant", "/w:ro", "--", "x",
+            ],
+            &[
+                "-vv",
+                "--state-root=/s",
+                "step",
+                "--chat",
+                "c",
+                "--config",
+                "d",
+                "--",
+                "x",
+                "-v",
+            ],
+            &["--config", "step", "step", "--chat", "c", "--", "x"],
+        ] {
+            let words = line(words);
+            let fast = fast_path(words.clone().into_iter()).expect("a step");
+            let (globals, args) = whole(&words).expect("the whole parser reads a step");
+            assert_eq!((fast.globals, fast.args), (globals, args), "{words:?}");
+        }
+        for words in [
+            &["step", "--help"][..],
+            &["step", "--chat", "c"],
+            &["--chat", "c", "step", "--", "x"],
+            &["plan", "--chat", "step", "--cli", "codex"],
+            &["--", "step", "--chat", "c", "--", "x"],
+            &["-v", "step", "-v", "--chat", "c", "--", "x"],
+            &[
+                "--config", "a", "step", "--config", "b", "--chat", "c", "--", "x",
+            ],
+            &["--config", "step"],
+            &[],
+        ] {
+            assert!(fast_path(line(words).into_iter()).is_none(), "{words:?}");
+        }
+    }
+
+    /// The words the property test draws from: flags of both parsers, values, and ones that
+    /// look like a command or end the flags.
+    const WORDS: &[&str] = &[
+        "step",
+        "plan",
+        "--config",
+        "--config=c",
+        "c",
+        "--chat",
+        "--chat=x",
+        "x",
+        "--grant",
+        "/g:ro",
+        "--state-root",
+        "--workspace-docs=/w",
+        "-v",
+        "-vv",
+        "--verbose",
+        "--",
+        "-",
+        "--help",
+        "-h",
+        "--version",
+        "--cli",
+        "codex",
+    ];
+
+    proptest! {
+        /// Any command line the step's parser takes, the whole parser takes as the same step:
+        /// random words around the one form that is a step, so that many lines are taken.
+        #[test]
+        fn the_fast_path_never_reads_a_line_otherwise_than_the_whole_parser(
+            before in proptest::collection::vec(proptest::sample::select(WORDS), 0..4),
+            after in proptest::collection::vec(proptest::sample::select(WORDS), 0..6),
+            tail in proptest::collection::vec(proptest::sample::select(WORDS), 0..3),
+        ) {
+            let mut words = before;
+            words.extend(["step", "--chat", "x"]);
+            words.extend(after);
+            words.extend(["--", "prog"]);
+            words.extend(tail);
+            let words = line(&words);
+            if let Some(fast) = fast_path(words.clone().into_iter()) {
+                let whole = whole(&words);
+                prop_assert_eq!(Some((fast.globals, fast.args)), whole, "{:?}", words);
+            }
+        }
+    }
 }
