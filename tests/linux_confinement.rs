@@ -237,6 +237,11 @@ fn stdio_and_the_harmless_devices_work_and_the_working_folder_is_the_runtime() {
     );
 }
 
+/// The launch ends as soon as init reports the program's end (it does not wait for init's own),
+/// so that report must come after every other process of the chat is gone: tried with a process
+/// in the background, one in a session of its own, one that ignores every signal it can, one
+/// stopped, and a loop that keeps starting processes while the program ends. The same script run
+/// unconfined is the control: there, all of them are found running afterwards.
 #[test]
 fn no_process_of_the_chat_outlives_it() {
     if !confinement_available("no_process_of_the_chat_outlives_it") {
@@ -244,25 +249,143 @@ fn no_process_of_the_chat_outlives_it() {
     }
     let f = fixture();
     let marker = format!("cli-sandbox-left-behind-{}", std::process::id());
-    let script = format!("(exec -a {marker} sleep 300) & (setsid sleep 301 &) ; exit 0");
-    let out = step(&f.demo, &[], &["/bin/bash", "-c", &script]);
-    assert!(out.status.success());
-    let left = Command::new("pgrep")
-        .args(["-f", &marker])
-        .output()
-        .unwrap();
-    assert!(
-        left.stdout.is_empty(),
-        "a process outlived the chat: {}",
-        String::from_utf8_lossy(&left.stdout)
+    let script = format!(
+        "(exec -a {marker}-background sleep 300) & \
+         (setsid sh -c 'exec -a {marker}-detached sleep 301' &) ; \
+         (trap '' TERM HUP INT QUIT USR1 USR2; exec -a {marker}-deaf sleep 302) & \
+         (exec -a {marker}-stopped sleep 303) & kill -STOP $! ; \
+         (for i in $(seq 300); do (exec -a {marker}-spawned sleep 304 &) ; done) & \
+         sleep 0.2; exit 0"
     );
-    let left = Command::new("pgrep")
-        .args(["-f", "^sleep 301$"])
-        .output()
+    let running = |what: &str| {
+        let out = Command::new("pgrep")
+            .args(["-f", &format!("{marker}-{what}")])
+            .output()
+            .unwrap();
+        !out.stdout.is_empty()
+    };
+    let kinds = ["background", "detached", "deaf", "stopped", "spawned"];
+
+    // The control: unconfined, every kind is still there after the script has ended.
+    let control = Command::new("/bin/bash")
+        .args(["-c", &script])
+        .status()
         .unwrap();
+    assert!(control.success());
+    let seen: Vec<&str> = kinds.iter().copied().filter(|k| running(k)).collect();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-f", &marker])
+        .status();
+    assert_eq!(seen, kinds, "the control did not leave every kind running");
+
+    let out = step(&f.demo, &[], &["/bin/bash", "-c", &script]);
     assert!(
-        left.stdout.is_empty(),
-        "a detached process outlived the chat"
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left: Vec<&str> = kinds.iter().copied().filter(|k| running(k)).collect();
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-f", &marker])
+        .status();
+    assert!(left.is_empty(), "processes outlived the chat: {left:?}");
+}
+
+/// The order behind the test above. The launch ends when init reports the program's end, and
+/// init's own end comes after; a chat that ran on into that moment would run after its launch
+/// ended, for as long as init takes to leave, too short for `pgrep`. So a process of the chat
+/// writes the clock (bash's `$EPOCHREALTIME`, microseconds) as fast as it can (four of them), ignoring
+/// every signal they may, and the last time it wrote must come before the moment the caller saw the
+/// launch end (with no pipe of the caller's held by the chat, which would make the caller wait
+/// for init). A process of the chat found running during the launch is also gone then, reaped,
+/// not even a zombie; the control is that probe during the launch, which sees it.
+#[test]
+fn the_launch_ends_only_after_the_chats_last_process() {
+    if !confinement_available("the_launch_ends_only_after_the_chats_last_process") {
+        return;
+    }
+    let f = fixture();
+    // Twenty launches: the moment is short, and a launch that ended too early is not seen at
+    // every try (without init's ending the rest, about one launch in five showed it, by 0.7 to
+    // 10 ms: tried). Four writers keep both cores busy, which delays init's end (and with it,
+    // the end of a chat it had not ended itself) past the moment the caller sees.
+    for round in 0..20 {
+        launch_and_read_the_clock(&f.demo, round);
+    }
+}
+
+fn launch_and_read_the_clock(demo: &Demo, round: u32) {
+    let marker = format!("cli-sandbox-lingering-{}-{round}", std::process::id());
+    let clock = demo
+        .home
+        .join(format!("clock-{}-{round}", std::process::id()));
+    let script = format!(
+        "exec 3>>'{}'; \
+         (trap '' TERM HUP INT; exec -a {marker} sleep 305) & \
+         for i in 1 2 3 4; do \
+           (trap '' TERM HUP INT; while :; do printf '%s\\n' \"$EPOCHREALTIME\" >&3; done) & \
+         done; \
+         sleep 0.1; exit 0",
+        clock.display()
+    );
+    let mut launch = step_command(demo, &[], &["/bin/bash", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let pid = loop {
+        let out = Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .unwrap();
+        let found = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse::<i32>().ok());
+        if let Some(pid) = found {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the chat's process never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let process = rustix::process::Pid::from_raw(pid).unwrap();
+    assert!(
+        rustix::process::test_kill_process(process).is_ok(),
+        "the control: the probe sees the chat's process while the launch runs"
+    );
+    assert!(launch.wait().unwrap().success());
+    let ended = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let alive = rustix::process::test_kill_process(process).is_ok();
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-f", &marker])
+        .status();
+    assert!(
+        !alive,
+        "the launch ended while a process of the chat still existed"
+    );
+    let written = std::fs::read_to_string(&clock).unwrap();
+    let times: Vec<f64> = written
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    assert!(
+        times.len() > 100,
+        "the clock was hardly written: {}",
+        times.len()
+    );
+    let last = times.iter().copied().fold(f64::MIN, f64::max);
+    assert!(
+        last < ended,
+        "the chat wrote the clock {:.0} µs after its launch had ended",
+        (last - ended) * 1e6
     );
 }
 
