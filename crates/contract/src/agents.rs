@@ -1097,12 +1097,17 @@ impl Panes {
     }
 }
 
-/// Ends the pane's program (the launch, which we started): a TUI may outlive its terminal
-/// (Gemini, the Codex TUI), so after the window is gone it gets SIGTERM, then SIGKILL.
+/// Ends the pane's program (the launch, which we started) and every process of its group: a
+/// TUI may outlive its terminal (Gemini, the Codex TUI), and a CLI's own children (Gemini starts
+/// a second node) outlive it unless they are signalled too, so after the window is gone the group
+/// (tmux makes each pane's program the leader of its own) gets SIGTERM, then SIGKILL. Signalling
+/// only the pane's process left unconfined controls' CLIs running for hours.
 fn end(pid: i32) {
+    let group = -pid;
     let alive = || {
-        // SAFETY: signal 0 only asks whether the process exists; it is our own child's pid.
-        unsafe { libc::kill(pid, 0) == 0 }
+        // SAFETY: signal 0 only asks whether a process of the group exists; the group is the one
+        // tmux made for the pane's program, which we started.
+        unsafe { libc::kill(group, 0) == 0 }
     };
     let wait = |limit: Duration| {
         let deadline = Instant::now() + limit;
@@ -1112,16 +1117,16 @@ fn end(pid: i32) {
     };
     wait(Duration::from_millis(500));
     if alive() {
-        // A failure (ESRCH) means it is already gone, which is what this wants; `alive` below
-        // tells either way.
-        // SAFETY: kill touches no memory; `pid` is the pane's process, which we started.
-        let _ = unsafe { libc::kill(pid, libc::SIGTERM) };
+        // A failure (ESRCH) means the group is already gone, which is what this wants; `alive`
+        // below tells either way.
+        // SAFETY: kill touches no memory; the group is the pane's, as above.
+        let _ = unsafe { libc::kill(group, libc::SIGTERM) };
         wait(Duration::from_secs(2));
     }
     if alive() {
         // As above, a failure means it is gone; `alive` below tells either way.
-        // SAFETY: kill touches no memory; `pid` is the pane's process, which we started.
-        let _ = unsafe { libc::kill(pid, libc::SIGKILL) };
+        // SAFETY: kill touches no memory; the group is the pane's, as above.
+        let _ = unsafe { libc::kill(group, libc::SIGKILL) };
         wait(Duration::from_secs(1));
     }
 }
