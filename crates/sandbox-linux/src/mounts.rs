@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use super::plan::{HARMLESS_DEVICES, MountStep, NamespacePlan};
 use super::sys::{
     ApplyError, attach_tree, clone_handle, clone_tree, detach, detached_tmpfs, fail, fd_path,
-    make_in, make_read_only, mkdir, mount, open_no_symlinks, touch,
+    make_in, make_read_only, mkdir, mount, open_if_there, touch,
 };
 use sandbox_core::Access;
 
@@ -137,9 +137,9 @@ impl Sources {
         let mut devices = Vec::new();
         if ns.minimal_dev {
             for name in HARMLESS_DEVICES {
-                let path = Path::new("/dev").join(name);
-                if path.exists() {
-                    devices.push((name, open_no_symlinks(&path, false)?));
+                // A device this machine lacks is left out.
+                if let Some(fd) = open_if_there(&Path::new("/dev").join(name), false)? {
+                    devices.push((name, fd));
                 }
             }
         }
