@@ -431,6 +431,13 @@ pub(super) fn run_init(
     crate::phase!("init: the program ended");
     end_the_rest();
     crate::phase!("init: the rest of the chat ended");
+    // Init writes nothing more to the caller: its copies of the caller's stdio are closed now,
+    // so that a caller reading the launch's output through pipes sees them end with the helper,
+    // not once init has left too.
+    for fd in [0, 1, 2].into_iter().filter(|fd| *fd != report_fd) {
+        // SAFETY: closing a descriptor of init's that nothing else in init owns or uses again.
+        let _ = unsafe { libc::close(fd) };
+    }
     say(Report::Ended(status));
     leave(0);
 }
