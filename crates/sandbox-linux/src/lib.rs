@@ -244,10 +244,10 @@ pub mod phase_times {
         // which shows in the marks.
         debug_assert_eq!(rc, 0, "clock_gettime(CLOCK_MONOTONIC)");
         let us = ts.tv_sec * 1_000_000 + ts.tv_nsec / 1_000;
-        let _ = writeln!(
-            std::io::stderr(),
-            "PHASE {us} {} {name}",
-            std::process::id()
-        );
+        // One write of the whole line: init and the helper mark at once into the same stderr,
+        // and `writeln!` to stderr (unbuffered) writes each piece on its own, which glued two
+        // marks into one line of the table. A pipe keeps a write this short whole.
+        let line = format!("PHASE {us} {} {name}\n", std::process::id());
+        let _ = std::io::stderr().write_all(line.as_bytes());
     }
 }
