@@ -22,8 +22,9 @@
 //! the helper ends the launch when it reads it, without waiting for init's own end: the kernel
 //! takes init's namespaces down as init exits (the mount namespace's end waits for an RCU grace
 //! period, about 0.15 ms of every launch when the helper waited for it), and init, which runs
-//! nothing of the chat's, does that after the launch has ended. A helper that ends kills init
-//! (`PR_SET_PDEATHSIG`), which is leaving anyway.
+//! nothing of the chat's, does that after the launch has ended (it closes its copies of the
+//! caller's stdio before it reports, so that a caller reading through pipes sees them end with
+//! the helper). A helper that ends kills init (`PR_SET_PDEATHSIG`), which is leaving anyway.
 //!
 //! What the helper reports comes from `waitpid` of the program (through init's pipe, which the
 //! program cannot reach) or of init itself, never from bytes the program can write; a program that
