@@ -452,16 +452,17 @@ pub(super) fn run_init(
 /// The kernel sends it under the lock `fork` needs to add a child, and a fork that takes the lock
 /// after it fails on the SIGKILL pending in its parent: no process is made that it missed. What
 /// it killed is reparented to init as it dies and reaped here; a descendant still alive means a
-/// child of init's, so once `waitpid` finds no child (`ECHILD`), none is left. (Leaving pid 1
-/// would have the kernel do the same, but the helper could only learn of it once init itself was
-/// gone.)
+/// child of init's, so once `waitpid` finds no child (`ECHILD`), none is left. `__WALL`: a child
+/// made by `clone` with no signal for its end is not waited for otherwise, and `waitpid` would
+/// say none is left while it still ran. (Leaving pid 1 would have the kernel do the same, but the
+/// helper could only learn of it once init itself was gone.)
 fn end_the_rest() {
     // SAFETY: kill touches no memory.
     let _ = unsafe { libc::kill(-1, libc::SIGKILL) };
     loop {
         let mut status = 0;
         // SAFETY: waiting for any child of ours, with a valid out-parameter.
-        if unsafe { libc::waitpid(-1, &mut status, 0) } < 0
+        if unsafe { libc::waitpid(-1, &mut status, libc::__WALL) } < 0
             && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)
         {
             // ECHILD: no child is left (with a valid out-parameter, the only other failure).
