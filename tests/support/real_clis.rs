@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -243,6 +244,9 @@ pub fn run_until(
         .current_dir(cwd)
         .env_clear()
         .envs(env)
+        // A group of its own, ended whole below: an npm launcher's own child (Codex's native
+        // binary) outlived a kill of the launcher alone and ran on after the tests.
+        .process_group(0)
         .stdin(match stdin {
             Stdin::Null => Stdio::null(),
             Stdin::Inherit => Stdio::null(),
@@ -257,12 +261,14 @@ pub fn run_until(
             break Some(status);
         }
         if start.elapsed() > limit || done(&fs::read_to_string(&out).unwrap_or_default()) {
-            let _ = child.kill();
+            end_group(child.id());
             let _ = child.wait();
             break None;
         }
         std::thread::sleep(Duration::from_millis(50));
     };
+    // What the program left behind in its group ends with it.
+    end_group(child.id());
     Ran {
         status,
         stdout: fs::read_to_string(&out).unwrap_or_default(),
@@ -372,10 +378,34 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
+        // The pane's program leads a group of its own (tmux makes it a session): the group ends
+        // first, then the server. A CLI's own children (Gemini's second node) otherwise outlived
+        // `kill-server` and ran on after the tests.
+        let pane = Command::new("tmux")
+            .args(["-L", &self.socket, "display-message", "-p", "#{pane_pid}"])
+            .output();
+        if let Some(pid) = pane.ok().and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<u32>()
+                .ok()
+        }) {
+            end_group(pid);
+        }
         let _ = Command::new("tmux")
             .args(["-L", &self.socket, "kill-server"])
             .status();
     }
+}
+
+/// SIGKILL to every process of the group `leader` leads (one this file started as a group of
+/// its own); a group already gone is what this wants.
+fn end_group(leader: u32) {
+    let Ok(leader) = i32::try_from(leader) else {
+        return;
+    };
+    // SAFETY: kill touches no memory; the group is one this file made for a program it started.
+    let _ = unsafe { libc::kill(-leader, libc::SIGKILL) };
 }
 
 /// Whether tmux is installed (the pane tests need it).
