@@ -16,6 +16,16 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+/// A line on stderr, as `eprintln!` writes it, that never fails the caller: `eprintln!` panics
+/// when stderr cannot be written (a socket with no peer, a closed descriptor), which turned our
+/// status 125 into a panic's 101 (an abort in `cli-sandbox-helper`, whose `main` is C's).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// Our own failure (the binaries' `FAILED`): the program was not started.
 pub const FAILED: u8 = 125;
 
@@ -48,7 +58,7 @@ pub fn run(policy: &Path, argv: &[OsString]) -> u8 {
         let plan = match launch::linux::read_plan(policy) {
             Ok(plan) => plan,
             Err(e) => {
-                eprintln!("cli-sandbox: {e}");
+                say!("cli-sandbox: {e}");
                 return FAILED;
             }
         };
@@ -59,15 +69,13 @@ pub fn run(policy: &Path, argv: &[OsString]) -> u8 {
             describe(&plan, policy);
         }
         let err = launch::linux::apply::exec(&plan, argv);
-        eprintln!("cli-sandbox exec: not started, confinement failed: {err}");
+        say!("cli-sandbox exec: not started, confinement failed: {err}");
         FAILED
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = (policy, argv, logging);
-        eprintln!(
-            "cli-sandbox exec: the Linux helper runs only on Linux (use sandbox-exec on macOS)"
-        );
+        say!("cli-sandbox exec: the Linux helper runs only on Linux (use sandbox-exec on macOS)");
         FAILED
     }
 }

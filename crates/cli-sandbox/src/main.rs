@@ -18,6 +18,7 @@ mod contract;
 mod doctor;
 mod exec;
 mod explain;
+#[macro_use]
 mod helper;
 mod launch_cmds;
 mod man;
@@ -266,7 +267,7 @@ pub fn finish(result: Result<ExitCode, Error>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("cli-sandbox: {e}");
+            say!("cli-sandbox: {e}");
             ExitCode::from(match e {
                 Error::CannotRun { missing: true, .. } => NOT_FOUND,
                 Error::CannotRun { missing: false, .. } => CANNOT_RUN,

@@ -412,6 +412,63 @@ fn a_plan_the_helper_cannot_apply_exits_125_and_nothing_runs() {
     }
 }
 
+/// Our failures exit 125 even when stderr cannot be written: a socket with no peer as stderr
+/// (each write fails with ENOTCONN) made the message's `eprintln!` panic, and the status was a
+/// panic's 101 (`cli-sandbox`) or an abort's SIGABRT (`cli-sandbox-helper`), which a caller
+/// would take for the program's own. The control is the same launch with a writable stderr.
+#[test]
+fn a_failure_exits_125_when_stderr_cannot_be_written() {
+    use std::os::unix::net::UnixDatagram;
+    let l = layout();
+    let failing: [(PathBuf, Vec<&str>); 3] = [
+        (
+            cargo_bin("cli-sandbox"),
+            vec!["step", "--chat", "bad id!", "--", "/bin/true"],
+        ),
+        (
+            cargo_bin("cli-sandbox"),
+            vec![
+                "exec",
+                "--policy",
+                "/nonexistent/plan.json",
+                "--",
+                "/bin/true",
+            ],
+        ),
+        (
+            helper_alone(),
+            vec![
+                "exec",
+                "--policy",
+                "/nonexistent/plan.json",
+                "--",
+                "/bin/true",
+            ],
+        ),
+    ];
+    for (binary, args) in failing {
+        let run = |stderr: std::process::Stdio| {
+            std::process::Command::new(&binary)
+                .args(&args)
+                .env("HOME", &l.demo.home)
+                .stdout(std::process::Stdio::null())
+                .stderr(stderr)
+                .status()
+                .unwrap()
+        };
+        let control = run(std::process::Stdio::piped());
+        assert_eq!(control.code(), Some(125), "control: {args:?}");
+        let unwritable = UnixDatagram::unbound().unwrap();
+        let status = run(std::os::fd::OwnedFd::from(unwritable).into());
+        assert_eq!(
+            status.code(),
+            Some(125),
+            "{} {args:?} with an unwritable stderr: {status:?}",
+            binary.display()
+        );
+    }
+}
+
 /// The helper alone, `cli-sandbox-helper`, of this build (beside `cli-sandbox`).
 fn helper_alone() -> PathBuf {
     assert_cmd::cargo::cargo_bin("cli-sandbox-helper")

@@ -276,7 +276,7 @@ fn exec_in_place(
 fn exec_program(program: &[CString], workdir: &CString) -> ! {
     // SAFETY: `workdir` is a C string the caller holds for the call; chdir only reads it.
     if unsafe { libc::chdir(workdir.as_ptr()) } != 0 {
-        eprintln!(
+        say!(
             "cli-sandbox exec: cannot enter the working folder {}: {}",
             workdir.to_string_lossy(),
             std::io::Error::last_os_error()
@@ -294,7 +294,7 @@ fn exec_program(program: &[CString], workdir: &CString) -> ! {
     // outlive the call; execvp returns only on failure, reported below.
     unsafe { libc::execvp(argv[0], argv.as_ptr()) };
     let err = std::io::Error::last_os_error();
-    eprintln!(
+    say!(
         "cli-sandbox exec: cannot run {}: {err}",
         program[0].to_string_lossy()
     );

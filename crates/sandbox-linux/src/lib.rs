@@ -13,6 +13,18 @@
 
 #![warn(missing_docs)]
 
+/// A line on stderr, as `eprintln!` writes it, that never fails the caller: `eprintln!` panics
+/// when stderr cannot be written (a socket with no peer, a closed descriptor), which turned our
+/// status 125 into a panic's 101 (and a panic in init, a copy of the helper, would unwind the
+/// helper's state).
+#[cfg_attr(not(target_os = "linux"), allow(unused_macros))]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod disk;
 
 #[cfg(target_os = "linux")]

@@ -526,7 +526,7 @@ fn reap_until(program: libc::pid_t) -> libc::c_int {
 fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, libc::c_int> {
     // SAFETY: `workdir` is a C string the caller holds for the call; chdir only reads it.
     if unsafe { libc::chdir(workdir.as_ptr()) } != 0 {
-        eprintln!(
+        say!(
             "cli-sandbox exec: cannot enter the working folder {}: {}",
             workdir.to_string_lossy(),
             io::Error::last_os_error()
@@ -564,7 +564,7 @@ fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, 
     };
     drop(stack);
     if pid < 0 {
-        eprintln!(
+        say!(
             "cli-sandbox exec: cannot start {}: {}",
             program[0].to_string_lossy(),
             io::Error::last_os_error()
@@ -580,7 +580,7 @@ fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, 
     // SAFETY: waiting for our own child, with a valid out-parameter.
     let _ = unsafe { libc::waitpid(pid, &mut status, 0) };
     let err = io::Error::from_raw_os_error(exec.error);
-    eprintln!(
+    say!(
         "cli-sandbox exec: cannot run {}: {err}",
         program[0].to_string_lossy()
     );

@@ -638,7 +638,7 @@ pub(super) fn foreground_terminal() -> Option<ForegroundTaken> {
 /// no one of ours, and there is nothing left to undo, so it is said on stderr and not returned.
 pub(super) fn give_back_terminal(taken: ForegroundTaken) {
     if let Err(e) = set_foreground(taken.fd, taken.group, "give the terminal back") {
-        eprintln!("cli-sandbox: {e}");
+        say!("cli-sandbox: {e}");
     }
 }
 
