@@ -216,6 +216,9 @@ fn main() -> ExitCode {
         // The helper logs only when asked (RUST_LOG, or `run -v`): no subscriber otherwise.
         return exec::run(args);
     }
+    if cli.command.only_answers() {
+        end_by_sigpipe_when_the_reader_has_gone();
+    }
     let globals = &cli.globals;
     init_tracing(globals.verbose);
     let settings = globals.settings();
@@ -234,6 +237,32 @@ fn main() -> ExitCode {
         Command::Exec(_) => unreachable!("handled above"),
     };
     finish(result)
+}
+
+impl Command {
+    /// Whether the command only answers: what it prints is all it does (it starts nothing, and
+    /// `plan` has written its one file before it prints).
+    fn only_answers(&self) -> bool {
+        matches!(
+            self,
+            Command::Doctor(_)
+                | Command::Adapters(_)
+                | Command::Plan(_)
+                | Command::Explain(_)
+                | Command::Profile(_)
+                | Command::Completions(_)
+                | Command::Man
+        )
+    }
+}
+
+/// A command that only answers ends as `cat` does when its reader has gone (`plan --json |
+/// head -c1`): by SIGPIPE, quietly. Rust's runtime ignores SIGPIPE, and `println!` then panics
+/// on the broken pipe (exit 101, "failed printing to stdout"). The commands that launch keep it
+/// ignored: a launcher must not die of its caller's closed pipe while a chat runs.
+fn end_by_sigpipe_when_the_reader_has_gone() {
+    // SAFETY: SIG_DFL installs no handler of ours; no other thread runs yet to race with.
+    let _ = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
 /// The configuration and layout for the OS this runs on, every place the flags, the environment

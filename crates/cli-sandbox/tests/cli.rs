@@ -469,6 +469,40 @@ fn a_failure_exits_125_when_stderr_cannot_be_written() {
     }
 }
 
+/// A command that only answers ends by SIGPIPE, as `cat` does, when its reader has gone
+/// (`cli-sandbox man | head -c1`): it used to panic on the broken pipe and exit 101. The control
+/// is the same command with a reader.
+#[test]
+fn an_answer_whose_reader_has_gone_ends_by_sigpipe() {
+    use std::os::unix::process::ExitStatusExt;
+    let l = layout();
+    for args in [
+        &["man"][..],
+        &["adapters", "--json"],
+        &["completions", "bash"],
+    ] {
+        let run = |stdout: std::process::Stdio| {
+            std::process::Command::new(cargo_bin("cli-sandbox"))
+                .args(args)
+                .env("HOME", &l.demo.home)
+                .stdout(stdout)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap()
+        };
+        let control = run(std::process::Stdio::null());
+        assert!(control.success(), "control: {args:?}: {control:?}");
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let status = run(writer.into());
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?} with its reader gone: {status:?}"
+        );
+    }
+}
+
 /// The helper alone, `cli-sandbox-helper`, of this build (beside `cli-sandbox`).
 fn helper_alone() -> PathBuf {
     assert_cmd::cargo::cargo_bin("cli-sandbox-helper")
