@@ -94,6 +94,18 @@ impl Fixture {
     /// The Landlock-only fallback's launch of `argv` (the plan compiled as if user namespaces
     /// could not be made), as the fixture's user.
     fn exec_frozen(&self, grants: &[String], argv: &[&str]) -> Command {
+        self.exec_compiled(grants, argv, false)
+    }
+
+    /// The namespace plan of this chat compiled by the test (as `plan` and `run` do) and
+    /// applied by `cli-sandbox exec`, as the fixture's user.
+    fn exec_plan(&self, argv: &[&str]) -> Command {
+        self.exec_compiled(&[], argv, true)
+    }
+
+    /// `cli-sandbox exec` of a plan the test compiled, with namespaces or without, as the
+    /// fixture's user.
+    fn exec_compiled(&self, grants: &[String], argv: &[&str], namespaces: bool) -> Command {
         let demo = &self.demo;
         let mut ctx = launch::Context::load(&demo.settings()).unwrap();
         ctx.privileged = self.user.is_none();
@@ -104,11 +116,14 @@ impl Fixture {
         let policy = ctx.policy(&demo.chat, &grants).unwrap();
         ctx.ensure_runtime(&policy).unwrap();
         let mut kernel = launch::linux::this_kernel();
-        kernel.namespaces = false;
+        kernel.namespaces &= namespaces;
         let plan = launch::linux::compile(&policy, kernel).unwrap();
-        let plan_file = demo
-            .root
-            .join(format!("frozen-plan-{}.json", rand_suffix()));
+        assert_eq!(
+            plan.namespaces.is_some(),
+            namespaces,
+            "not the plan asked for"
+        );
+        let plan_file = demo.root.join(format!("plan-{}.json", rand_suffix()));
         std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();
         let mut cmd = command_as(self.user.as_ref(), cli_sandbox());
         cmd.arg("exec")
@@ -841,32 +856,6 @@ fn last_writes(clock: &Path) -> (std::collections::BTreeMap<String, f64>, Vec<i3
     (last, pids)
 }
 
-impl Fixture {
-    /// The namespace plan of this chat compiled by the test (as `plan` and `run` do) and
-    /// applied by `cli-sandbox exec`, as the fixture's user.
-    fn exec_plan(&self, argv: &[&str]) -> Command {
-        let demo = &self.demo;
-        let mut ctx = launch::Context::load(&demo.settings()).unwrap();
-        ctx.privileged = self.user.is_none();
-        let policy = ctx.policy(&demo.chat, &[]).unwrap();
-        ctx.ensure_runtime(&policy).unwrap();
-        let plan = launch::linux::compile(&policy, launch::linux::this_kernel()).unwrap();
-        assert!(plan.namespaces.is_some(), "not the namespace plan");
-        let plan_file = demo.root.join(format!("plan-{}.json", rand_suffix()));
-        std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();
-        let mut cmd = command_as(self.user.as_ref(), cli_sandbox());
-        cmd.arg("exec")
-            .arg("--policy")
-            .arg(&plan_file)
-            .arg("--")
-            .args(argv)
-            .env("HOME", &demo.home)
-            .current_dir(&demo.runtime)
-            .stdin(Stdio::null());
-        cmd
-    }
-}
-
 /// The launch ends when init reports the program's end, which init writes once `kill(-1)` and
 /// `waitpid` found nothing of the chat left. Every way [`WAYS_OF_STAYING`] knows of staying
 /// alive (or unreaped) past that is tried, through `step` and through a plan's `exec`, as root
@@ -1039,26 +1028,33 @@ fn the_callers_pipe_ends_with_the_launch_whatever_the_program_left_holding_it() 
             let clock = f.demo.home.join(format!("holder-clock-{way}"));
             let args = [clock.to_str().unwrap(), way, marker.as_str()];
 
-            // The control.
-            let mut control = f
-                .python_unconfined(HOLD_STDOUT, &args)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let eof = moment_of_eof(&mut control);
-            let status = wait_child(&mut control, Duration::from_secs(20));
-            let held = eof.recv_timeout(Duration::from_secs(1)).is_err();
-            kill_all_with(&marker);
-            // Any unix socket released runs the collector (which is what the helper does).
-            drop(std::os::unix::net::UnixStream::pair().unwrap());
-            let freed = eof.recv_timeout(Duration::from_secs(5)).is_ok();
-            assert_eq!(status.and_then(|s| s.code()), Some(3), "control ({who})");
+            // The control. A unix socket released anywhere on the machine meanwhile (another
+            // test's launch) collects the in-flight pipe early: a few tries, one must hold.
+            let mut held = false;
+            for _ in 0..5 {
+                let mut control = f
+                    .python_unconfined(HOLD_STDOUT, &args)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap();
+                let eof = moment_of_eof(&mut control);
+                let status = wait_child(&mut control, Duration::from_secs(20));
+                held = eof.recv_timeout(Duration::from_millis(300)).is_err();
+                kill_all_with(&marker);
+                // Any unix socket released runs the collector (which is what the helper does).
+                drop(std::os::unix::net::UnixStream::pair().unwrap());
+                let freed = eof.recv_timeout(Duration::from_secs(5)).is_ok();
+                assert_eq!(status.and_then(|s| s.code()), Some(3), "control ({who})");
+                assert!(freed, "control ({who}, {way}): the pipe never ended");
+                if held {
+                    break;
+                }
+            }
             assert!(
                 held,
                 "control ({who}, {way}): the pipe ended with the program, so the probe proves nothing"
             );
-            assert!(freed, "control ({who}, {way}): the pipe never ended");
 
             let _ = std::fs::remove_file(&clock);
             let mut launch = f
