@@ -94,6 +94,18 @@ impl Fixture {
     /// The Landlock-only fallback's launch of `argv` (the plan compiled as if user namespaces
     /// could not be made), as the fixture's user.
     fn exec_frozen(&self, grants: &[String], argv: &[&str]) -> Command {
+        self.exec_compiled(grants, argv, false)
+    }
+
+    /// The namespace plan of this chat compiled by the test (as `plan` and `run` do) and
+    /// applied by `cli-sandbox exec`, as the fixture's user.
+    fn exec_plan(&self, argv: &[&str]) -> Command {
+        self.exec_compiled(&[], argv, true)
+    }
+
+    /// `cli-sandbox exec` of a plan the test compiled, with namespaces or without, as the
+    /// fixture's user.
+    fn exec_compiled(&self, grants: &[String], argv: &[&str], namespaces: bool) -> Command {
         let demo = &self.demo;
         let mut ctx = launch::Context::load(&demo.settings()).unwrap();
         ctx.privileged = self.user.is_none();
@@ -104,11 +116,14 @@ impl Fixture {
         let policy = ctx.policy(&demo.chat, &grants).unwrap();
         ctx.ensure_runtime(&policy).unwrap();
         let mut kernel = launch::linux::this_kernel();
-        kernel.namespaces = false;
+        kernel.namespaces &= namespaces;
         let plan = launch::linux::compile(&policy, kernel).unwrap();
-        let plan_file = demo
-            .root
-            .join(format!("frozen-plan-{}.json", rand_suffix()));
+        assert_eq!(
+            plan.namespaces.is_some(),
+            namespaces,
+            "not the plan asked for"
+        );
+        let plan_file = demo.root.join(format!("plan-{}.json", rand_suffix()));
         std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();
         let mut cmd = command_as(self.user.as_ref(), cli_sandbox());
         cmd.arg("exec")
@@ -715,6 +730,524 @@ fn a_chat_in_a_tmux_pane_ends_when_its_terminal_goes_away_and_not_on_ctrl_c() {
     });
     kill_all_with(&marker);
     assert!(gone, "the chat outlived its terminal");
+}
+
+// ---------- the launch's end, attacked ----------
+
+/// Starts one process for each way a process might stay alive past the sandbox's
+/// `kill(-1, SIGKILL)` and `waitpid` of the program's end, each writing `WAY TIME` lines (the
+/// clock, as fast as it can) into `argv[1]`; notes in `argv[3]` what each system call answered;
+/// then exits with status 7. `argv[2]` is a marker its processes carry in their command line.
+/// The ways: a nested user and PID namespace (whose init's end the kernel would have to see);
+/// another uid (which init, without `CAP_KILL`, could not signal); a child subreaper with a
+/// grandchild (orphans go to it, not to init); a process traced by another, with
+/// `PTRACE_O_TRACEEXIT` (its exit stops for the tracer); a sibling of the program made with
+/// `CLONE_PARENT` and no exit signal (init's child, not waited for without `__WALL`); a process
+/// whose main thread has exited while a thread runs on (its leader is a zombie that `waitpid`
+/// does not reap, and whose command line is empty: `pgrep -f` misses it, so each line also
+/// carries the writer's pid, `WAY PID TIME`).
+const WAYS_OF_STAYING: &str = r#"
+import ctypes, os, signal, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+clock, marker, notes = sys.argv[1], sys.argv[2], sys.argv[3]
+cfd = os.open(clock, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+nfd = os.open(notes, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+def note(*words):
+    os.write(nfd, (" ".join(map(str, words)) + "\n").encode())
+def tick(way):
+    if threading.current_thread() is threading.main_thread():
+        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(s, signal.SIG_IGN)
+    while True:
+        try:
+            os.write(cfd, ("%s %d %.6f\n" % (way, os.getpid(), time.time())).encode())
+        except OSError:
+            pass
+def error(rc):
+    return "ok" if rc >= 0 else os.strerror(ctypes.get_errno())
+NEWUSER, NEWPID, PARENT = 0x10000000, 0x20000000, 0x00008000
+def nested_namespaces():
+    rc = libc.unshare(NEWUSER | NEWPID)
+    note("nested_namespaces unshare", error(rc))
+    if rc == 0 and os.fork() == 0:
+        tick("nested_namespaces")
+    rc = libc.syscall(56, NEWUSER | NEWPID | signal.SIGCHLD, 0, 0, 0, 0)  # clone
+    if rc == 0:
+        tick("nested_namespaces")
+    note("nested_namespaces clone", error(rc))
+    tick("nested_namespaces")
+def other_uid():
+    try:
+        os.setresgid(65534, 65534, 65534)
+        os.setresuid(65534, 65534, 65534)
+        note("other_uid setresuid ok")
+    except OSError as e:
+        note("other_uid setresuid", e.strerror)
+    tick("other_uid")
+def subreaper():
+    note("subreaper prctl", error(libc.prctl(36, 1, 0, 0, 0)))  # PR_SET_CHILD_SUBREAPER
+    if os.fork() == 0:
+        if os.fork() == 0:
+            tick("subreaper")
+        os._exit(0)
+    tick("subreaper")
+def traced():
+    child = os.fork()
+    if child == 0:
+        tick("traced")
+    # PTRACE_SEIZE with PTRACE_O_TRACEEXIT
+    note("traced seize", error(libc.ptrace(0x4206, child, 0, 0x40)))
+    tick("traced")
+def sibling_without_signal():
+    rc = libc.syscall(56, PARENT, 0, 0, 0, 0)  # clone: exit signal 0
+    if rc == 0:
+        tick("sibling_without_signal")
+    note("sibling_without_signal clone", error(rc))
+    tick("sibling_without_signal")
+def threads_only():
+    threading.Thread(target=tick, args=("threads_only",)).start()
+    time.sleep(0.05)
+    libc.syscall(60, 0)  # exit: of the main thread alone
+for way in (nested_namespaces, other_uid, subreaper, traced, sibling_without_signal, threads_only):
+    if os.fork() == 0:
+        try:
+            way()
+        finally:
+            os._exit(0)
+time.sleep(0.4)
+os._exit(7)
+"#;
+
+const STAYING_WAYS: [&str; 6] = [
+    "nested_namespaces",
+    "other_uid",
+    "subreaper",
+    "traced",
+    "sibling_without_signal",
+    "threads_only",
+];
+
+/// The moment of now on the clock the probes write (`time.time()`, CLOCK_REALTIME).
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// The last time each way wrote into `clock` (`WAY PID TIME` lines), by way, and the pids of
+/// the writers (as their own PID namespace numbers them).
+fn last_writes(clock: &Path) -> (std::collections::BTreeMap<String, f64>, Vec<i32>) {
+    let mut last = std::collections::BTreeMap::new();
+    let mut pids = Vec::new();
+    let text = std::fs::read_to_string(clock).unwrap_or_default();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [way, pid, t] = words[..] else { continue };
+        let (Ok(pid), Ok(t)) = (pid.parse::<i32>(), t.parse::<f64>()) else {
+            continue;
+        };
+        let at = last.entry(way.to_owned()).or_insert(t);
+        *at = f64::max(*at, t);
+        if !pids.contains(&pid) {
+            pids.push(pid);
+        }
+    }
+    (last, pids)
+}
+
+/// The launch ends when init reports the program's end, which init writes once `kill(-1)` and
+/// `waitpid` found nothing of the chat left. Every way [`WAYS_OF_STAYING`] knows of staying
+/// alive (or unreaped) past that is tried, through `step` and through a plan's `exec`, as root
+/// and as an ordinary user: the status is the program's, no process of the chat is found
+/// afterwards, and none of them wrote the clock after the caller's wait returned. The control:
+/// unconfined, every way is still writing after the program has exited.
+#[test]
+fn no_way_of_staying_alive_outlives_the_launch() {
+    let test = "no_way_of_staying_alive_outlives_the_launch";
+    if !confinement_available(test) {
+        return;
+    }
+    for user in every_user(test) {
+        let f = fixture(user.as_ref());
+        let who = who(&user);
+        let files = |tag: &str| {
+            let clock = f.demo.home.join(format!("staying-clock-{tag}"));
+            let notes = f.demo.home.join(format!("staying-notes-{tag}"));
+            let _ = std::fs::remove_file(&clock);
+            let _ = std::fs::remove_file(&notes);
+            (clock, notes)
+        };
+
+        // The control: unconfined, each way outlives the program.
+        let marker = format!("cli-sandbox-staying-{}-control", std::process::id());
+        let (clock, notes) = files("control");
+        let status = f
+            .python_unconfined(
+                WAYS_OF_STAYING,
+                &[clock.to_str().unwrap(), &marker, notes.to_str().unwrap()],
+            )
+            .status()
+            .unwrap();
+        let ended = now();
+        std::thread::sleep(Duration::from_millis(300));
+        kill_all_with(&marker);
+        let (last, pids) = last_writes(&clock);
+        for pid in pids {
+            // SAFETY: kill touches no memory; these are the control's own writers, which run
+            // in this PID namespace (the confined ones' pids below are their namespace's).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        assert_eq!(status.code(), Some(7), "control ({who})");
+        for way in STAYING_WAYS {
+            assert!(
+                last.get(way).is_some_and(|t| *t > ended),
+                "control ({who}): {way} did not outlive the program, so the probe proves nothing: {last:?}\n{}",
+                std::fs::read_to_string(&notes).unwrap_or_default()
+            );
+        }
+
+        for (how, round) in [("step", 0), ("exec", 1), ("step", 2), ("exec", 3)] {
+            let marker = format!("cli-sandbox-staying-{}-{how}-{round}", std::process::id());
+            let (clock, notes) = files(&format!("{how}-{round}"));
+            let args = [
+                PYTHON,
+                "-c",
+                WAYS_OF_STAYING,
+                clock.to_str().unwrap(),
+                &marker,
+                notes.to_str().unwrap(),
+            ];
+            let mut launch = if how == "step" {
+                f.step(&[], &args)
+            } else {
+                f.exec_plan(&args)
+            };
+            let mut child = launch
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let status = wait_child(&mut child, Duration::from_secs(20));
+            let ended = now();
+            let left = processes_with(&marker);
+            std::thread::sleep(Duration::from_millis(300));
+            kill_all_with(&marker);
+            let status = status.unwrap_or_else(|| {
+                let _ = child.kill();
+                panic!("{who}, {how}: the launch never ended")
+            });
+            let noted = std::fs::read_to_string(&notes).unwrap_or_default();
+            assert_eq!(status.code(), Some(7), "{who}, {how}: {noted}");
+            assert!(left.is_empty(), "{who}, {how}: left running: {left:?}");
+            let (last, _) = last_writes(&clock);
+            for way in STAYING_WAYS {
+                let t = last.get(way).copied();
+                assert!(t.is_some(), "{who}, {how}: {way} never ran: {noted}");
+                assert!(
+                    t < Some(ended),
+                    "{who}, {how}: {way} wrote {:.0} µs after the launch had ended",
+                    (t.unwrap() - ended) * 1e6
+                );
+            }
+            // What `end_the_rest` relies on: no nested namespace, no other uid (refused by
+            // seccomp, or by the missing capability or id map).
+            for tried in [
+                "nested_namespaces unshare",
+                "nested_namespaces clone",
+                "other_uid setresuid",
+            ] {
+                assert!(
+                    noted.contains(tried) && !noted.contains(&format!("{tried} ok")),
+                    "{who}, {how}: {noted}"
+                );
+            }
+        }
+    }
+}
+
+/// Keeps the caller's stdout open past the program's end (`argv[1]` names the clock, `argv[2]`
+/// the way, `argv[3]` a marker for the command line), then exits with status 3. `child`: a child
+/// goes on writing the time into stdout and the clock. `in-flight`: stdout is sent over a pair of
+/// unix sockets that are then only in flight, each in the other's queue (garbage only the
+/// kernel's collector of unix sockets frees, and only when it runs: no process holds it).
+const HOLD_STDOUT: &str = r#"
+import array, os, signal, socket, sys, time
+clock, way = sys.argv[1], sys.argv[2]
+cfd = os.open(clock, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+if way == "child" and os.fork() == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    while True:
+        t = ("%.6f\n" % time.time()).encode()
+        try:
+            os.write(1, t)
+        except OSError:
+            pass
+        os.write(cfd, t)
+if way == "in-flight":
+    a, b = socket.socketpair()
+    rights = lambda fds: [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+    b.sendmsg([b"x"], rights([1, a.fileno(), b.fileno()]))
+    a.sendmsg([b"x"], rights([a.fileno(), b.fileno()]))
+    a.close()
+    b.close()
+time.sleep(0.2)
+os._exit(3)
+"#;
+
+/// Reads `child`'s stdout to its end in a thread; the receiver gets the moment of the end.
+fn moment_of_eof(child: &mut Child) -> std::sync::mpsc::Receiver<f64> {
+    let mut out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sink = [0u8; 65536];
+        while std::io::Read::read(&mut out, &mut sink).is_ok_and(|n| n > 0) {}
+        let _ = tx.send(now());
+    });
+    rx
+}
+
+/// A caller that reads the launch's output to its end (`Command::output`, a provider's reader)
+/// sees that end once the launch has ended, whatever the program left holding it: a child that
+/// goes on writing (ended with the rest of the chat, and nothing it wrote comes after the end),
+/// or the pipe in flight in unix sockets that only the kernel's collector frees. The control:
+/// unconfined, both keep the pipe open after the program has exited; the in-flight one until a
+/// unix socket released anywhere on the machine runs the collector.
+#[test]
+fn the_callers_pipe_ends_with_the_launch_whatever_the_program_left_holding_it() {
+    let test = "the_callers_pipe_ends_with_the_launch_whatever_the_program_left_holding_it";
+    if !confinement_available(test) {
+        return;
+    }
+    for user in every_user(test) {
+        let f = fixture(user.as_ref());
+        let who = who(&user);
+        for way in ["child", "in-flight"] {
+            let marker = format!("cli-sandbox-holder-{}-{way}", std::process::id());
+            let clock = f.demo.home.join(format!("holder-clock-{way}"));
+            let args = [clock.to_str().unwrap(), way, marker.as_str()];
+
+            // The control. A unix socket released anywhere on the machine meanwhile (another
+            // test's launch) collects the in-flight pipe early: a few tries, one must hold.
+            let mut held = false;
+            for _ in 0..5 {
+                let mut control = f
+                    .python_unconfined(HOLD_STDOUT, &args)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap();
+                let eof = moment_of_eof(&mut control);
+                let status = wait_child(&mut control, Duration::from_secs(20));
+                held = eof.recv_timeout(Duration::from_millis(300)).is_err();
+                kill_all_with(&marker);
+                // Any unix socket released runs the collector (which is what the helper does).
+                drop(std::os::unix::net::UnixStream::pair().unwrap());
+                let freed = eof.recv_timeout(Duration::from_secs(5)).is_ok();
+                assert_eq!(status.and_then(|s| s.code()), Some(3), "control ({who})");
+                assert!(freed, "control ({who}, {way}): the pipe never ended");
+                if held {
+                    break;
+                }
+            }
+            assert!(
+                held,
+                "control ({who}, {way}): the pipe ended with the program, so the probe proves nothing"
+            );
+
+            let _ = std::fs::remove_file(&clock);
+            let mut launch = f
+                .python(HOLD_STDOUT, &args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let eof = moment_of_eof(&mut launch);
+            let status = wait_child(&mut launch, Duration::from_secs(20));
+            let ended = now();
+            let end_of_pipe = eof.recv_timeout(Duration::from_secs(5));
+            kill_all_with(&marker);
+            if end_of_pipe.is_err() {
+                // Frees the test's pipe (and its reader) for the next round.
+                drop(std::os::unix::net::UnixStream::pair().unwrap());
+            }
+            assert_eq!(status.and_then(|s| s.code()), Some(3), "{who}, {way}");
+            let end_of_pipe = end_of_pipe.unwrap_or_else(|_| {
+                panic!("{who}, {way}: the launch ended and its output did not, 5 s later")
+            });
+            let written = std::fs::read_to_string(&clock).unwrap_or_default();
+            let last = written
+                .lines()
+                .filter_map(|l| l.trim().parse::<f64>().ok())
+                .fold(f64::MIN, f64::max);
+            if way == "child" {
+                assert!(last > 0.0, "{who}: the child never wrote");
+            }
+            assert!(
+                last < ended && last < end_of_pipe,
+                "{who}, {way}: the chat wrote {:.0} µs after its launch had ended",
+                (last - ended) * 1e6
+            );
+        }
+    }
+}
+
+/// Says it is ready (`argv[1]`), leaves two children writing the clock (`argv[2]`) that ignore
+/// the stop signals, and exits with 7 50 ms later, or with 9 at once on SIGTERM.
+const EXIT_AS_THE_STOP_COMES: &str = r#"
+import os, signal, sys, time
+ready, clock = sys.argv[1], sys.argv[2]
+cfd = os.open(clock, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+for _ in range(2):
+    if os.fork() == 0:
+        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(s, signal.SIG_IGN)
+        while True:
+            os.write(cfd, ("%.6f\n" % time.time()).encode())
+signal.signal(signal.SIGTERM, lambda *_: os._exit(9))
+open(ready, "w").close()
+time.sleep(0.05)
+os._exit(7)
+"#;
+
+/// A stop (SIGTERM to the launcher, passed on to the program) that comes as the program ends
+/// on its own, before, during and after `end_the_rest`: the launch's status is always the
+/// program's (7 on its own, 9 from its SIGTERM handler), never the stop signal or a notice of
+/// ours, and nothing of the chat writes after the caller's wait returns. The control is the
+/// clock itself: the children wrote it while the launch ran.
+#[test]
+fn a_stop_that_meets_the_programs_end_leaves_the_programs_status_and_nothing_running() {
+    let test = "a_stop_that_meets_the_programs_end_leaves_the_programs_status_and_nothing_running";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture(None);
+    let mut seen = std::collections::BTreeSet::new();
+    for round in 0..24u64 {
+        let marker = format!("cli-sandbox-stop-race-{}-{round}", std::process::id());
+        let ready = f.demo.runtime.join(format!("stop-race-ready-{round}"));
+        let clock = f.demo.home.join(format!("stop-race-clock-{round}"));
+        let mut launch = f
+            .python(
+                EXIT_AS_THE_STOP_COMES,
+                &[ready.to_str().unwrap(), clock.to_str().unwrap(), &marker],
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !ready.exists() && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        assert!(ready.exists(), "round {round}: the program never ran");
+        // From 30 ms before the program's own end to 40 ms after it, 3 ms apart.
+        std::thread::sleep(Duration::from_millis(20 + 3 * round));
+        // SAFETY: kill touches no memory; `launch` is this test's child, not yet reaped.
+        let _ = unsafe { libc::kill(launch.id() as libc::pid_t, libc::SIGTERM) };
+        let status = wait_child(&mut launch, Duration::from_secs(20));
+        let ended = now();
+        let left = processes_with(&marker);
+        kill_all_with(&marker);
+        let status = status.unwrap_or_else(|| {
+            let _ = launch.kill();
+            panic!("round {round}: the launch never ended")
+        });
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(launch.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        assert!(
+            matches!(status.code(), Some(7 | 9)),
+            "round {round}: {status:?}: {stderr}"
+        );
+        seen.insert(status.code());
+        assert!(stderr.is_empty(), "round {round}: {stderr}");
+        assert!(left.is_empty(), "round {round}: left running: {left:?}");
+        let times: Vec<f64> = std::fs::read_to_string(&clock)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        assert!(!times.is_empty(), "round {round}: the children never wrote");
+        let last = times.iter().copied().fold(f64::MIN, f64::max);
+        assert!(
+            last < ended,
+            "round {round}: the chat wrote {:.0} µs after its launch had ended",
+            (last - ended) * 1e6
+        );
+    }
+    // Both orders were met (the stop first, and the program's own end first).
+    assert_eq!(seen.len(), 2, "{seen:?}");
+}
+
+/// Writes the clock (`argv[1]`) from four processes that ignore the stop signals, says it is
+/// ready (`argv[2]`), and sleeps.
+const WRITE_THE_CLOCK_UNTIL_KILLED: &str = r#"
+import os, signal, sys, time
+clock, ready = sys.argv[1], sys.argv[2]
+cfd = os.open(clock, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+for _ in range(4):
+    if os.fork() == 0:
+        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(s, signal.SIG_IGN)
+        while True:
+            os.write(cfd, ("%.6f\n" % time.time()).encode())
+open(ready, "w").close()
+time.sleep(300)
+"#;
+
+/// A launcher killed with SIGKILL (what `kill_on_drop` and tokio's `Child::kill` send, and
+/// `LandlockCmd` with them) cannot end the chat itself: init gets SIGKILL from
+/// `PR_SET_PDEATHSIG` as the helper dies, and the kernel ends the rest of the namespace as init
+/// exits, after the caller's wait has already returned. The chat runs on for that moment (up to
+/// about 10 ms seen, with four writers on two cores). The control: the clock was written while
+/// the launch ran.
+#[test]
+#[ignore = "FINDING: a launcher ended with SIGKILL (kill_on_drop, Child::kill) returns from its wait while the chat still runs, for up to ~10 ms: PR_SET_PDEATHSIG and the PID namespace end it only after the helper is gone; not caused by the early end (the same before it); needs the caller to stop with SIGTERM and wait, or to wait for init too"]
+fn a_launcher_killed_with_sigkill_ends_the_chat_before_its_wait_returns() {
+    let test = "a_launcher_killed_with_sigkill_ends_the_chat_before_its_wait_returns";
+    if !confinement_available(test) {
+        return;
+    }
+    let f = fixture(None);
+    let mut late = Vec::new();
+    for round in 0..10 {
+        let clock = f.demo.home.join(format!("killed-clock-{round}"));
+        let ready = f.demo.runtime.join(format!("killed-ready-{round}"));
+        let mut launch = f
+            .python(
+                WRITE_THE_CLOCK_UNTIL_KILLED,
+                &[clock.to_str().unwrap(), ready.to_str().unwrap()],
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(
+            wait_until(Duration::from_secs(20), || ready.exists()),
+            "the program never ran"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        launch.kill().unwrap();
+        launch.wait().unwrap();
+        let ended = now();
+        std::thread::sleep(Duration::from_millis(300));
+        let times: Vec<f64> = std::fs::read_to_string(&clock)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        assert!(times.len() > 100, "control: the clock was hardly written");
+        let last = times.iter().copied().fold(f64::MIN, f64::max);
+        if last > ended {
+            late.push(format!("{:.0} µs", (last - ended) * 1e6));
+        }
+    }
+    assert!(
+        late.is_empty(),
+        "the chat wrote after the killed launcher's wait returned, in {} of 10 launches: {late:?}",
+        late.len()
+    );
 }
 
 // ---------- the machine ----------

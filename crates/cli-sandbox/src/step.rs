@@ -237,6 +237,15 @@ mod tests {
         "--version",
         "--cli",
         "codex",
+        // Values that look like the command, a flag or the end of the flags, glued to a flag.
+        "--config=step",
+        "--chat=step",
+        "--grant=--",
+        "--state-root=-v",
+        "-V",
+        "help",
+        "exec",
+        "--policy",
     ];
 
     proptest! {

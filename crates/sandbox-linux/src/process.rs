@@ -24,7 +24,11 @@
 //! period, about 0.15 ms of every launch when the helper waited for it), and init, which runs
 //! nothing of the chat's, does that after the launch has ended (it closes its copies of the
 //! caller's stdio before it reports, so that a caller reading through pipes sees them end with
-//! the helper). A helper that ends kills init (`PR_SET_PDEATHSIG`), which is leaving anyway.
+//! the helper; and the helper runs the kernel's collector of unix sockets before it ends, which
+//! frees a pipe the chat left in flight in sockets no process holds, [`sys::collect_unix_garbage`]).
+//! A helper that ends kills init (`PR_SET_PDEATHSIG`), which is leaving anyway. A helper killed
+//! with SIGKILL cannot wait for anything: its caller's wait returns while the kernel is still
+//! ending the chat (for a few milliseconds).
 //!
 //! What the helper reports comes from `waitpid` of the program (through init's pipe, which the
 //! program cannot reach) or of init itself, never from bytes the program can write; a program that
@@ -225,6 +229,7 @@ pub(super) fn wait_for_init(
                 if let Some(pasta) = init.pasta.take() {
                     pasta.stop();
                 }
+                sys::collect_unix_garbage();
                 end_like(status);
             }
         }
@@ -279,6 +284,7 @@ pub(super) fn wait_for_init(
     if let Some(pasta) = init.pasta.take() {
         pasta.stop();
     }
+    sys::collect_unix_garbage();
     if listening {
         read_report(&init.report, &mut heard);
     }

@@ -412,6 +412,39 @@ pub(super) fn pipe() -> Result<(OwnedFd, OwnedFd), ApplyError> {
     Ok((read, write))
 }
 
+/// Runs the kernel's collector of unix sockets, once the chat has ended, so that what it left
+/// in flight is freed now rather than whenever some process on the machine next releases a unix
+/// socket. A chat can send a descriptor (the caller's stdout, say) over a pair of sockets that
+/// are then only in flight, each in the other's queue: no process holds them any more, but the
+/// descriptor stays open, and a caller reading the launch's output to its end waits for ever.
+/// The kernel runs its collector when a unix socket is released while any descriptor is in
+/// flight; releasing a pair made for the purpose is that. The collection runs on the kernel's
+/// own thread, so the caller's pipes end a moment after the launch (never before: nothing of
+/// the chat can write into them any more).
+///
+/// Best effort: a pair that cannot be made (no memory, the descriptor limit) leaves the garbage
+/// for the kernel's next collection, and the launch's end is unchanged.
+pub(super) fn collect_unix_garbage() {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid array of two ints.
+    let made = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if made != 0 {
+        return;
+    }
+    for fd in fds {
+        // SAFETY: socketpair succeeded, so `fd` is a socket it just opened, which nothing else
+        // owns; dropping it releases it.
+        drop(unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+}
+
 pub(super) fn set_nonblocking(fd: &OwnedFd) -> Result<(), ApplyError> {
     // SAFETY: reading the flags of a descriptor we own.
     let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
