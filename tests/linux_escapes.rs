@@ -1029,9 +1029,11 @@ fn the_callers_pipe_ends_with_the_launch_whatever_the_program_left_holding_it() 
             let args = [clock.to_str().unwrap(), way, marker.as_str()];
 
             // The control. A unix socket released anywhere on the machine meanwhile (another
-            // test's launch) collects the in-flight pipe early: a few tries, one must hold.
+            // test's launch: each runs the collector as it ends) collects the in-flight pipe
+            // early: a short look and many tries, one must hold (five tries of 300 ms each all
+            // failed once, beside this binary's other tests).
             let mut held = false;
-            for _ in 0..5 {
+            for _ in 0..20 {
                 let mut control = f
                     .python_unconfined(HOLD_STDOUT, &args)
                     .stdout(Stdio::piped())
@@ -1040,7 +1042,7 @@ fn the_callers_pipe_ends_with_the_launch_whatever_the_program_left_holding_it() 
                     .unwrap();
                 let eof = moment_of_eof(&mut control);
                 let status = wait_child(&mut control, Duration::from_secs(20));
-                held = eof.recv_timeout(Duration::from_millis(300)).is_err();
+                held = eof.recv_timeout(Duration::from_millis(50)).is_err();
                 kill_all_with(&marker);
                 // Any unix socket released runs the collector (which is what the helper does).
                 drop(std::os::unix::net::UnixStream::pair().unwrap());
