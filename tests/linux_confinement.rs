@@ -237,10 +237,9 @@ fn stdio_and_the_harmless_devices_work_and_the_working_folder_is_the_runtime() {
     );
 }
 
-/// The launch ends as soon as init reports the program's end (it does not wait for init's own),
-/// so that report must come after every other process of the chat is gone: tried with a process
-/// in the background, one in a session of its own, one that ignores every signal it can, one
-/// stopped, and a loop that keeps starting processes while the program ends. The same script run
+/// When the launch has ended, no process of the chat runs: tried with a process in the
+/// background, one in a session of its own, one that ignores every signal it can, one stopped,
+/// and a loop that keeps starting processes while the program ends. The same script run
 /// unconfined is the control: there, all of them are found running afterwards.
 #[test]
 fn no_process_of_the_chat_outlives_it() {
@@ -292,13 +291,12 @@ fn no_process_of_the_chat_outlives_it() {
     assert!(left.is_empty(), "processes outlived the chat: {left:?}");
 }
 
-/// The order behind the test above. The launch ends when init reports the program's end, and
-/// init's own end comes after; a chat that ran on into that moment would run after its launch
-/// ended, for as long as init takes to leave, too short for `pgrep`. So a process of the chat
-/// writes the clock (bash's `$EPOCHREALTIME`, microseconds) as fast as it can (four of them), ignoring
-/// every signal they may, and the last time it wrote must come before the moment the caller saw the
-/// launch end (with no pipe of the caller's held by the chat, which would make the caller wait
-/// for init). A process of the chat found running during the launch is also gone then, reaped,
+/// The order behind the test above, for a launch that would end a moment too early (as one that
+/// ended on init's report before init had ended the rest of the chat did: the chat ran on for up
+/// to 40 ms, too short for `pgrep`). A process of the chat writes the clock (bash's
+/// `$EPOCHREALTIME`, microseconds) as fast as it can (four of them), ignoring every signal they
+/// may, and the last time it wrote must come before the moment the caller saw the launch end
+/// (with no pipe of the caller's held by the chat, which would make the caller wait for init). A process of the chat found running during the launch is also gone then, reaped,
 /// not even a zombie; the control is that probe during the launch, which sees it.
 #[test]
 fn the_launch_ends_only_after_the_chats_last_process() {
@@ -307,9 +305,9 @@ fn the_launch_ends_only_after_the_chats_last_process() {
     }
     let f = fixture();
     // Twenty launches: the moment is short, and a launch that ended too early is not seen at
-    // every try (without init's ending the rest, about one launch in five showed it, by 0.7 to
-    // 10 ms: tried). Four writers keep both cores busy, which delays init's end (and with it,
-    // the end of a chat it had not ended itself) past the moment the caller sees.
+    // every try (the launch that ended on init's report without init's ending the rest showed
+    // it in about one launch in five, by 0.7 to 10 ms: tried). Four writers keep both cores
+    // busy, which delays init's end, and with it the chat's, past the moment the caller sees.
     for round in 0..20 {
         launch_and_read_the_clock(&f.demo, round);
     }

@@ -734,12 +734,12 @@ fn a_chat_in_a_tmux_pane_ends_when_its_terminal_goes_away_and_not_on_ctrl_c() {
 
 // ---------- the launch's end, attacked ----------
 
-/// Starts one process for each way a process might stay alive past the sandbox's
-/// `kill(-1, SIGKILL)` and `waitpid` of the program's end, each writing `WAY TIME` lines (the
+/// Starts one process for each way a process might stay alive past the program's end (and past
+/// a `kill(-1, SIGKILL)` and `waitpid` by init, the design once tried), each writing `WAY TIME` lines (the
 /// clock, as fast as it can) into `argv[1]`; notes in `argv[3]` what each system call answered;
 /// then exits with status 7. `argv[2]` is a marker its processes carry in their command line.
 /// The ways: a nested user and PID namespace (whose init's end the kernel would have to see);
-/// another uid (which init, without `CAP_KILL`, could not signal); a child subreaper with a
+/// another uid (which init, without `CAP_KILL`, could not signal with `kill(-1)`); a child subreaper with a
 /// grandchild (orphans go to it, not to init); a process traced by another, with
 /// `PTRACE_O_TRACEEXIT` (its exit stops for the tracer); a sibling of the program made with
 /// `CLONE_PARENT` and no exit signal (init's child, not waited for without `__WALL`); a process
@@ -856,9 +856,10 @@ fn last_writes(clock: &Path) -> (std::collections::BTreeMap<String, f64>, Vec<i3
     (last, pids)
 }
 
-/// The launch ends when init reports the program's end, which init writes once `kill(-1)` and
-/// `waitpid` found nothing of the chat left. Every way [`WAYS_OF_STAYING`] knows of staying
-/// alive (or unreaped) past that is tried, through `step` and through a plan's `exec`, as root
+/// The launch ends when init has ended, and the kernel ends every other process of the
+/// namespace before that is seen. Every way [`WAYS_OF_STAYING`] knows of staying alive (or
+/// unreaped) past the program's end is tried (written against a launch that ended on init's
+/// report once `kill(-1)` and `waitpid` found nothing left, the design tried and not kept), through `step` and through a plan's `exec`, as root
 /// and as an ordinary user: the status is the program's, no process of the chat is found
 /// afterwards, and none of them wrote the clock after the caller's wait returned. The control:
 /// unconfined, every way is still writing after the program has exited.
@@ -950,8 +951,8 @@ fn no_way_of_staying_alive_outlives_the_launch() {
                     (t.unwrap() - ended) * 1e6
                 );
             }
-            // What `end_the_rest` relies on: no nested namespace, no other uid (refused by
-            // seccomp, or by the missing capability or id map).
+            // No nested namespace, no other uid (refused by seccomp, or by the missing
+            // capability or id map): a `kill(-1)` from init would reach every process.
             for tried in [
                 "nested_namespaces unshare",
                 "nested_namespaces clone",
@@ -1114,7 +1115,7 @@ os._exit(7)
 "#;
 
 /// A stop (SIGTERM to the launcher, passed on to the program) that comes as the program ends
-/// on its own, before, during and after `end_the_rest`: the launch's status is always the
+/// on its own, before, during and after init's end: the launch's status is always the
 /// program's (7 on its own, 9 from its SIGTERM handler), never the stop signal or a notice of
 /// ours, and nothing of the chat writes after the caller's wait returns. The control is the
 /// clock itself: the children wrote it while the launch ran.

@@ -14,21 +14,21 @@
 //!   but stdio and its report pipe, and makes itself not dumpable (no `/proc/1/fd`, no
 //!   `ptrace`, no `pidfd_getfd` by the chat, which runs as the same uid). It builds the mounts,
 //!   confines itself, starts the program, reaps orphans, and passes on signals sent to it with
-//!   `kill` (the helper's). When the program exits it ends every other process of the namespace
-//!   and reaps it ([`end_the_rest`]), reports the program's wait status, and exits.
+//!   `kill` (the helper's). When the program exits it reports the wait status and exits; the
+//!   kernel then ends every other process of the namespace before init's end is seen.
 //! - **the program**, pid 2 inside.
 //!
-//! The report of the program's end is also the word that nothing of the chat runs any more, so
-//! the helper ends the launch when it reads it, without waiting for init's own end: the kernel
-//! takes init's namespaces down as init exits (the mount namespace's end waits for an RCU grace
-//! period, about 0.15 ms of every launch when the helper waited for it), and init, which runs
-//! nothing of the chat's, does that after the launch has ended (it closes its copies of the
-//! caller's stdio before it reports, so that a caller reading through pipes sees them end with
-//! the helper; and the helper runs the kernel's collector of unix sockets before it ends, which
-//! frees a pipe the chat left in flight in sockets no process holds, [`sys::collect_unix_garbage`]).
-//! A helper that ends kills init (`PR_SET_PDEATHSIG`), which is leaving anyway. A helper killed
-//! with SIGKILL cannot wait for anything: its caller's wait returns while the kernel is still
-//! ending the chat (for a few milliseconds).
+//! The launch ends when init has ended, not when init reports the program's end, although the
+//! kernel's taking down of init's namespaces (the mount namespace's end waits for an RCU grace
+//! period) costs a launch about 0.12 ms: ending on the report was tried, with init first killing
+//! and reaping the rest of the chat so that no process of it ran after the launch (without that,
+//! a chat ran on up to 40 ms after its launch had ended). It was not kept because init, left
+//! behind, is then reaped by whoever adopts it, and a provider that runs as pid 1 of a container
+//! and reaps only its own children would keep one zombie a launch until its process table fills.
+//! Before it ends, the helper runs the kernel's collector of unix sockets, which frees a pipe the
+//! chat left in flight in sockets no process holds ([`sys::collect_unix_garbage`]). A helper
+//! killed with SIGKILL cannot wait for anything: its caller's wait returns while the kernel is
+//! still ending the chat (for a few milliseconds).
 //!
 //! What the helper reports comes from `waitpid` of the program (through init's pipe, which the
 //! program cannot reach) or of init itself, never from bytes the program can write; a program that
@@ -168,9 +168,6 @@ pub(super) fn wait_for_init(
             });
         }
     };
-    // What init has said so far, and whether its pipe may say more.
-    let mut heard: Vec<u8> = Vec::new();
-    let mut listening = true;
     loop {
         // A negative descriptor is left out by `poll`.
         let pollfd = |fd: RawFd, events| libc::pollfd {
@@ -181,14 +178,6 @@ pub(super) fn wait_for_init(
         let mut fds = [
             pollfd(init.pidfd.as_raw_fd(), libc::POLLIN),
             pollfd(signals.as_raw_fd(), libc::POLLIN),
-            pollfd(
-                if listening {
-                    init.report.as_raw_fd()
-                } else {
-                    -1
-                },
-                libc::POLLIN,
-            ),
             // Events 0: only a hang-up (or an error) is reported, and nothing is read.
             pollfd(tty.filter(|_| !hung_up).unwrap_or(-1), 0),
         ];
@@ -217,22 +206,6 @@ pub(super) fn wait_for_init(
             kill(init.pid, libc::SIGKILL);
             return Err(sys::os_fail("wait for the chat"));
         }
-        if fds[2].revents != 0 {
-            listening = read_report(&init.report, &mut heard);
-            if let (_, Some(Report::Ended(status))) = Report::decode(&heard) {
-                // Nothing of the chat runs any more (init ended it first): the launch ends now,
-                // while init leaves on its own.
-                crate::phase!("helper: the program's end heard");
-                if let Some(taken) = init.terminal.take() {
-                    sys::give_back_terminal(taken);
-                }
-                if let Some(pasta) = init.pasta.take() {
-                    pasta.stop();
-                }
-                sys::collect_unix_garbage();
-                end_like(status);
-            }
-        }
         if fds[0].revents & libc::POLLIN != 0 {
             break;
         }
@@ -249,7 +222,7 @@ pub(super) fn wait_for_init(
                 kill(init.pid, sig);
             }
         }
-        if fds[3].revents != 0 {
+        if fds[2].revents != 0 {
             hung_up = true;
             begin(&mut stop, libc::SIGHUP);
             kill(init.pid, libc::SIGHUP);
@@ -285,9 +258,8 @@ pub(super) fn wait_for_init(
         pasta.stop();
     }
     sys::collect_unix_garbage();
-    if listening {
-        read_report(&init.report, &mut heard);
-    }
+    let mut heard = Vec::new();
+    read_report(&init.report, &mut heard);
     let (started, report) = Report::decode(&heard);
     match (report, stop) {
         (Some(Report::Failed(why)), _) => Err(fail("confine", why)),
@@ -314,24 +286,18 @@ pub(super) fn wait_for_init(
     }
 }
 
-/// Adds what init's pipe holds now to `heard`; false once the pipe has ended (init closed it by
-/// leaving) or cannot be read, true while it may say more.
-fn read_report(report: &OwnedFd, heard: &mut Vec<u8>) -> bool {
+/// Adds what init's pipe holds now to `heard` (init has ended: the pipe holds all it will).
+fn read_report(report: &OwnedFd, heard: &mut Vec<u8>) {
     let mut bytes = [0u8; 4096];
     loop {
         // SAFETY: reading at most the buffer's size into it, from a non-blocking pipe.
         let n = unsafe { libc::read(report.as_raw_fd(), bytes.as_mut_ptr().cast(), bytes.len()) };
         match usize::try_from(n) {
-            Ok(0) => return false,
+            Ok(0) => return,
             Ok(n) => heard.extend_from_slice(&bytes[..n]),
-            Err(_) => {
-                let err = io::Error::last_os_error();
-                return match err.kind() {
-                    io::ErrorKind::WouldBlock => true,
-                    io::ErrorKind::Interrupted => continue,
-                    _ => false,
-                };
-            }
+            Err(_) if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            // Nothing more to read now (`EAGAIN`), or nothing that can be read.
+            Err(_) => return,
         }
     }
 }
@@ -436,45 +402,9 @@ pub(super) fn run_init(
         Err(code) => sys::exited(code),
     };
     crate::phase!("init: the program ended");
-    end_the_rest();
-    crate::phase!("init: the rest of the chat ended");
-    // Init writes nothing more to the caller: its copies of the caller's stdio are closed now,
-    // so that a caller reading the launch's output through pipes sees them end with the helper,
-    // not once init has left too.
-    for fd in [0, 1, 2].into_iter().filter(|fd| *fd != report_fd) {
-        // SAFETY: closing a descriptor of init's that nothing else in init owns or uses again.
-        let _ = unsafe { libc::close(fd) };
-    }
     say(Report::Ended(status));
+    // Leaving pid 1 ends every other process of the namespace.
     leave(0);
-}
-
-/// Ends every process of the namespace but init, and reaps them all, so that the report sent
-/// next can say that nothing of the chat runs any more.
-///
-/// `kill(-1)` from pid 1 signals every other process of its PID namespace it may signal: all of
-/// them, as they run as init's uid and none can change it (no capability, `no_new_privs`, no
-/// setuid program), and a nested Landlock domain only keeps its processes from signalling out.
-/// The kernel sends it under the lock `fork` needs to add a child, and a fork that takes the lock
-/// after it fails on the SIGKILL pending in its parent: no process is made that it missed. What
-/// it killed is reparented to init as it dies and reaped here; a descendant still alive means a
-/// child of init's, so once `waitpid` finds no child (`ECHILD`), none is left. `__WALL`: a child
-/// made by `clone` with no signal for its end is not waited for otherwise, and `waitpid` would
-/// say none is left while it still ran. (Leaving pid 1 would have the kernel do the same, but the
-/// helper could only learn of it once init itself was gone.)
-fn end_the_rest() {
-    // SAFETY: kill touches no memory.
-    let _ = unsafe { libc::kill(-1, libc::SIGKILL) };
-    loop {
-        let mut status = 0;
-        // SAFETY: waiting for any child of ours, with a valid out-parameter.
-        if unsafe { libc::waitpid(-1, &mut status, libc::__WALL) } < 0
-            && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)
-        {
-            // ECHILD: no child is left (with a valid out-parameter, the only other failure).
-            return;
-        }
-    }
 }
 
 fn leave(code: libc::c_int) -> ! {
