@@ -183,18 +183,28 @@ mod table {
         /// Wall time from spawn to reaped.
         fn run(&self) -> Duration {
             let mut cmd = self.command();
-            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            // stderr into a file (opened before the clock starts): a launch that fails in the
+            // middle of the rounds says why.
+            let said = tempfile::tempfile().expect("a file for the launch's stderr");
+            let stderr = said.try_clone().expect("the stderr file again");
+            cmd.stdout(Stdio::null()).stderr(stderr);
             let start = Instant::now();
             let status = cmd
                 .spawn()
                 .and_then(|mut child| child.wait())
                 .expect("run a checked variant");
             let elapsed = start.elapsed();
-            assert!(
-                status.success(),
-                "{} failed during the run ({status})",
-                self.label
-            );
+            if !status.success() {
+                let mut text = String::new();
+                let mut said = said;
+                let _ = std::io::Seek::rewind(&mut said);
+                let _ = std::io::Read::read_to_string(&mut said, &mut text);
+                panic!(
+                    "{} failed during the run ({status}): {}",
+                    self.label,
+                    text.trim()
+                );
+            }
             elapsed
         }
     }
