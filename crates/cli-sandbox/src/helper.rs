@@ -16,15 +16,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-/// A line on stderr, as `eprintln!` writes it, that never fails the caller: `eprintln!` panics
-/// when stderr cannot be written (a socket with no peer, a closed descriptor), which turned our
-/// status 125 into a panic's 101 (an abort in `cli-sandbox-helper`, whose `main` is C's).
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
+use launch::say;
 
 /// Our own failure (the binaries' `FAILED`): the program was not started.
 pub const FAILED: u8 = 125;

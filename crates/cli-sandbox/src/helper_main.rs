@@ -16,7 +16,6 @@
 
 use std::ffi::{c_char, c_int};
 
-#[macro_use]
 mod helper;
 
 /// The process's entry, called by the C runtime with the arguments it also gives
@@ -32,7 +31,7 @@ extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
     let status = match helper::fast_path(std::env::args_os()) {
         Some((policy, argv)) => helper::run(&policy, &argv),
         None => {
-            say!(
+            launch::say!(
                 "usage: cli-sandbox-helper exec --policy FILE -- PROGRAM [ARGS...]\n\
                  (the Linux helper that `cli-sandbox plan` and `run` start; see `cli-sandbox exec --help`)"
             );

@@ -18,7 +18,6 @@ mod contract;
 mod doctor;
 mod exec;
 mod explain;
-#[macro_use]
 mod helper;
 mod launch_cmds;
 mod man;
@@ -296,7 +295,7 @@ pub fn finish(result: Result<ExitCode, Error>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            say!("cli-sandbox: {e}");
+            launch::say!("cli-sandbox: {e}");
             ExitCode::from(match e {
                 Error::CannotRun { missing: true, .. } => NOT_FOUND,
                 Error::CannotRun { missing: false, .. } => CANNOT_RUN,

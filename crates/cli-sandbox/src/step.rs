@@ -101,7 +101,7 @@ fn confined_exec(
         crate::helper::describe(&plan, std::path::Path::new("(compiled in this process)"));
     }
     let err = launch::linux::apply::exec(&plan, argv);
-    say!("cli-sandbox step: not started, confinement failed: {err}");
+    launch::say!("cli-sandbox step: not started, confinement failed: {err}");
     Ok(ExitCode::from(crate::FAILED))
 }
 

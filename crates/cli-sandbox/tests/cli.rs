@@ -420,36 +420,25 @@ fn a_plan_the_helper_cannot_apply_exits_125_and_nothing_runs() {
 fn a_failure_exits_125_when_stderr_cannot_be_written() {
     use std::os::unix::net::UnixDatagram;
     let l = layout();
-    let failing: [(PathBuf, Vec<&str>); 3] = [
+    let exec = &[
+        "exec",
+        "--policy",
+        "/nonexistent/plan.json",
+        "--",
+        "/bin/true",
+    ][..];
+    let failing = [
         (
             cargo_bin("cli-sandbox"),
-            vec!["step", "--chat", "bad id!", "--", "/bin/true"],
+            &["step", "--chat", "bad id!", "--", "/bin/true"][..],
         ),
-        (
-            cargo_bin("cli-sandbox"),
-            vec![
-                "exec",
-                "--policy",
-                "/nonexistent/plan.json",
-                "--",
-                "/bin/true",
-            ],
-        ),
-        (
-            helper_alone(),
-            vec![
-                "exec",
-                "--policy",
-                "/nonexistent/plan.json",
-                "--",
-                "/bin/true",
-            ],
-        ),
+        (cargo_bin("cli-sandbox"), exec),
+        (helper_alone(), exec),
     ];
     for (binary, args) in failing {
         let run = |stderr: std::process::Stdio| {
             std::process::Command::new(&binary)
-                .args(&args)
+                .args(args)
                 .env("HOME", &l.demo.home)
                 .stdout(std::process::Stdio::null())
                 .stderr(stderr)

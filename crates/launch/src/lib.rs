@@ -88,3 +88,5 @@ pub use sandbox_core::{Access, Backend, Decision, GrantRequest, McpServer, Mode,
 
 /// Marks a step of a launch for the table of where its time goes (see [`sandbox_linux::phase`]).
 pub use sandbox_linux::phase;
+/// A line on stderr that never fails the caller (see [`sandbox_linux::say`]).
+pub use sandbox_linux::say;

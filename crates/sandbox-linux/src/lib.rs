@@ -15,9 +15,10 @@
 
 /// A line on stderr, as `eprintln!` writes it, that never fails the caller: `eprintln!` panics
 /// when stderr cannot be written (a socket with no peer, a closed descriptor), which turned our
-/// status 125 into a panic's 101 (and a panic in init, a copy of the helper, would unwind the
-/// helper's state).
-#[cfg_attr(not(target_os = "linux"), allow(unused_macros))]
+/// status 125 into a panic's 101, an abort in `cli-sandbox-helper` (whose `main` is C's), and a
+/// panic in init, a copy of the helper, would unwind the helper's state. The binaries use it
+/// too (`launch::say`).
+#[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
