@@ -17,64 +17,39 @@ pub struct StepArgs {
     argv: Vec<OsString>,
 }
 
-/// `step`'s command line alone: the global flags and the step's own, parsed by clap from the
-/// same types as the whole command line (`Cli`), without building every other command's flags.
-#[derive(Debug, Parser, PartialEq)]
+/// `step`'s command line alone: the whole command line's parser (`Cli`) with `step` as its only
+/// command, built from the same types (the global flags, `StepArgs`), so that clap reads a step
+/// exactly as the whole parser does (global flags before and after the command's name, counts,
+/// `--`), without building every other command's flags.
+#[derive(Debug, Parser)]
 #[command(name = "cli-sandbox")]
 pub struct StepLine {
     #[command(flatten)]
     pub globals: Globals,
-    #[command(flatten)]
-    pub args: StepArgs,
+    #[command(subcommand)]
+    command: StepCommand,
 }
 
-/// The global flags alone: what may come before a command's name.
-#[derive(Debug, Parser)]
-#[command(name = "cli-sandbox")]
-struct GlobalsLine {
-    #[command(flatten)]
-    globals: Globals,
+#[derive(Debug, clap::Subcommand)]
+enum StepCommand {
+    Step(StepArgs),
+}
+
+impl StepLine {
+    pub fn args(&self) -> &StepArgs {
+        let StepCommand::Step(args) = &self.command;
+        args
+    }
 }
 
 /// `cli-sandbox [GLOBAL...] step ARGS...`, read by [`StepLine`]'s parser: the whole command
 /// line's parser builds every command's flags first, about a tenth of a millisecond at every
-/// scripted step (BENCHMARKS.md). `None` for any other command line, and for one these parsers
-/// refuse or answer (`--help`): the whole parser then reads it and says what is wrong as usual.
-/// What comes before `step` must read as global flags alone, so a `step` that is a flag's value
-/// (`--config step`) is not taken for the command. A property test checks that every command
-/// line read here is read the same by the whole parser.
+/// scripted step (BENCHMARKS.md). `None` for any other command line, and for one this parser
+/// refuses or answers (`--help`, `help`, another command's name): the whole parser then reads it
+/// and says what is wrong as usual. A property test checks that every command line read here
+/// is read the same by the whole parser.
 pub fn fast_path(args: impl Iterator<Item = OsString>) -> Option<StepLine> {
-    let args: Vec<OsString> = args.collect();
-    let (at, before) = (1..args.len()).find_map(|i| {
-        if args[i] != "step" || args[1..i].iter().any(|a| a == "--") {
-            return None;
-        }
-        Some((i, GlobalsLine::try_parse_from(&args[..i]).ok()?.globals))
-    })?;
-    let rest = args[..1].iter().chain(&args[at + 1..]);
-    let mut line = StepLine::try_parse_from(rest).ok()?;
-    line.globals = joined(line.globals, before)?;
-    Some(line)
-}
-
-/// The global flags given after the command's name and before it, as one; `None` when one is
-/// given on both sides (which of the two counts is the whole parser's to say).
-fn joined(after: Globals, before: Globals) -> Option<Globals> {
-    fn one<T>(after: Option<T>, before: Option<T>) -> Option<Option<T>> {
-        match (after, before) {
-            (Some(_), Some(_)) => None,
-            (after, before) => Some(after.or(before)),
-        }
-    }
-    Some(Globals {
-        state_root: one(after.state_root, before.state_root)?,
-        workspace_docs: one(after.workspace_docs, before.workspace_docs)?,
-        config: one(after.config, before.config)?,
-        verbose: match (after.verbose, before.verbose) {
-            (0, v) | (v, 0) => v,
-            _ => return None,
-        },
-    })
+    StepLine::try_parse_from(args).ok()
 }
 
 pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
@@ -164,9 +139,8 @@ mod tests {
     }
 
     #[test]
-    fn the_step_parsers_are_consistent() {
+    fn the_step_parser_is_consistent() {
         StepLine::command().debug_assert();
-        GlobalsLine::command().debug_assert();
     }
 
     #[test]
@@ -189,11 +163,17 @@ mod tests {
                 "-v",
             ],
             &["--config", "step", "step", "--chat", "c", "--", "x"],
+            // Global flags on both sides of the command's name: counted, or the last one wins,
+            // as the whole parser does.
+            &["-v", "step", "-v", "--chat", "c", "--", "x"],
+            &[
+                "--config", "a", "step", "--config", "b", "--chat", "c", "--", "x",
+            ],
         ] {
             let words = line(words);
             let fast = fast_path(words.clone().into_iter()).expect("a step");
             let (globals, args) = whole(&words).expect("the whole parser reads a step");
-            assert_eq!((fast.globals, fast.args), (globals, args), "{words:?}");
+            assert_eq!((&fast.globals, fast.args()), (&globals, &args), "{words:?}");
         }
         for words in [
             &["step", "--help"][..],
@@ -201,10 +181,6 @@ mod tests {
             &["--chat", "c", "step", "--", "x"],
             &["plan", "--chat", "step", "--cli", "codex"],
             &["--", "step", "--chat", "c", "--", "x"],
-            &["-v", "step", "-v", "--chat", "c", "--", "x"],
-            &[
-                "--config", "a", "step", "--config", "b", "--chat", "c", "--", "x",
-            ],
             &["--config", "step"],
             &[],
         ] {
@@ -265,7 +241,8 @@ mod tests {
             let words = line(&words);
             if let Some(fast) = fast_path(words.clone().into_iter()) {
                 let whole = whole(&words);
-                prop_assert_eq!(Some((fast.globals, fast.args)), whole, "{:?}", words);
+                let fast = Some((&fast.globals, fast.args()));
+                prop_assert_eq!(fast, whole.as_ref().map(|(g, a)| (g, a)), "{:?}", words);
             }
         }
     }
