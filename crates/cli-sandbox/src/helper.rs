@@ -180,16 +180,22 @@ pub fn start_subscriber<F>(filter: F)
 where
     F: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
 {
+    use tracing_subscriber::util::SubscriberInitExt;
+    let _ = subscriber(filter).try_init();
+}
+
+/// The subscriber [`start_subscriber`] starts: the same lines, for the full binary's
+/// subscriber built at the first warning (`logging.rs`) too.
+pub fn subscriber<F>(filter: F) -> impl tracing::Subscriber + Send + Sync + 'static
+where
+    F: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
+{
     use std::io::IsTerminal;
     use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::util::SubscriberInitExt;
     let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .without_time();
-    let _ = tracing_subscriber::registry()
-        .with(filter)
-        .with(lines)
-        .try_init();
+    tracing_subscriber::registry().with(filter).with(lines)
 }

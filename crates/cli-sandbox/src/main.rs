@@ -20,6 +20,7 @@ mod exec;
 mod explain;
 mod helper;
 mod launch_cmds;
+mod logging;
 mod man;
 mod profile;
 mod step;
@@ -203,8 +204,8 @@ fn main() -> ExitCode {
     // that command alone, a fifth of the whole one's size (see `step::fast_path`).
     if let Some(step) = step::fast_path(std::env::args_os()) {
         launch::phase!("parse the command line");
-        init_tracing(step.globals.verbose);
-        return finish(step::run(&step.globals.settings(), &step.args));
+        logging::init_tracing(step.globals.verbose);
+        return finish(step::run(&step.globals.settings(), step.args()));
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -219,7 +220,7 @@ fn main() -> ExitCode {
         end_by_sigpipe_when_the_reader_has_gone();
     }
     let globals = &cli.globals;
-    init_tracing(globals.verbose);
+    logging::init_tracing(globals.verbose);
     let settings = globals.settings();
     let result = match &cli.command {
         Command::Doctor(a) => doctor::run(&settings, a.json),
@@ -313,13 +314,6 @@ pub fn verbosity_filter(verbose: u8) -> &'static str {
         2 => "debug",
         _ => "trace",
     }
-}
-
-/// Log lines on stderr, without times; `RUST_LOG` wins over `-v`.
-fn init_tracing(verbose: u8) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(verbosity_filter(verbose)));
-    helper::start_subscriber(filter);
 }
 
 /// Prints a value as pretty JSON on stdout, `{"version": JSON_VERSION, ...its fields}`. A path

@@ -953,6 +953,38 @@ fn without_v_nothing_is_logged_and_v_or_rust_log_show_each_launch_step() {
     }
 }
 
+/// Without `-v` a warning is still written, the same line as with `RUST_LOG=warn` (the quiet
+/// subscriber is built only at the first warning, `logging.rs`), and nothing more. The warning:
+/// a helper named where a chat can replace it (the demo home, which every chat writes).
+#[test]
+fn without_v_a_warning_is_written_as_the_warn_filter_writes_it() {
+    let l = layout();
+    let helper = l.demo.home.join("cli-sandbox-helper");
+    std::fs::copy(cargo_bin("cli-sandbox-helper"), &helper).unwrap();
+    let flags = ["plan", "--cli", "codex", "--chat", "c1", "--json"];
+    let quiet = l
+        .cli()
+        .env("CLI_SANDBOX_HELPER", &helper)
+        .args(flags)
+        .output()
+        .unwrap();
+    let filtered = l
+        .cli()
+        .env("CLI_SANDBOX_HELPER", &helper)
+        .env("RUST_LOG", "warn")
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(quiet.status.success(), "{}", text(&quiet));
+    let log = String::from_utf8_lossy(&quiet.stderr);
+    assert!(
+        log.contains("WARN") && log.contains("a chat can replace"),
+        "no warning:\n{log}"
+    );
+    assert_eq!(log.lines().count(), 1, "more than the warning:\n{log}");
+    assert_eq!(log, String::from_utf8_lossy(&filtered.stderr));
+}
+
 #[test]
 fn v_on_run_shows_the_pre_trust_edits_and_the_helpers_mounts_and_what_the_kernel_enforced() {
     let test =
