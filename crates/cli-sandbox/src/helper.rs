@@ -21,7 +21,7 @@ use launch::say;
 /// Our own failure (the binaries' `FAILED`): the program was not started.
 pub const FAILED: u8 = 125;
 
-/// The log filter `run -v` hands to the helper it starts (tracing's syntax, like `RUST_LOG`,
+/// The log filter `run -v` hands to the helper it starts (a [`targets`] list, like `RUST_LOG`,
 /// which is not used for this because the CLIs read it too). The helper removes it before the
 /// program starts.
 pub const LOG_VAR: &str = "CLI_SANDBOX_LOG";
@@ -80,18 +80,24 @@ fn start_logging() -> bool {
         // into a new user namespace) and nothing reads the environment concurrently.
         unsafe { std::env::remove_var(LOG_VAR) };
     }
-    let filter = std::env::var_os("RUST_LOG").or(ours);
-    // `target=level` lists (what `run -v` sets, and most `RUST_LOG` values), read without the
-    // regular-expression engine `EnvFilter` brings, which would double this binary's size; a
-    // value with span filters is not this helper's to read, and it logs nothing then.
-    let Some(filter) = filter
-        .and_then(|f| f.into_string().ok())
-        .and_then(|f| f.parse::<tracing_subscriber::filter::Targets>().ok())
+    // A value that is not a `target=level` list logs nothing here: the launcher that started
+    // the helper has said so already.
+    let Some(filter) = std::env::var_os("RUST_LOG")
+        .or(ours)
+        .and_then(|f| targets(&f))
     else {
         return false;
     };
     start_subscriber(filter);
     true
+}
+
+/// A log filter as both binaries read it (`RUST_LOG`, [`LOG_VAR`]): a `target=level` list
+/// (`info`, `launch=debug,warn`: what `run -v` sets, and most `RUST_LOG` values), read without
+/// the regular-expression engine `EnvFilter` brings, which would double this binary's size.
+/// `None` for anything else (span or field filters, text that is not UTF-8).
+pub fn targets(value: &std::ffi::OsStr) -> Option<tracing_subscriber::filter::Targets> {
+    value.to_str()?.parse().ok()
 }
 
 /// What the plan holds, step by step, as log events (the helper's mounts, rules and filters;

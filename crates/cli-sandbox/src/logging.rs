@@ -20,15 +20,34 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::helper;
 
-/// Log lines on stderr, without times; `RUST_LOG` wins over `-v`.
+/// Log lines on stderr, without times; `RUST_LOG` wins over `-v`. Both binaries read it as a
+/// `target=level` list (`Targets`: `info`, `launch=debug,warn`), without the regular-expression
+/// engine of `EnvFilter`, whose span and field filters no one asked of a launcher and whose
+/// tables made every start of the binary slower (BENCHMARKS.md). A value that is not such a list
+/// is said, and `-v`'s level holds.
 pub fn init_tracing(verbose: u8) {
-    if verbose == 0 && std::env::var_os("RUST_LOG").is_none() {
+    let asked = std::env::var_os("RUST_LOG");
+    if verbose == 0 && asked.is_none() {
         let _ = AtFirstWarning::default().try_init();
         return;
     }
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(crate::verbosity_filter(verbose)));
-    helper::start_subscriber(filter);
+    let level = crate::verbosity_filter(verbose);
+    let filter = asked
+        .as_ref()
+        .map(|value| helper::targets(value).ok_or(value));
+    match filter {
+        Some(Ok(filter)) => helper::start_subscriber(filter),
+        Some(Err(value)) => {
+            helper::start_subscriber(helper::targets(level.as_ref()).expect("a level is a list"));
+            tracing::warn!(
+                RUST_LOG = %value.to_string_lossy(),
+                "not read: a list of levels and target=level is (info, launch=debug,warn); logging at -v's level, {level}"
+            );
+        }
+        None => {
+            helper::start_subscriber(helper::targets(level.as_ref()).expect("a level is a list"))
+        }
+    }
 }
 
 /// Warnings and errors, written by a subscriber built at the first of them (the module's doc).

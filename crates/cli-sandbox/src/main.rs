@@ -85,8 +85,8 @@ struct Globals {
     /// A TOML configuration file (every key in config.example.toml).
     #[arg(long, global = true, value_name = "FILE", help_heading = GLOBAL)]
     config: Option<PathBuf>,
-    /// Each launch step on stderr (-v), in more detail (-vv, -vvv); RUST_LOG (tracing's filter
-    /// syntax) does the same and wins.
+    /// Each launch step on stderr (-v), in more detail (-vv, -vvv); RUST_LOG (a list of levels
+    /// and target=level: info, launch=debug) does the same and wins.
     #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = GLOBAL)]
     verbose: u8,
 }

@@ -940,7 +940,21 @@ fn without_v_nothing_is_logged_and_v_or_rust_log_show_each_launch_step() {
         .args(flags)
         .output()
         .unwrap();
-    for out in [&loud, &by_env] {
+    // A filter that is not a target=level list (span and field filters are not read): said,
+    // and -v's level holds.
+    let unread = l
+        .cli()
+        .env("RUST_LOG", "[launch{chat=c1}]=debug")
+        .arg("-v")
+        .args(flags)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&unread.stderr);
+    assert!(
+        log.contains("WARN") && log.contains("not read") && log.contains("[launch{chat=c1}]"),
+        "{log}"
+    );
+    for out in [&loud, &by_env, &unread] {
         let log = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{}", text(out));
         for step in ["decision", "backend", "plan file"] {
