@@ -22,7 +22,11 @@ pub struct StepArgs {
 /// exactly as the whole parser does (global flags before and after the command's name, counts,
 /// `--`), without building every other command's flags.
 #[derive(Debug, Parser)]
-#[command(name = "cli-sandbox")]
+#[command(
+    name = "cli-sandbox",
+    disable_help_flag = true,
+    disable_help_subcommand = true
+)]
 pub struct StepLine {
     #[command(flatten)]
     pub globals: Globals,
@@ -32,6 +36,7 @@ pub struct StepLine {
 
 #[derive(Debug, clap::Subcommand)]
 enum StepCommand {
+    #[command(disable_help_flag = true)]
     Step(StepArgs),
 }
 
