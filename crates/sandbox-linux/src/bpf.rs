@@ -24,7 +24,7 @@
 //! A jump the pool is out of reach for (8 bits) still gets there: see [`Asm`].
 //! Arguments are compared as their low 32-bit words, as `seccomp.rs` explains.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use seccompiler::sock_filter;
 
@@ -55,12 +55,14 @@ pub(super) struct Rule {
 }
 
 /// The whole filter: the architecture it is for, whether the x32 numbers are refused, and each
-/// filtered call's rules in order.
+/// filtered call's rules, with its number: sorted by number, a call's rules in the order they
+/// are tested. One list, not a list per call: the program is built at every launch, and the
+/// allocations were most of its time.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Filter {
     pub arch: u32,
     pub refuse_x32: bool,
-    pub calls: BTreeMap<u32, Vec<Rule>>,
+    pub rules: Vec<(u32, Rule)>,
 }
 
 pub(super) const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
@@ -133,10 +135,15 @@ impl Filter {
             );
             asm.mark(search);
         }
-        let calls: Vec<(u32, &[Rule])> = self
-            .calls
-            .iter()
-            .map(|(n, rules)| (*n, rules.as_slice()))
+        // The search halves a list of calls: an unsorted one would send a number the wrong way
+        // and let its call through.
+        if !self.rules.is_sorted_by_key(|(nr, _)| *nr) {
+            return Err("the seccomp filter's rules are not sorted by call number".into());
+        }
+        let calls: Vec<(u32, &[(u32, Rule)])> = self
+            .rules
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|run| (run[0].0, run))
             .collect();
         search(&mut asm, &calls, &mut Vec::new());
         let program = asm.assemble();
@@ -214,9 +221,9 @@ impl<'a> Alternative<'a> {
 /// program's instructions fewer, which the kernel checks, translates and compiles at every
 /// launch and runs at every filtered call. The alternatives are written to `out` (emptied
 /// first), so that one list serves every call.
-fn merged<'a>(rules: &'a [Rule], out: &mut Vec<Alternative<'a>>) {
+fn merged<'a>(rules: &'a [(u32, Rule)], out: &mut Vec<Alternative<'a>>) {
     out.clear();
-    for rule in rules {
+    for (_, rule) in rules {
         let next = Alternative { rule, bits: None };
         let merged = out.last_mut().is_some_and(|last| merge_into(last, &next));
         if !merged {
@@ -256,7 +263,11 @@ fn merge_into(last: &mut Alternative, next: &Alternative) -> bool {
 /// The search over `calls` (sorted by number), with the number loaded. Every path through the
 /// block ends at a return, so blocks are laid end to end without a jump past them.
 /// `scratch` holds each call's alternatives in turn.
-fn search<'a>(asm: &mut Asm, calls: &[(u32, &'a [Rule])], scratch: &mut Vec<Alternative<'a>>) {
+fn search<'a>(
+    asm: &mut Asm,
+    calls: &[(u32, &'a [(u32, Rule)])],
+    scratch: &mut Vec<Alternative<'a>>,
+) {
     if calls.len() <= 3 {
         if calls.is_empty() {
             // Only a filter without any call has an empty block (a split leaves two or more
@@ -292,7 +303,7 @@ fn search<'a>(asm: &mut Asm, calls: &[(u32, &'a [Rule])], scratch: &mut Vec<Alte
 /// test, so every path past the number's test ends at a return.
 fn call(asm: &mut Asm, nr: u32, rules: &[Alternative], other: To) {
     let first = match rules.first() {
-        // A call without rules (no `Filter` built from refusals has one) is allowed.
+        // A call without rules is allowed (none comes here: a call is in the search for a rule).
         None => To::Return(ALLOW),
         // Refused whatever its arguments: the number's test goes straight to the action.
         Some(rule) if rule.len() == 0 => To::Return(rule.ret()),
@@ -581,6 +592,7 @@ pub(super) fn run(program: &[sock_filter], data: &[u32; 16]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     /// What `filter` gives for a call, read straight from its rules: the reference the programs
     /// are checked against here (`seccomp.rs` checks today's filters against seccompiler's).
@@ -600,9 +612,11 @@ mod tests {
                 Cmp::MaskedEq { mask, value } => word & mask == value,
             }
         };
-        let rules = filter.calls.get(&nr).map_or(&[][..], Vec::as_slice);
-        rules
+        filter
+            .rules
             .iter()
+            .filter(|(n, _)| *n == nr)
+            .map(|(_, rule)| rule)
             .find(|rule| rule.conds.iter().all(holds))
             .map_or(ALLOW, |rule| rule.ret)
     }
@@ -643,8 +657,9 @@ mod tests {
     /// to three tests each (of the arguments in [`ARGS`], with words below 8, single bits among
     /// them, and neighbours that differ only in a single bit, which are merged), each rule one
     /// of five actions (the allow among them); some calls refused whatever the arguments, some
-    /// without rules; and [`LONG_CALL`], whose first rule has 130 tests of the first argument
-    /// (every word from 100 to 229 but one makes one of them fail) before a second rule.
+    /// numbers between them without rules (not filtered); and [`LONG_CALL`], whose first rule
+    /// has 130 tests of the first argument (every word from 100 to 229 but one makes one of them
+    /// fail) before a second rule.
     fn large() -> Filter {
         let actions = [
             errno(libc::EPERM),
@@ -738,7 +753,10 @@ mod tests {
         Filter {
             arch: AUDIT_ARCH_X86_64,
             refuse_x32: true,
-            calls,
+            rules: calls
+                .into_iter()
+                .flat_map(|(nr, rules)| rules.into_iter().map(move |rule| (nr, rule)))
+                .collect(),
         }
     }
 
@@ -746,7 +764,7 @@ mod tests {
     /// combination of the words 0 to 7 in the arguments tested (and, for [`LONG_CALL`], the
     /// words its long rule tests in the first), and a call of another architecture.
     fn cases(filter: &Filter) -> Vec<[u32; 16]> {
-        let last = filter.calls.keys().last().copied().unwrap_or(0);
+        let last = filter.rules.last().map_or(0, |(nr, _)| *nr);
         let mut numbers: Vec<u32> = (0..=last + 3).collect();
         numbers.extend([0x4000_0000, 0x4000_0064, 0x7fff_ffff, 0x8000_0000, u32::MAX]);
         let mut out = Vec::new();
@@ -805,7 +823,7 @@ mod tests {
     #[test]
     fn a_short_filter_has_one_return_per_action_and_gives_the_verdicts_of_its_rules() {
         let mut filter = large();
-        filter.calls.retain(|nr, _| *nr < 40);
+        filter.rules.retain(|(nr, _)| *nr < 40);
         let program = filter.compile().unwrap();
         assert!(program.len() < 255, "{} instructions", program.len());
         let mut returns: Vec<u32> = program
@@ -822,12 +840,22 @@ mod tests {
     }
 
     #[test]
+    fn a_filter_whose_rules_are_not_sorted_by_number_is_refused() {
+        let mut filter = large();
+        assert!(filter.compile().is_ok());
+        let last = filter.rules.len() - 1;
+        filter.rules.swap(0, last);
+        let err = filter.compile().unwrap_err();
+        assert!(err.contains("not sorted"), "{err}");
+    }
+
+    #[test]
     fn a_filter_without_calls_allows_every_call_of_its_architecture() {
         for refuse_x32 in [false, true] {
             let filter = Filter {
                 arch: AUDIT_ARCH_X86_64,
                 refuse_x32,
-                calls: BTreeMap::new(),
+                rules: Vec::new(),
             };
             let program = filter.compile().unwrap();
             assert_same_verdicts(&filter, &program);

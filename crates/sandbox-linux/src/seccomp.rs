@@ -53,8 +53,6 @@
 //! `int` or `unsigned int`: the kernel ignores the upper half of the register, so a comparison of
 //! the full 64 bits could be dodged by setting it.
 
-use std::collections::BTreeMap;
-
 use seccompiler::BpfProgram;
 
 use super::bpf::{self, Cmp, Cond, Filter, Rule};
@@ -182,33 +180,34 @@ impl Refusals {
     }
 }
 
-/// Each refused call's rules, by number: those written for it in order, or, for a call refused
-/// whatever its arguments, that one rule alone (conditional rules for it are moot). A call
-/// refused with two errnos is a mistake here (which one would the kernel give?), said as such.
-fn calls(eperm: Refusals, enosys: Refusals) -> Result<BTreeMap<u32, Vec<Rule>>, String> {
+/// Each refused call's rules, sorted by number ([`Filter::rules`]): those written for it in
+/// order, or, for a call refused whatever its arguments, that one rule alone (conditional rules
+/// for it are moot). A call refused with two errnos is a mistake here (which one would the kernel
+/// give?), said as such.
+fn calls(eperm: Refusals, enosys: Refusals) -> Result<Vec<(u32, Rule)>, String> {
     let mut all: Vec<(i64, Rule)> = eperm.rules;
     all.extend(enosys.rules);
     // Stable: a call's rules stay in the order written.
     all.sort_by_key(|(nr, _)| *nr);
-    let mut calls: Vec<(u32, Vec<Rule>)> = Vec::with_capacity(all.len());
+    let mut out: Vec<(u32, Rule)> = Vec::with_capacity(all.len());
     let mut all = all.into_iter().peekable();
     while let Some((nr, first)) = all.next() {
         let number = u32::try_from(nr).map_err(|_| format!("call number {nr}"))?;
-        let mut rules = vec![first];
+        let start = out.len();
+        out.push((number, first));
         while let Some((_, rule)) = all.next_if(|(next, _)| *next == nr) {
-            rules.push(rule);
+            out.push((number, rule));
         }
-        if rules.iter().any(|r| r.ret != rules[0].ret) {
+        let call = &mut out[start..];
+        if call.iter().any(|(_, rule)| rule.ret != call[0].1.ret) {
             return Err(format!("call {nr} is refused with two errnos"));
         }
-        if let Some(always) = rules.iter().position(|r| r.conds.is_empty()) {
-            rules.swap(0, always);
-            rules.truncate(1);
+        if let Some(always) = call.iter().position(|(_, rule)| rule.conds.is_empty()) {
+            call.swap(0, always);
+            out.truncate(start + 1);
         }
-        calls.push((number, rules));
     }
-    // Sorted already: the map is built in one pass.
-    Ok(calls.into_iter().collect())
+    Ok(out)
 }
 
 /// The filter to install: one program (see `bpf.rs`) refusing with EPERM what is refused
@@ -252,7 +251,7 @@ fn filter(plan: &SeccompPlan) -> Result<Filter, String> {
     Ok(Filter {
         arch: target_arch()?,
         refuse_x32: plan.refuse_other_abis && cfg!(target_arch = "x86_64"),
-        calls: calls(eperm, enosys)?,
+        rules: calls(eperm, enosys)?,
     })
 }
 
@@ -611,7 +610,7 @@ mod reference {
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp as Op, SeccompCondition, SeccompFilter,
         SeccompRule, TargetArch, sock_filter,
     };
-    use std::collections::BTreeSet;
+    use std::collections::{BTreeMap, BTreeSet};
 
     fn program(r: &Refusals, errno: i32) -> BpfProgram {
         let arch = match std::env::consts::ARCH {
@@ -767,24 +766,22 @@ mod one_program {
         ]
         .into_iter()
         .collect();
-        for rules in filter.calls.values() {
-            for rule in rules {
-                for cond in &rule.conds {
-                    let (a, b) = match cond.cmp {
-                        Cmp::Eq(v) | Cmp::Ne(v) => (v, v),
-                        Cmp::MaskedEq { mask, value } => (value, mask),
-                    };
-                    for w in [
-                        a,
-                        a.wrapping_add(1),
-                        a.wrapping_sub(1),
-                        b,
-                        !b,
-                        a | !b,
-                        a ^ b,
-                    ] {
-                        words.insert(w);
-                    }
+        for (_, rule) in &filter.rules {
+            for cond in &rule.conds {
+                let (a, b) = match cond.cmp {
+                    Cmp::Eq(v) | Cmp::Ne(v) => (v, v),
+                    Cmp::MaskedEq { mask, value } => (value, mask),
+                };
+                for w in [
+                    a,
+                    a.wrapping_add(1),
+                    a.wrapping_sub(1),
+                    b,
+                    !b,
+                    a | !b,
+                    a ^ b,
+                ] {
+                    words.insert(w);
                 }
             }
         }
