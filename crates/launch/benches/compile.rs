@@ -1,6 +1,7 @@
 //! Criterion benchmarks of the work done before anything runs, at the sizes BENCHMARKS.md reports:
 //! `Policy::build` (through `Context::policy`, on the real disk), the Seatbelt profile and the
-//! Linux plan compile, with 10 to 10,000 workflows, 100 to 10,000 chats and 1 to 1,000 grants.
+//! Linux plan compile, with 10 to 10,000 workflows, 100 to 10,000 chats and 1 to 1,000 grants;
+//! and the seccomp program the Linux plan carries, on its own.
 //!
 //! Run: `cargo bench -p launch --bench compile` (about a minute and a half on 2 cores). The
 //! launch itself, the real CLIs and memory are measured by the `launch` bench (the table).
@@ -85,6 +86,28 @@ fn compile(c: &mut Criterion) {
             argv
         })
     });
+    group.finish();
+
+    // The seccomp program alone, part of each plan's compile: the namespaced plan's filter
+    // below Landlock ABI 9 (137 instructions on x86_64) and the Landlock-only plan's (165).
+    let mut group = c.benchmark_group("seccomp_program");
+    let policy = layouts
+        .for_size(&SIZES[0])
+        .policy(Os::Linux, SIZES[0].grants);
+    let below_abi_9 = launch::linux::plan::Kernel {
+        landlock_abi: kernel.landlock_abi.min(8),
+        ..kernel
+    };
+    for (name, namespaces) in [("namespaced", true), ("landlock only", false)] {
+        let kernel = launch::linux::plan::Kernel {
+            namespaces,
+            ..below_abi_9
+        };
+        let seccomp = launch::linux::compile(&policy, kernel).unwrap().seccomp;
+        group.bench_with_input(BenchmarkId::from_parameter(name), &seccomp, |b, s| {
+            b.iter(|| launch::linux::plan::seccomp_program(black_box(s)).unwrap())
+        });
+    }
     group.finish();
 
     let mut group = c.benchmark_group("linux_plan_compile");

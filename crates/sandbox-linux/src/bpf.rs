@@ -24,7 +24,7 @@
 //! A jump the pool is out of reach for (8 bits) still gets there: see [`Asm`].
 //! Arguments are compared as their low 32-bit words, as `seccomp.rs` explains.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use seccompiler::sock_filter;
 
@@ -55,12 +55,14 @@ pub(super) struct Rule {
 }
 
 /// The whole filter: the architecture it is for, whether the x32 numbers are refused, and each
-/// filtered call's rules in order.
+/// filtered call's rules, with its number: sorted by number, a call's rules in the order they
+/// are tested. One list, not a list per call: the program is built at every launch, and the
+/// allocations were most of its time.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Filter {
     pub arch: u32,
     pub refuse_x32: bool,
-    pub calls: BTreeMap<u32, Vec<Rule>>,
+    pub rules: Vec<(u32, Rule)>,
 }
 
 pub(super) const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
@@ -105,7 +107,12 @@ const MAX_INSTRUCTIONS: usize = 4096;
 impl Filter {
     /// The program, ready for `seccompiler::apply_filter`.
     pub fn compile(&self) -> Result<Vec<sock_filter>, String> {
-        let mut asm = Asm::default();
+        // Room for the plans' programs (137 to 165 instructions) and their labels, so that the
+        // list is not grown and copied on the way.
+        let mut asm = Asm {
+            ops: Vec::with_capacity(256),
+            labels: 0,
+        };
         asm.stmt(LD_ABS, ARCH);
         // Another architecture (an i386 `int 0x80` on x86_64): end the process.
         asm.jump(
@@ -128,12 +135,17 @@ impl Filter {
             );
             asm.mark(search);
         }
-        let calls: Vec<(u32, Vec<Alternative>)> = self
-            .calls
-            .iter()
-            .map(|(n, rules)| (*n, merged(rules)))
+        // The search halves a list of calls: an unsorted one would send a number the wrong way
+        // and let its call through.
+        if !self.rules.is_sorted_by_key(|(nr, _)| *nr) {
+            return Err("the seccomp filter's rules are not sorted by call number".into());
+        }
+        let calls: Vec<(u32, &[(u32, Rule)])> = self
+            .rules
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|run| (run[0].0, run))
             .collect();
-        search(&mut asm, &calls);
+        search(&mut asm, &calls, &mut Vec::new());
         let program = asm.assemble();
         if program.len() > MAX_INSTRUCTIONS {
             return Err(format!(
@@ -146,11 +158,15 @@ impl Filter {
 }
 
 /// A rule as the program tests it: [`Rule`]'s conditions, where a test of single bits may stand
-/// for several rules (see [`merged`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Alternative {
-    tests: Vec<(u8, Test)>,
-    ret: u32,
+/// for several rules (see [`merged`]): then the test at `bits.0` is `AnySet(bits.1)`.
+///
+/// It borrows its rule rather than holding tests of its own: a list of tests for each rule, and
+/// a list of rules for each call, were most of the allocations of the program's build, which
+/// every launch pays for.
+#[derive(Debug, Clone, Copy)]
+struct Alternative<'a> {
+    rule: &'a Rule,
+    bits: Option<(usize, u32)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,60 +181,79 @@ enum Test {
     AnySet(u32),
 }
 
+/// How a condition is tested: a single-bit `MaskedEq` as `AnySet`, the others as written.
+fn test_of(cond: &Cond) -> (u8, Test) {
+    let test = match cond.cmp {
+        Cmp::Eq(v) => Test::Eq(v),
+        Cmp::Ne(v) => Test::Ne(v),
+        Cmp::MaskedEq { mask, value } if mask == value && mask.is_power_of_two() => {
+            Test::AnySet(mask)
+        }
+        Cmp::MaskedEq { mask, value } => Test::MaskedEq { mask, value },
+    };
+    (cond.arg, test)
+}
+
+impl<'a> Alternative<'a> {
+    fn ret(&self) -> u32 {
+        self.rule.ret
+    }
+
+    fn len(&self) -> usize {
+        self.rule.conds.len()
+    }
+
+    /// Test `i` of the rule, with the merged bits where they stand.
+    fn test(&self, i: usize) -> (u8, Test) {
+        let (arg, test) = test_of(&self.rule.conds[i]);
+        match self.bits {
+            Some((at, bits)) if at == i => (arg, Test::AnySet(bits)),
+            _ => (arg, test),
+        }
+    }
+}
+
 /// `rules` with the single-bit tests as `AnySet`, and each two neighbours that give the same
 /// action and differ only in which bits one such test looks for merged into one: "the mode has
 /// the setuid bit" and then "the mode has the setgid bit" is one test of either bit, and the
 /// seven namespace flags of `clone` are one. The same verdicts, as the neighbours are
 /// alternatives with one action (A and B, or A and C, is A and (B or C)); about a third of the
 /// program's instructions fewer, which the kernel checks, translates and compiles at every
-/// launch and runs at every filtered call.
-fn merged(rules: &[Rule]) -> Vec<Alternative> {
-    let mut out: Vec<Alternative> = Vec::new();
-    for rule in rules {
-        let next = Alternative {
-            tests: rule
-                .conds
-                .iter()
-                .map(|c| {
-                    let test = match c.cmp {
-                        Cmp::Eq(v) => Test::Eq(v),
-                        Cmp::Ne(v) => Test::Ne(v),
-                        Cmp::MaskedEq { mask, value }
-                            if mask == value && mask.is_power_of_two() =>
-                        {
-                            Test::AnySet(mask)
-                        }
-                        Cmp::MaskedEq { mask, value } => Test::MaskedEq { mask, value },
-                    };
-                    (c.arg, test)
-                })
-                .collect(),
-            ret: rule.ret,
-        };
+/// launch and runs at every filtered call. The alternatives are written to `out` (emptied
+/// first), so that one list serves every call.
+fn merged<'a>(rules: &'a [(u32, Rule)], out: &mut Vec<Alternative<'a>>) {
+    out.clear();
+    for (_, rule) in rules {
+        let next = Alternative { rule, bits: None };
         let merged = out.last_mut().is_some_and(|last| merge_into(last, &next));
         if !merged {
             out.push(next);
         }
     }
-    out
 }
 
 /// Merges `next` into `last` when they give the same action and their tests are the same but
 /// for one `AnySet` of the same argument on each side.
+///
+/// `last` holds merged bits at one test at most: once merged, that test looks for two bits or
+/// more, which no single-bit `AnySet` of a rule equals, so a rule merged next differs there too.
 fn merge_into(last: &mut Alternative, next: &Alternative) -> bool {
-    if last.ret != next.ret || last.tests.len() != next.tests.len() {
+    if last.ret() != next.ret() || last.len() != next.len() {
         return false;
     }
-    let differing: Vec<usize> = (0..last.tests.len())
-        .filter(|&i| last.tests[i] != next.tests[i])
-        .collect();
-    let [i] = differing[..] else {
-        // The same tests twice (nothing to add), or more than one difference (not mergeable).
-        return differing.is_empty();
+    let mut differing = (0..last.len()).filter(|&i| last.test(i) != next.test(i));
+    let Some(i) = differing.next() else {
+        // The same tests twice: nothing to add.
+        return true;
     };
-    match (last.tests[i], next.tests[i]) {
+    if differing.next().is_some() {
+        // More than one difference: not mergeable.
+        return false;
+    }
+    match (last.test(i), next.test(i)) {
         ((arg_a, Test::AnySet(a)), (arg_b, Test::AnySet(b))) if arg_a == arg_b => {
-            last.tests[i] = (arg_a, Test::AnySet(a | b));
+            debug_assert!(last.bits.is_none_or(|(at, _)| at == i));
+            last.bits = Some((i, a | b));
             true
         }
         _ => false,
@@ -227,7 +262,12 @@ fn merge_into(last: &mut Alternative, next: &Alternative) -> bool {
 
 /// The search over `calls` (sorted by number), with the number loaded. Every path through the
 /// block ends at a return, so blocks are laid end to end without a jump past them.
-fn search(asm: &mut Asm, calls: &[(u32, Vec<Alternative>)]) {
+/// `scratch` holds each call's alternatives in turn.
+fn search<'a>(
+    asm: &mut Asm,
+    calls: &[(u32, &'a [(u32, Rule)])],
+    scratch: &mut Vec<Alternative<'a>>,
+) {
     if calls.len() <= 3 {
         if calls.is_empty() {
             // Only a filter without any call has an empty block (a split leaves two or more
@@ -241,7 +281,8 @@ fn search(asm: &mut Asm, calls: &[(u32, Vec<Alternative>)]) {
             } else {
                 To::Label(asm.label())
             };
-            call(asm, *nr, rules, other);
+            merged(rules, scratch);
+            call(asm, *nr, scratch, other);
             if let To::Label(next_call) = other {
                 asm.mark(next_call);
             }
@@ -251,9 +292,9 @@ fn search(asm: &mut Asm, calls: &[(u32, Vec<Alternative>)]) {
     let mid = calls.len() / 2;
     let high = asm.label();
     asm.jump(JGE_K, calls[mid].0, To::Label(high), To::Next);
-    search(asm, &calls[..mid]);
+    search(asm, &calls[..mid], scratch);
     asm.mark(high);
-    search(asm, &calls[mid..]);
+    search(asm, &calls[mid..], scratch);
 }
 
 /// The test of number `nr` and its rules in order: the first rule whose tests all hold gives
@@ -262,10 +303,10 @@ fn search(asm: &mut Asm, calls: &[(u32, Vec<Alternative>)]) {
 /// test, so every path past the number's test ends at a return.
 fn call(asm: &mut Asm, nr: u32, rules: &[Alternative], other: To) {
     let first = match rules.first() {
-        // A call without rules (no `Filter` built from refusals has one) is allowed.
+        // A call without rules is allowed (none comes here: a call is in the search for a rule).
         None => To::Return(ALLOW),
         // Refused whatever its arguments: the number's test goes straight to the action.
-        Some(rule) if rule.tests.is_empty() => To::Return(rule.ret),
+        Some(rule) if rule.len() == 0 => To::Return(rule.ret()),
         Some(_) => To::Next,
     };
     asm.jump(JEQ_K, nr, first, other);
@@ -273,9 +314,9 @@ fn call(asm: &mut Asm, nr: u32, rules: &[Alternative], other: To) {
         return;
     }
     for (i, rule) in rules.iter().enumerate() {
-        if rule.tests.is_empty() {
+        if rule.len() == 0 {
             // Holds whatever the arguments: the rules after it are never reached.
-            asm.stmt(RET_K, rule.ret);
+            asm.stmt(RET_K, rule.ret());
             return;
         }
         // A failing test goes to the next rule, and in the last rule to the allow.
@@ -284,15 +325,16 @@ fn call(asm: &mut Asm, nr: u32, rules: &[Alternative], other: To) {
         } else {
             To::Label(asm.label())
         };
-        for (j, (arg, test)) in rule.tests.iter().enumerate() {
+        for j in 0..rule.len() {
+            let (arg, test) = rule.test(j);
             // A test that holds goes on to the next one, and the last to the rule's action.
-            let holds = if j + 1 == rule.tests.len() {
-                To::Return(rule.ret)
+            let holds = if j + 1 == rule.len() {
+                To::Return(rule.ret())
             } else {
                 To::Next
             };
-            asm.stmt(LD_ABS, arg_low(*arg));
-            match *test {
+            asm.stmt(LD_ABS, arg_low(arg));
+            match test {
                 Test::Eq(v) => asm.jump(JEQ_K, v, holds, next_rule),
                 Test::Ne(v) => asm.jump(JEQ_K, v, next_rule, holds),
                 Test::MaskedEq { mask, value } => {
@@ -402,7 +444,7 @@ impl Asm {
     }
 
     /// Where each op and each label is, with the branches in `far` given their own instruction.
-    fn layout(&self, far: &BTreeSet<Branch>, pool: &[u32]) -> Layout {
+    fn layout<'p>(&self, far: &BTreeSet<Branch>, pool: &'p [u32]) -> Layout<'p> {
         let mut at = Vec::with_capacity(self.ops.len());
         let mut labels = vec![None; self.labels];
         let mut pc = 0;
@@ -423,11 +465,7 @@ impl Asm {
             };
         }
         at.push(pc);
-        Layout {
-            at,
-            labels,
-            pool: pool.to_vec(),
-        }
+        Layout { at, labels, pool }
     }
 
     fn emit(&self, layout: &Layout, far: &BTreeSet<Branch>) -> Vec<sock_filter> {
@@ -467,13 +505,13 @@ impl Asm {
 
 /// Where [`Asm::layout`] put each op: `at[i]` is op `i`'s first instruction (and `at[ops]` the
 /// pool's start), `labels[l]` label `l`'s place.
-struct Layout {
+struct Layout<'p> {
     at: Vec<usize>,
     labels: Vec<Option<usize>>,
-    pool: Vec<u32>,
+    pool: &'p [u32],
 }
 
-impl Layout {
+impl Layout<'_> {
     fn pool_start(&self) -> usize {
         self.at[self.at.len() - 1]
     }
@@ -554,6 +592,7 @@ pub(super) fn run(program: &[sock_filter], data: &[u32; 16]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     /// What `filter` gives for a call, read straight from its rules: the reference the programs
     /// are checked against here (`seccomp.rs` checks today's filters against seccompiler's).
@@ -573,9 +612,11 @@ mod tests {
                 Cmp::MaskedEq { mask, value } => word & mask == value,
             }
         };
-        let rules = filter.calls.get(&nr).map_or(&[][..], Vec::as_slice);
-        rules
+        filter
+            .rules
             .iter()
+            .filter(|(n, _)| *n == nr)
+            .map(|(_, rule)| rule)
             .find(|rule| rule.conds.iter().all(holds))
             .map_or(ALLOW, |rule| rule.ret)
     }
@@ -616,8 +657,9 @@ mod tests {
     /// to three tests each (of the arguments in [`ARGS`], with words below 8, single bits among
     /// them, and neighbours that differ only in a single bit, which are merged), each rule one
     /// of five actions (the allow among them); some calls refused whatever the arguments, some
-    /// without rules; and [`LONG_CALL`], whose first rule has 130 tests of the first argument
-    /// (every word from 100 to 229 but one makes one of them fail) before a second rule.
+    /// numbers between them without rules (not filtered); and [`LONG_CALL`], whose first rule
+    /// has 130 tests of the first argument (every word from 100 to 229 but one makes one of them
+    /// fail) before a second rule.
     fn large() -> Filter {
         let actions = [
             errno(libc::EPERM),
@@ -711,7 +753,10 @@ mod tests {
         Filter {
             arch: AUDIT_ARCH_X86_64,
             refuse_x32: true,
-            calls,
+            rules: calls
+                .into_iter()
+                .flat_map(|(nr, rules)| rules.into_iter().map(move |rule| (nr, rule)))
+                .collect(),
         }
     }
 
@@ -719,7 +764,7 @@ mod tests {
     /// combination of the words 0 to 7 in the arguments tested (and, for [`LONG_CALL`], the
     /// words its long rule tests in the first), and a call of another architecture.
     fn cases(filter: &Filter) -> Vec<[u32; 16]> {
-        let last = filter.calls.keys().last().copied().unwrap_or(0);
+        let last = filter.rules.last().map_or(0, |(nr, _)| *nr);
         let mut numbers: Vec<u32> = (0..=last + 3).collect();
         numbers.extend([0x4000_0000, 0x4000_0064, 0x7fff_ffff, 0x8000_0000, u32::MAX]);
         let mut out = Vec::new();
@@ -778,7 +823,7 @@ mod tests {
     #[test]
     fn a_short_filter_has_one_return_per_action_and_gives_the_verdicts_of_its_rules() {
         let mut filter = large();
-        filter.calls.retain(|nr, _| *nr < 40);
+        filter.rules.retain(|(nr, _)| *nr < 40);
         let program = filter.compile().unwrap();
         assert!(program.len() < 255, "{} instructions", program.len());
         let mut returns: Vec<u32> = program
@@ -795,12 +840,22 @@ mod tests {
     }
 
     #[test]
+    fn a_filter_whose_rules_are_not_sorted_by_number_is_refused() {
+        let mut filter = large();
+        assert!(filter.compile().is_ok());
+        let last = filter.rules.len() - 1;
+        filter.rules.swap(0, last);
+        let err = filter.compile().unwrap_err();
+        assert!(err.contains("not sorted"), "{err}");
+    }
+
+    #[test]
     fn a_filter_without_calls_allows_every_call_of_its_architecture() {
         for refuse_x32 in [false, true] {
             let filter = Filter {
                 arch: AUDIT_ARCH_X86_64,
                 refuse_x32,
-                calls: BTreeMap::new(),
+                rules: Vec::new(),
             };
             let program = filter.compile().unwrap();
             assert_same_verdicts(&filter, &program);

@@ -53,8 +53,6 @@
 //! `int` or `unsigned int`: the kernel ignores the upper half of the register, so a comparison of
 //! the full 64 bits could be dodged by setting it.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use seccompiler::BpfProgram;
 
 use super::bpf::{self, Cmp, Cond, Filter, Rule};
@@ -92,17 +90,39 @@ const SYS_FCHMODAT2: libc::c_long = 452;
 /// memory protections of every program the chat runs next.
 const ALLOWED_PERSONAS: [u64; 5] = [0, 0x8, 0x20000, 0x20008, 0xffff_ffff];
 
-/// The system calls refused with one errno, with the conditions under which they are.
-#[derive(Debug, Default)]
+/// The system calls refused with one errno, each with the conditions under which it is, in the
+/// order written (a call's rules are alternatives, tested in that order).
+///
+/// A list rather than a map by call: about seventy refusals, each one push, where a map's nodes
+/// and a list of rules per call cost about twice the program's own compile (they were built at
+/// every launch, and thrown away). [`calls`] sorts them by call once.
+#[derive(Debug)]
 struct Refusals {
-    always: BTreeSet<i64>,
-    when: BTreeMap<i64, Vec<Vec<Cond>>>,
+    /// The action of every rule here: `errno`.
+    ret: u32,
+    /// Each refused call with one rule; a rule without conditions refuses it whatever its
+    /// arguments.
+    rules: Vec<(i64, Rule)>,
 }
 
 impl Refusals {
+    fn new(errno: i32) -> Refusals {
+        Refusals {
+            ret: bpf::errno(errno),
+            rules: Vec::with_capacity(64),
+        }
+    }
+
     /// Refuses `nr` whatever its arguments.
     fn always(&mut self, nr: libc::c_long) {
-        self.always.insert(nr);
+        let ret = self.ret;
+        self.rules.push((
+            nr,
+            Rule {
+                conds: Vec::new(),
+                ret,
+            },
+        ));
     }
 
     /// Refuses `nr` when all of `conditions` hold (one rule; rules of one call are alternatives).
@@ -114,7 +134,7 @@ impl Refusals {
         let word = |v: u64| {
             u32::try_from(v).map_err(|_| format!("{v:#x} does not fit the 32-bit word compared"))
         };
-        let mut conds = Vec::new();
+        let mut conds = Vec::with_capacity(conditions.len());
         for (arg, op, value) in conditions {
             if *arg > 5 {
                 return Err(format!("argument {arg} of call {nr} does not exist"));
@@ -129,7 +149,8 @@ impl Refusals {
             };
             conds.push(Cond { arg: *arg, cmp });
         }
-        self.when.entry(nr).or_default().push(conds);
+        let ret = self.ret;
+        self.rules.push((nr, Rule { conds, ret }));
         Ok(())
     }
 
@@ -157,35 +178,36 @@ impl Refusals {
         }
         Ok(())
     }
+}
 
-    /// Adds these refusals, each with `errno`, to `filter`. A call refused with two errnos is
-    /// a mistake here (which one would the kernel give?), said as such.
-    fn into_filter(self, errno: i32, filter: &mut Filter) -> Result<(), String> {
-        let ret = bpf::errno(errno);
-        let number = |nr: i64| u32::try_from(nr).map_err(|_| format!("call number {nr}"));
-        for nr in &self.always {
-            // No condition: refused whatever the arguments (conditional rules for it are moot).
-            let rules = filter.calls.entry(number(*nr)?).or_default();
-            if !rules.is_empty() {
-                return Err(format!("call {nr} is refused with two errnos"));
-            }
-            rules.push(Rule {
-                conds: Vec::new(),
-                ret,
-            });
+/// Each refused call's rules, sorted by number ([`Filter::rules`]): those written for it in
+/// order, or, for a call refused whatever its arguments, that one rule alone (conditional rules
+/// for it are moot). A call refused with two errnos is a mistake here (which one would the kernel
+/// give?), said as such.
+fn calls(eperm: Refusals, enosys: Refusals) -> Result<Vec<(u32, Rule)>, String> {
+    let mut all: Vec<(i64, Rule)> = eperm.rules;
+    all.extend(enosys.rules);
+    // Stable: a call's rules stay in the order written.
+    all.sort_by_key(|(nr, _)| *nr);
+    let mut out: Vec<(u32, Rule)> = Vec::with_capacity(all.len());
+    let mut all = all.into_iter().peekable();
+    while let Some((nr, first)) = all.next() {
+        let number = u32::try_from(nr).map_err(|_| format!("call number {nr}"))?;
+        let start = out.len();
+        out.push((number, first));
+        while let Some((_, rule)) = all.next_if(|(next, _)| *next == nr) {
+            out.push((number, rule));
         }
-        for (nr, alternatives) in self.when {
-            if self.always.contains(&nr) {
-                continue;
-            }
-            let rules = filter.calls.entry(number(nr)?).or_default();
-            if !rules.is_empty() {
-                return Err(format!("call {nr} is refused with two errnos"));
-            }
-            rules.extend(alternatives.into_iter().map(|conds| Rule { conds, ret }));
+        let call = &mut out[start..];
+        if call.iter().any(|(_, rule)| rule.ret != call[0].1.ret) {
+            return Err(format!("call {nr} is refused with two errnos"));
         }
-        Ok(())
+        if let Some(always) = call.iter().position(|(_, rule)| rule.conds.is_empty()) {
+            call.swap(0, always);
+            out.truncate(start + 1);
+        }
     }
+    Ok(out)
 }
 
 /// The filter to install: one program (see `bpf.rs`) refusing with EPERM what is refused
@@ -226,20 +248,17 @@ pub fn loadable(program: &SeccompProgram) -> BpfProgram {
 /// refusals).
 fn filter(plan: &SeccompPlan) -> Result<Filter, String> {
     let (eperm, enosys) = refusals(plan)?;
-    let mut filter = Filter {
+    Ok(Filter {
         arch: target_arch()?,
         refuse_x32: plan.refuse_other_abis && cfg!(target_arch = "x86_64"),
-        calls: BTreeMap::new(),
-    };
-    eperm.into_filter(libc::EPERM, &mut filter)?;
-    enosys.into_filter(libc::ENOSYS, &mut filter)?;
-    Ok(filter)
+        rules: calls(eperm, enosys)?,
+    })
 }
 
 /// What the plan refuses, with EPERM and with ENOSYS.
 fn refusals(plan: &SeccompPlan) -> Result<(Refusals, Refusals), String> {
-    let mut eperm = Refusals::default();
-    let mut enosys = Refusals::default();
+    let mut eperm = Refusals::new(libc::EPERM);
+    let mut enosys = Refusals::new(libc::ENOSYS);
 
     sockets(plan, &mut eperm)?;
     if plan.refuse_io_uring {
@@ -591,6 +610,7 @@ mod reference {
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp as Op, SeccompCondition, SeccompFilter,
         SeccompRule, TargetArch, sock_filter,
     };
+    use std::collections::{BTreeMap, BTreeSet};
 
     fn program(r: &Refusals, errno: i32) -> BpfProgram {
         let arch = match std::env::consts::ARCH {
@@ -599,28 +619,31 @@ mod reference {
             _ => TargetArch::riscv64,
         };
         let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-        for (nr, alternatives) in &r.when {
-            for conds in alternatives {
-                let conds = conds
-                    .iter()
-                    .map(|c| {
-                        let (op, value) = match c.cmp {
-                            Cmp::Eq(v) => (Op::Eq, v),
-                            Cmp::Ne(v) => (Op::Ne, v),
-                            Cmp::MaskedEq { mask, value } => (Op::MaskedEq(mask.into()), value),
-                        };
-                        SeccompCondition::new(c.arg, SeccompCmpArgLen::Dword, op, value.into())
-                            .unwrap()
-                    })
-                    .collect();
-                rules
-                    .entry(*nr)
-                    .or_default()
-                    .push(SeccompRule::new(conds).unwrap());
+        let mut always = BTreeSet::new();
+        for (nr, rule) in &r.rules {
+            if rule.conds.is_empty() {
+                always.insert(*nr);
+                continue;
             }
+            let conds = rule
+                .conds
+                .iter()
+                .map(|c| {
+                    let (op, value) = match c.cmp {
+                        Cmp::Eq(v) => (Op::Eq, v),
+                        Cmp::Ne(v) => (Op::Ne, v),
+                        Cmp::MaskedEq { mask, value } => (Op::MaskedEq(mask.into()), value),
+                    };
+                    SeccompCondition::new(c.arg, SeccompCmpArgLen::Dword, op, value.into()).unwrap()
+                })
+                .collect();
+            rules
+                .entry(*nr)
+                .or_default()
+                .push(SeccompRule::new(conds).unwrap());
         }
-        for nr in &r.always {
-            rules.insert(*nr, Vec::new());
+        for nr in always {
+            rules.insert(nr, Vec::new());
         }
         let filter = SeccompFilter::new(
             rules,
@@ -722,6 +745,7 @@ mod reference {
 #[cfg(test)]
 mod one_program {
     use super::*;
+    use std::collections::BTreeSet;
 
     /// Every call number the programs could tell apart, with argument words that hit each
     /// comparison of each rule (equal, one off, masked in and out) and some that hit none.
@@ -742,24 +766,22 @@ mod one_program {
         ]
         .into_iter()
         .collect();
-        for rules in filter.calls.values() {
-            for rule in rules {
-                for cond in &rule.conds {
-                    let (a, b) = match cond.cmp {
-                        Cmp::Eq(v) | Cmp::Ne(v) => (v, v),
-                        Cmp::MaskedEq { mask, value } => (value, mask),
-                    };
-                    for w in [
-                        a,
-                        a.wrapping_add(1),
-                        a.wrapping_sub(1),
-                        b,
-                        !b,
-                        a | !b,
-                        a ^ b,
-                    ] {
-                        words.insert(w);
-                    }
+        for (_, rule) in &filter.rules {
+            for cond in &rule.conds {
+                let (a, b) = match cond.cmp {
+                    Cmp::Eq(v) | Cmp::Ne(v) => (v, v),
+                    Cmp::MaskedEq { mask, value } => (value, mask),
+                };
+                for w in [
+                    a,
+                    a.wrapping_add(1),
+                    a.wrapping_sub(1),
+                    b,
+                    !b,
+                    a | !b,
+                    a ^ b,
+                ] {
+                    words.insert(w);
                 }
             }
         }
