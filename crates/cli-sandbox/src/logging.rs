@@ -3,8 +3,8 @@
 //!
 //! Without `-v` and without `RUST_LOG` only warnings and errors are written, and a launch that
 //! goes well writes none: building the subscriber's span registry then would cost every launch
-//! for nothing (about 30 µs of each scripted step, with the filter and the global default's
-//! set-up about 45: BENCHMARKS.md). [`AtFirstWarning`] answers "only warnings and errors" by
+//! for nothing (20 to 45 µs of each scripted step, the span registry the most of it:
+//! BENCHMARKS.md). [`AtFirstWarning`] answers "only warnings and errors" by
 //! itself and builds the subscriber that writes them at the first one, with the same filter and
 //! the same lines as any other level (`helper::subscriber`). Not here: the helper binary's own
 //! logging (`helper.rs`, which logs nothing unless asked).
