@@ -200,12 +200,12 @@ fn main() -> ExitCode {
     if let Some(args) = exec::fast_path(std::env::args_os()) {
         return exec::run(&args);
     }
-    // A scripted step starts at every workflow step: its command line is read by a parser of
-    // that command alone, a fifth of the whole one's size (see `step::fast_path`).
-    if let Some(step) = step::fast_path(std::env::args_os()) {
+    // A scripted step starts at every workflow step: its command line is read without clap
+    // (see `step::fast_path`); anything that reader does not take goes to clap below.
+    if let Some((globals, args)) = step::fast_path(std::env::args_os()) {
         launch::phase!("parse the command line");
-        logging::init_tracing(step.globals.verbose);
-        return finish(step::run(&step.globals.settings(), step.args()));
+        logging::init_tracing(globals.verbose);
+        return finish(step::run(&globals.settings(), &args));
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
