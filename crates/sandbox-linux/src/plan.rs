@@ -729,15 +729,23 @@ pub fn compile(
     let outermost = outermost_existing_roots(policy, disk, &mut guarantees);
     let hardened = harden_in_namespace(policy, disk);
 
+    // Every path here is canonical, so its ancestors are prefixes of its bytes, compared and
+    // counted as bytes (`Path`'s `==` and `components()` parse every name, at every pin): a
+    // path's depth is its number of slashes (the root, one slash and one name, is not pinned).
     let mut pins: Vec<PathBuf> = Vec::new();
     for path in outermost.iter().chain(hardened.pinned_below.iter()) {
         for ancestor in path.ancestors().skip(1) {
-            if ancestor != Path::new("/") && !pins.iter().any(|p| p == ancestor) {
+            let bytes = ancestor.as_os_str().as_encoded_bytes();
+            if bytes != b"/"
+                && !pins
+                    .iter()
+                    .any(|p| p.as_os_str().as_encoded_bytes() == bytes)
+            {
                 pins.push(ancestor.to_owned());
             }
         }
     }
-    pins.sort_by_key(|p| p.components().count());
+    pins.sort_by_cached_key(|p| slashes(p));
 
     let mut mounts: Vec<MountStep> = pins
         .iter()
@@ -928,6 +936,16 @@ pub fn compile(
         seccomp: common.seccomp,
         guarantees,
     })
+}
+
+/// How many slashes a path has: the depth of a canonical one (one less than its number of
+/// components, for any but `/`).
+fn slashes(path: &Path) -> usize {
+    path.as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .filter(|b| **b == b'/')
+        .count()
 }
 
 /// The plan's filter compiled, for both kinds of plan. Elsewhere than on Linux (a plan printed
