@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::path::{Resolver, canonicalize_lenient, check_absolute_clean, is_within};
+use crate::path::{
+    Resolver, canonicalize_lenient, check_absolute_clean, cmp_plain, is_within, is_within_plain,
+};
 use crate::{ChatId, Config, Layout, Network, Os, PolicyError};
 
 /// How a CLI runs: with its own tools on inside our sandbox, or with only the MCP bridge.
@@ -867,6 +869,11 @@ impl Policy {
     /// `Path` comparison walks components: a binary search of a thousand grants per ancestor
     /// was half of `Policy::build`).
     fn check_grants_outside_refused_entries(&self) -> Result<(), PolicyError> {
+        // One grant (a scripted step's usual) lies inside no other: no map to build (and no
+        // random seed to ask the kernel for).
+        if self.grants.len() < 2 {
+            return Ok(());
+        }
         let by_path: std::collections::HashMap<&OsStr, &Grant> = self
             .grants
             .iter()
@@ -1144,11 +1151,13 @@ fn writable_places(
     {
         places.push(canonicalize_lenient("writable place", place, resolver)?);
     }
-    places.sort();
+    // Every place is canonical (the home, by `check_layout_canonical`; the others just made
+    // so), so their order and nesting are read from their bytes, as `Path` would find them.
+    places.sort_by(|a, b| cmp_plain(a, b));
     places.dedup();
     let mut out: Vec<PathBuf> = Vec::new();
     for place in places {
-        if !out.iter().any(|o| is_within(&place, o)) {
+        if !out.iter().any(|o| is_within_plain(&place, o)) {
             out.push(place);
         }
     }
