@@ -45,7 +45,7 @@ pub use guarantee::{Enforcement, Guarantee, Promise};
 pub use layout::{ChatId, Layout, LayoutInputs, Os};
 pub use path::{
     Remembering, Resolver, canonicalize_lenient, check_absolute_clean,
-    has_parent_dir as path_has_parent_dir,
+    has_parent_dir as path_has_parent_dir, plain_path,
 };
 pub use person::{NamedPlace, PersonPlaceRefusal};
 pub use platform::{Backend, Decision};

@@ -169,6 +169,22 @@ pub fn has_parent_dir(path: &Path) -> bool {
         .any(|name| name == b"..")
 }
 
+/// `path` in plain form (absolute or not, without `.`, doubled or trailing slashes): copied as
+/// it is when it is so already (a canonical path, nearly every one a launch sees), rebuilt name
+/// by name otherwise.
+pub fn plain_path(path: &Path) -> PathBuf {
+    let bytes = path.as_os_str().as_bytes();
+    let plain = bytes.starts_with(b"/")
+        && !bytes.windows(2).any(|w| w == b"//")
+        && !bytes.windows(3).any(|w| w == b"/./")
+        && !(bytes.len() > 1 && (bytes.ends_with(b"/") || bytes.ends_with(b"/.")));
+    if plain {
+        path.to_owned()
+    } else {
+        path.components().collect()
+    }
+}
+
 /// `Path`'s order (name by name) for two paths in plain form (absolute, without `.`, doubled
 /// or trailing slashes: every canonical path), from their bytes with `/` taken as lower than
 /// any other byte: the first difference is then inside one name (bytes compared as `Path`
@@ -274,7 +290,7 @@ mod tests {
 
     /// Paths in plain form, of names that sort around `/` (`-`, `.`, `0`) and of prefixes of
     /// each other.
-    fn plain_path() -> impl proptest::strategy::Strategy<Value = PathBuf> {
+    fn any_plain_path() -> impl proptest::strategy::Strategy<Value = PathBuf> {
         use proptest::prelude::*;
         prop::collection::vec(
             prop::sample::select(vec!["a", "a-b", "a.b", "ab", "a0", ".a", "b", "-"]),
@@ -289,10 +305,38 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn plain_paths_compare_as_path_compares_them(a in plain_path(), b in plain_path()) {
+        fn plain_paths_compare_as_path_compares_them(a in any_plain_path(), b in any_plain_path()) {
             proptest::prop_assert_eq!(cmp_plain(&a, &b), a.cmp(&b));
             proptest::prop_assert_eq!(is_within_plain(&a, &b), is_within(&a, &b));
             proptest::prop_assert_eq!(is_within_plain(&b, &a), is_within(&b, &a));
+        }
+    }
+
+    #[test]
+    fn a_plain_path_is_kept_and_another_made_plain() {
+        for (path, plain) in [
+            ("/a/b", "/a/b"),
+            ("/", "/"),
+            ("/a/.b/..c", "/a/.b/..c"),
+            ("/a/./b", "/a/b"),
+            ("//a//b", "/a/b"),
+            ("/a/b/", "/a/b"),
+            ("/a/b/.", "/a/b"),
+            ("/.", "/"),
+        ] {
+            assert_eq!(
+                super::plain_path(Path::new(path)),
+                Path::new(plain),
+                "{path}"
+            );
+            assert_eq!(
+                super::plain_path(Path::new(path)).as_os_str(),
+                Path::new(path)
+                    .components()
+                    .collect::<PathBuf>()
+                    .as_os_str(),
+                "{path}"
+            );
         }
     }
 

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::path::{
     Resolver, canonicalize_lenient, check_absolute_clean, cmp_plain, is_within, is_within_plain,
+    plain_path,
 };
 use crate::{ChatId, Config, Layout, Network, Os, PolicyError};
 
@@ -1118,10 +1119,15 @@ fn persistence_paths(
         let written = home.join(entry.trim_end_matches('/'));
         let resolved = canonicalize_lenient("persistence path", &written, resolver)?;
         for path in [written, resolved] {
+            // Canonical paths (the home's, written under it, or resolved): compared as bytes.
             let near_protected = protected
                 .iter()
-                .any(|r| is_within(&path, r) || is_within(r, &path));
-            if !near_protected && !out.iter().any(|h| h.path == path) {
+                .any(|r| is_within_plain(&path, r) || is_within_plain(r, &path));
+            let bytes = path.as_os_str().as_encoded_bytes();
+            let listed = out
+                .iter()
+                .any(|h| h.path.as_os_str().as_encoded_bytes() == bytes);
+            if !near_protected && !listed {
                 let empty_is_absent = PERSISTENCE_EMPTY_IS_ABSENT.contains(entry);
                 out.push(Hardened {
                     path,
@@ -1181,7 +1187,7 @@ fn check_named_by_its_own_path(
 ) -> Result<(), PolicyError> {
     let Some(root) = protected
         .iter()
-        .filter(|r| is_within(canonical, r))
+        .filter(|r| is_within_plain(canonical, r))
         .min_by_key(|r| r.components().count())
     else {
         return Ok(());
@@ -1221,38 +1227,46 @@ fn validate_grant(
     resolver: &dyn Resolver,
 ) -> Result<Grant, PolicyError> {
     check_absolute_clean("grant", &asked.path)?;
-    let path = resolver.canonicalize(&asked.path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            PolicyError::GrantMissing {
-                path: asked.path.clone(),
-                reason: e.to_string(),
+    let path = resolver
+        .canonicalize(&asked.path)
+        .map(|p| plain_path(&p))
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                PolicyError::GrantMissing {
+                    path: asked.path.clone(),
+                    reason: e.to_string(),
+                }
+            } else {
+                // A symlink loop, a name too long, a folder that cannot be entered.
+                PolicyError::Unresolvable {
+                    what: "grant",
+                    path: asked.path.clone(),
+                    reason: e.to_string(),
+                }
             }
-        } else {
-            // A symlink loop, a name too long, a folder that cannot be entered.
-            PolicyError::Unresolvable {
-                what: "grant",
-                path: asked.path.clone(),
-                reason: e.to_string(),
-            }
-        }
-    })?;
+        })?;
+    // From here every path compared is canonical and plain (the grant just made so, whatever
+    // the resolver gave; the layout checked,
+    // the protected roots canonicalized, the runtime a chat id below the layout's), so
+    // nesting is read from the bytes (`is_within_plain`), where `Path` parses every name of
+    // both paths at each of the ten comparisons.
     if !resolver.is_dir(&path) {
         return Err(PolicyError::GrantNotFolder {
             path: asked.path.clone(),
         });
     }
-    if let Some(root) = protected.iter().find(|r| is_within(r, &path)) {
+    if let Some(root) = protected.iter().find(|r| is_within_plain(r, &path)) {
         return Err(PolicyError::GrantContainsProtected {
             path: asked.path.clone(),
             root: root.clone(),
         });
     }
-    if !protected.iter().any(|r| is_within(&path, r)) {
+    if !protected.iter().any(|r| is_within_plain(&path, r)) {
         return Err(PolicyError::GrantOutsideProtected {
             path: asked.path.clone(),
         });
     }
-    if layout.is_in_runtimes(&path) && !is_within(&path, runtime) {
+    if layout.is_in_runtimes(&path) && !is_within_plain(&path, runtime) {
         return Err(PolicyError::GrantInOtherRuntime {
             path: asked.path.clone(),
             resolved: path,
@@ -1261,8 +1275,8 @@ fn validate_grant(
     // Inside the app folder (or the state root) only workspace-docs may be granted; the rest is
     // AgentWorks' own: logins, the token, personal MCP connections, event databases.
     for app in [&layout.app_folder, &layout.state_root] {
-        if is_within(&path, app) && !is_within(&path, &layout.workspace_docs) {
-            if is_within(&path, runtime) {
+        if is_within_plain(&path, app) && !is_within_plain(&path, &layout.workspace_docs) {
+            if is_within_plain(&path, runtime) {
                 break;
             }
             return Err(PolicyError::GrantInAppFolder {

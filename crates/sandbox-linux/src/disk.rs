@@ -77,24 +77,7 @@ fn canonical_without_symlinks(path: &Path) -> Option<io::Result<PathBuf>> {
     drop(unsafe {
         <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as libc::c_int)
     });
-    Some(Ok(plain_form(path)))
-}
-
-/// `path` without `.`, doubled or trailing slashes: copied as it is when it has none (a path
-/// the policy already made canonical, nearly every one), rebuilt name by name otherwise.
-#[cfg(target_os = "linux")]
-fn plain_form(path: &Path) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    let plain = bytes.starts_with(b"/")
-        && !bytes.windows(2).any(|w| w == b"//")
-        && !bytes.windows(3).any(|w| w == b"/./")
-        && !(bytes.len() > 1 && (bytes.ends_with(b"/") || bytes.ends_with(b"/.")));
-    if plain {
-        path.to_owned()
-    } else {
-        path.components().collect()
-    }
+    Some(Ok(sandbox_core::plain_path(path)))
 }
 
 fn entry_kind(ft: std::fs::FileType) -> EntryKind {
@@ -304,30 +287,6 @@ mod tests {
                 (Err(a), Err(b)) => assert_eq!(a.kind(), b.kind(), "{}", path.display()),
                 _ => panic!("{}: {ours:?} but realpath {theirs:?}", path.display()),
             }
-        }
-    }
-
-    #[test]
-    fn a_plain_path_is_kept_and_another_made_plain() {
-        for (path, plain) in [
-            ("/a/b", "/a/b"),
-            ("/", "/"),
-            ("/a/.b/..c", "/a/.b/..c"),
-            ("/a/./b", "/a/b"),
-            ("//a//b", "/a/b"),
-            ("/a/b/", "/a/b"),
-            ("/a/b/.", "/a/b"),
-            ("/.", "/"),
-        ] {
-            assert_eq!(plain_form(Path::new(path)), Path::new(plain), "{path}");
-            assert_eq!(
-                plain_form(Path::new(path)).as_os_str(),
-                Path::new(path)
-                    .components()
-                    .collect::<PathBuf>()
-                    .as_os_str(),
-                "{path}"
-            );
         }
     }
 
