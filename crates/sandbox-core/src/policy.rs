@@ -1227,29 +1227,26 @@ fn validate_grant(
     resolver: &dyn Resolver,
 ) -> Result<Grant, PolicyError> {
     check_absolute_clean("grant", &asked.path)?;
-    let path = resolver
-        .canonicalize(&asked.path)
-        .map(|p| plain_path(&p))
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                PolicyError::GrantMissing {
-                    path: asked.path.clone(),
-                    reason: e.to_string(),
-                }
-            } else {
-                // A symlink loop, a name too long, a folder that cannot be entered.
-                PolicyError::Unresolvable {
-                    what: "grant",
-                    path: asked.path.clone(),
-                    reason: e.to_string(),
-                }
+    let path = resolver.canonicalize(&asked.path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            PolicyError::GrantMissing {
+                path: asked.path.clone(),
+                reason: e.to_string(),
             }
-        })?;
+        } else {
+            // A symlink loop, a name too long, a folder that cannot be entered.
+            PolicyError::Unresolvable {
+                what: "grant",
+                path: asked.path.clone(),
+                reason: e.to_string(),
+            }
+        }
+    })?;
+    let path = plain_path(&path);
     // From here every path compared is canonical and plain (the grant just made so, whatever
-    // the resolver gave; the layout checked,
-    // the protected roots canonicalized, the runtime a chat id below the layout's), so
-    // nesting is read from the bytes (`is_within_plain`), where `Path` parses every name of
-    // both paths at each of the ten comparisons.
+    // the resolver gave; the layout checked; the protected roots canonicalized; the runtime a
+    // chat id below the layout's), so nesting is read from the bytes (`is_within_plain`), where
+    // `Path` parses every name of both paths at each of the ten comparisons.
     if !resolver.is_dir(&path) {
         return Err(PolicyError::GrantNotFolder {
             path: asked.path.clone(),
