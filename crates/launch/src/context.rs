@@ -168,10 +168,10 @@ impl Context {
     /// Validates a chat id and grants and builds the chat's policy.
     ///
     /// `Policy::build` checks that the layout is canonical, a look at the home, the app folder,
-    /// the state root and workspace-docs that the load has just made: within [`ONE_LAUNCH`] of
-    /// the load its answers stand (a layout field changed since is a path it did not look at,
-    /// and is looked at); later, every path is looked at again. Within the build, a path is
-    /// looked at once.
+    /// the state root and workspace-docs that the load has just made: within 10 ms of the load
+    /// (the time a one-shot launch takes, with room) the load's answers stand (a layout field
+    /// changed since is a path it did not look at, and is looked at); later, every path is
+    /// looked at again. Within the build, a path is looked at once.
     pub fn policy(&self, chat: &str, grants: &[GrantRequest]) -> Result<Policy, Error> {
         let chat = ChatId::new(chat)?;
         let earlier: &[(PathBuf, PathBuf)] = if within_one_launch(self.loaded_at) {
