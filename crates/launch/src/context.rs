@@ -2,8 +2,12 @@
 //! read from the settings the caller passes and the environment.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
-use sandbox_core::{ChatId, Config, GrantRequest, Layout, LayoutInputs, Os, Policy, PolicyRequest};
+use sandbox_core::{
+    ChatId, Config, GrantRequest, Layout, LayoutInputs, Os, Policy, PolicyRequest, Remembering,
+};
 
 use crate::Error;
 use crate::disk::RealDisk;
@@ -46,6 +50,31 @@ pub struct Context {
     /// The places a flag, a variable or the configuration named, with where: each must exist
     /// ([`Context::check_named_places`]).
     named: Vec<(&'static str, PathBuf, String)>,
+    /// What the load's look at the disk found canonical (each path asked, with its canonical
+    /// form), and when: a policy built within [`ONE_LAUNCH`] of it takes these answers instead
+    /// of asking again (see [`Context::policy`]).
+    canonical: Vec<(PathBuf, PathBuf)>,
+    loaded_at: Instant,
+    /// When [`Context::check_named_places`] last found every named place a folder (the first
+    /// time only).
+    named_checked: OnceLock<Instant>,
+}
+
+/// How long after [`Context::load`] its looks at the disk still stand for a one-shot launch
+/// (`step`, `exec`, `run`: load, policy, runtime and plan within about a millisecond; ten
+/// leaves room for a loaded machine). Past it (a provider that keeps one context for many
+/// launches) every look is made again.
+///
+/// Races: an answer taken over is the disk as it was up to this long before. Each one is a
+/// check whose second answer is used for nothing the first could not be: the layout's paths are
+/// named in the policy as the load found them whatever a second look says, and a named place
+/// that is a folder is only refused when it is not. Whatever changes after the last look, the
+/// kernel sees when the mounts are made, as before; what changes between the two looks was
+/// seen by neither before this (the second look came before the mounts too).
+const ONE_LAUNCH: Duration = Duration::from_millis(10);
+
+fn within_one_launch(since: Instant) -> bool {
+    since.elapsed() < ONE_LAUNCH
 }
 
 impl Context {
@@ -119,7 +148,10 @@ impl Context {
             state_root: state_root.map(|(path, _)| path),
             workspace_docs: workspace_docs.map(|(path, _)| path),
         };
-        let layout = Layout::resolve(&inputs, &RealDisk)?;
+        // The app folder and a state root named at its default place are one path, looked at
+        // once.
+        let looks = Remembering::new(&RealDisk);
+        let layout = Layout::resolve(&inputs, &looks)?;
         Ok(Context {
             os,
             privileged: launcher_is_root(),
@@ -127,12 +159,27 @@ impl Context {
             config,
             layout,
             named,
+            canonical: looks.into_known(),
+            loaded_at: Instant::now(),
+            named_checked: OnceLock::new(),
         })
     }
 
     /// Validates a chat id and grants and builds the chat's policy.
+    ///
+    /// `Policy::build` checks that the layout is canonical, a look at the home, the app folder,
+    /// the state root and workspace-docs that the load has just made: within 10 ms of the load
+    /// (the time a one-shot launch takes, with room) the load's answers stand (a layout field
+    /// changed since is a path it did not look at, and is looked at); later, every path is
+    /// looked at again. Within the build, a path is looked at once.
     pub fn policy(&self, chat: &str, grants: &[GrantRequest]) -> Result<Policy, Error> {
         let chat = ChatId::new(chat)?;
+        let earlier: &[(PathBuf, PathBuf)] = if within_one_launch(self.loaded_at) {
+            &self.canonical
+        } else {
+            &[]
+        };
+        let looks = Remembering::with(&RealDisk, earlier);
         Ok(Policy::build(
             &PolicyRequest {
                 os: self.os,
@@ -142,7 +189,7 @@ impl Context {
                 config: &self.config,
                 privileged: self.privileged,
             },
-            &RealDisk,
+            &looks,
         )?)
     }
 
@@ -155,7 +202,18 @@ impl Context {
         for (what, path, source) in &self.named {
             must_be_a_folder(what, path, source)?;
         }
+        let _ = self.named_checked.set(Instant::now());
         Ok(())
+    }
+
+    /// [`Context::check_named_places`], unless it found them all folders within
+    /// [`ONE_LAUNCH`] (the binary checks them right after the load, and `ensure_runtime` asked
+    /// again: see [`ONE_LAUNCH`] for why that second answer may be the first).
+    fn check_named_places_once(&self) -> Result<(), Error> {
+        match self.named_checked.get() {
+            Some(at) if within_one_launch(*at) => Ok(()),
+            _ => self.check_named_places(),
+        }
     }
 
     /// What a launch needs before it writes anything: the named places
@@ -168,9 +226,11 @@ impl Context {
     }
 
     /// Creates the chat's runtime folder if it is missing (mode 0700: it is the chat's alone),
-    /// inside the state root, which must exist ([`Context::require_state_root`]).
+    /// inside the state root, which must exist ([`Context::require_state_root`]). The state
+    /// root is looked at once, right before the folder is made in it (not also by
+    /// `require_state_root`: three looks in a row, before).
     pub fn ensure_runtime(&self, policy: &Policy) -> Result<(), Error> {
-        self.require_state_root()?;
+        self.check_named_places_once()?;
         ensure_runtime_in(&self.layout.state_root, policy.runtime())
     }
 }
@@ -229,4 +289,102 @@ pub fn launcher_is_root() -> bool {
 
 pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {
     Ok(sandbox_linux::ensure_dir(path)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::demo::Demo;
+    use sandbox_core::PolicyError;
+
+    /// A time that stays within [`ONE_LAUNCH`] however long the test takes (`elapsed` of a
+    /// later instant is zero): `Instant::now()` would fail the test on a machine that stalls
+    /// it for 10 ms.
+    fn just_now() -> Instant {
+        Instant::now() + Duration::from_secs(3600)
+    }
+
+    fn long_ago() -> Instant {
+        Instant::now()
+            .checked_sub(ONE_LAUNCH * 100)
+            .expect("the clock is past a second")
+    }
+
+    /// The home moved, and a symlink left at its old name: the layout of a context loaded
+    /// before names a home that is no longer canonical.
+    fn move_the_home(demo: &Demo) -> PathBuf {
+        let moved = demo.root.join("home-moved");
+        std::fs::rename(&demo.home, &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, &demo.home).unwrap();
+        moved
+    }
+
+    fn not_canonical(result: Result<Policy, Error>) -> bool {
+        matches!(
+            result,
+            Err(Error::Policy(PolicyError::LayoutNotCanonical { .. }))
+        )
+    }
+
+    #[test]
+    fn a_context_kept_past_one_launch_looks_at_its_layout_again() {
+        let scratch = tempfile::tempdir().unwrap();
+        let demo = Demo::create(scratch.path()).unwrap();
+        let mut ctx = Context::load(&demo.settings()).unwrap();
+        move_the_home(&demo);
+        // Right after the load, the load's looks stand (the window ONE_LAUNCH accepts)...
+        ctx.loaded_at = just_now();
+        assert!(ctx.policy(&demo.chat, &[]).is_ok());
+        // ...and past it the home is looked at again, and refused.
+        ctx.loaded_at = long_ago();
+        assert!(not_canonical(ctx.policy(&demo.chat, &[])));
+    }
+
+    #[test]
+    fn a_layout_changed_after_the_load_is_looked_at() {
+        let scratch = tempfile::tempdir().unwrap();
+        let demo = Demo::create(scratch.path()).unwrap();
+        let mut ctx = Context::load(&demo.settings()).unwrap();
+        let link = demo.root.join("home-link");
+        std::os::unix::fs::symlink(&demo.home, &link).unwrap();
+        ctx.layout.home = link;
+        assert!(not_canonical(ctx.policy(&demo.chat, &[])));
+    }
+
+    #[test]
+    fn a_home_swapped_for_a_link_between_two_launches_is_seen_by_the_second() {
+        let scratch = tempfile::tempdir().unwrap();
+        let demo = Demo::create(scratch.path()).unwrap();
+        let first = Context::load(&demo.settings()).unwrap();
+        first.policy(&demo.chat, &[]).unwrap();
+        let moved = move_the_home(&demo);
+        let second = Context::load(&demo.settings()).unwrap();
+        assert_eq!(second.layout.home, moved);
+        assert!(second.layout.state_root.starts_with(&moved));
+    }
+
+    #[test]
+    fn named_places_are_looked_at_again_past_one_launch() {
+        let scratch = tempfile::tempdir().unwrap();
+        let demo = Demo::create(scratch.path()).unwrap();
+        let mut ctx = Context::load(&demo.settings()).unwrap();
+        ctx.check_named_places().unwrap();
+        let policy = ctx.policy(&demo.chat, &[]).unwrap();
+        std::fs::remove_dir_all(&demo.workspace_docs).unwrap();
+        // Checked a moment ago: that answer stands.
+        ctx.named_checked = OnceLock::from(just_now());
+        ctx.ensure_runtime(&policy).unwrap();
+        // Checked long ago: looked at again, and the missing workspace-docs refused.
+        ctx.named_checked = OnceLock::from(long_ago());
+        let err = ctx.ensure_runtime(&policy).unwrap_err().to_string();
+        assert!(
+            err.contains("workspace-docs") && err.contains("does not exist"),
+            "{err}"
+        );
+        // The state root is looked at whatever the time: it is where the runtime is made.
+        ctx.named_checked = OnceLock::from(just_now());
+        std::fs::remove_dir_all(&demo.state_root).unwrap();
+        assert!(ctx.ensure_runtime(&policy).is_err());
+        assert!(!policy.runtime().exists());
+    }
 }

@@ -43,7 +43,10 @@ pub use config::{CliConfig, Config, ConfigError, LayoutConfig, Network, PolicyCo
 pub use error::PolicyError;
 pub use guarantee::{Enforcement, Guarantee, Promise};
 pub use layout::{ChatId, Layout, LayoutInputs, Os};
-pub use path::{Resolver, canonicalize_lenient, check_absolute_clean};
+pub use path::{
+    Remembering, Resolver, canonicalize_lenient, check_absolute_clean,
+    has_parent_dir as path_has_parent_dir, plain_path,
+};
 pub use person::{NamedPlace, PersonPlaceRefusal};
 pub use platform::{Backend, Decision};
 pub use policy::{

@@ -1,6 +1,6 @@
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::PolicyError;
 
@@ -13,6 +13,85 @@ pub trait Resolver {
 
     /// Whether an existing, canonical path is a folder.
     fn is_dir(&self, path: &Path) -> bool;
+}
+
+/// A [`Resolver`] that answers a path it has canonicalized before with the same answer, without
+/// asking its disk again: for the looks of one launch, where the layout is canonicalized by
+/// [`crate::Layout::resolve`] and checked again by [`crate::Policy::build`] a tenth of a
+/// millisecond later (the home, the app folder and the state root, twice or three times each).
+///
+/// What it remembers: each path asked, with its canonical form, and the canonical form with
+/// itself (a canonical path's canonical form is itself, asked at the same moment). Only
+/// successes: an error is asked again. [`Resolver::is_dir`] is never remembered.
+///
+/// Races: a remembered answer is the disk as it was at the first look. Use it only for looks a
+/// moment apart whose second answer serves no purpose the first could not: the policy built
+/// from a layout names the layout's paths as the first look found them, whatever a second look
+/// says, and the kernel is asked again when the mounts are made. A caller that keeps one for
+/// long (a long-lived context building many policies) must not: a home swapped for a symlink
+/// since would go unseen (see `launch::Context`, which uses one only right after its load).
+pub struct Remembering<'a> {
+    resolver: &'a dyn Resolver,
+    /// What an earlier one found (see [`Remembering::with`]).
+    earlier: &'a [(PathBuf, PathBuf)],
+    /// What this one found.
+    known: std::cell::RefCell<Vec<(PathBuf, PathBuf)>>,
+}
+
+impl std::fmt::Debug for Remembering<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remembering")
+            .field("earlier", &self.earlier)
+            .field("known", &self.known.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Remembering<'a> {
+    /// Remembers nothing yet.
+    pub fn new(resolver: &'a dyn Resolver) -> Remembering<'a> {
+        Remembering::with(resolver, &[])
+    }
+
+    /// Remembers what an earlier one found, a moment ago (pairs of a path and its canonical
+    /// form, as [`Remembering::into_known`] gave them).
+    pub fn with(resolver: &'a dyn Resolver, earlier: &'a [(PathBuf, PathBuf)]) -> Remembering<'a> {
+        Remembering {
+            resolver,
+            earlier,
+            known: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    /// What this one found (not what it was given), for another a moment later.
+    pub fn into_known(self) -> Vec<(PathBuf, PathBuf)> {
+        self.known.into_inner()
+    }
+}
+
+impl Resolver for Remembering<'_> {
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        // Compared as bytes: `Path`'s `==` walks both paths name by name when they differ,
+        // which made a search of twenty paths cost more than the looks it saves. Bytes are
+        // stricter (`/a//b` is not `/a/b`): at worst a look more.
+        let known = self.known.borrow();
+        let mut all = self.earlier.iter().chain(known.iter());
+        if let Some((_, canonical)) = all.find(|(p, _)| p.as_os_str() == path.as_os_str()) {
+            return Ok(canonical.clone());
+        }
+        drop(known);
+        let canonical = self.resolver.canonicalize(path)?;
+        let mut known = self.known.borrow_mut();
+        if canonical.as_os_str() != path.as_os_str() {
+            known.push((canonical.clone(), canonical.clone()));
+        }
+        known.push((path.to_owned(), canonical.clone()));
+        Ok(canonical)
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        self.resolver.is_dir(path)
+    }
 }
 
 /// Refuses what no policy path may be: relative, with `..`, with a NUL byte or a newline.
@@ -30,7 +109,7 @@ pub fn check_absolute_clean(what: &'static str, path: &Path) -> Result<(), Polic
             path: path.to_owned(),
         });
     }
-    if path.components().any(|c| c == Component::ParentDir) {
+    if has_parent_dir(path) {
         return Err(PolicyError::DotDot {
             what,
             path: path.to_owned(),
@@ -78,6 +157,51 @@ pub fn canonicalize_lenient(
             }
         }
     }
+}
+
+/// Whether a name of `path` is `..` (`Component::ParentDir`), read from its bytes: a `..` between
+/// slashes, at the start or at the end. Walking the components costs a parse of every name,
+/// at each of the thirty or so paths a launch checks.
+pub fn has_parent_dir(path: &Path) -> bool {
+    path.as_os_str()
+        .as_bytes()
+        .split(|b| *b == b'/')
+        .any(|name| name == b"..")
+}
+
+/// `path` in plain form (absolute or not, without `.`, doubled or trailing slashes): copied as
+/// it is when it is so already (a canonical path, nearly every one a launch sees), rebuilt name
+/// by name otherwise.
+pub fn plain_path(path: &Path) -> PathBuf {
+    let bytes = path.as_os_str().as_bytes();
+    let plain = bytes.starts_with(b"/")
+        && !bytes.windows(2).any(|w| w == b"//")
+        && !bytes.windows(3).any(|w| w == b"/./")
+        && !(bytes.len() > 1 && (bytes.ends_with(b"/") || bytes.ends_with(b"/.")));
+    if plain {
+        path.to_owned()
+    } else {
+        path.components().collect()
+    }
+}
+
+/// `Path`'s order (name by name) for two paths in plain form (absolute, without `.`, doubled
+/// or trailing slashes: every canonical path), from their bytes with `/` taken as lower than
+/// any other byte: the first difference is then inside one name (bytes compared as `Path`
+/// compares names), or where one name ends (`/` or the end) and the other goes on, which puts
+/// the shorter name first in both orders. `Path`'s own `cmp` parses every name of both.
+pub(crate) fn cmp_plain(a: &Path, b: &Path) -> std::cmp::Ordering {
+    let key = |b: &u8| if *b == b'/' { 0 } else { *b };
+    let (a, b) = (a.as_os_str().as_bytes(), b.as_os_str().as_bytes());
+    a.iter().map(key).cmp(b.iter().map(key))
+}
+
+/// [`is_within`] for two paths in plain form (see [`cmp_plain`]), from their bytes: `outer`
+/// is a prefix of `inner` that ends where a name ends.
+pub(crate) fn is_within_plain(inner: &Path, outer: &Path) -> bool {
+    let (inner, outer) = (inner.as_os_str().as_bytes(), outer.as_os_str().as_bytes());
+    inner.starts_with(outer)
+        && (inner.len() == outer.len() || outer == b"/" || inner[outer.len()] == b'/')
 }
 
 /// `inner` is `outer` or lies beneath it (component-wise, so `/a/bc` is not inside `/a/b`).
@@ -139,5 +263,173 @@ pub(crate) mod fake {
         fn is_dir(&self, path: &Path) -> bool {
             self.dirs.contains(path)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fake::FakeFs;
+    use super::*;
+    use std::cell::RefCell;
+
+    /// A fake disk that counts the looks at each path.
+    struct Counting {
+        resolver: FakeFs,
+        looks: RefCell<Vec<PathBuf>>,
+    }
+
+    impl Resolver for Counting {
+        fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+            self.looks.borrow_mut().push(path.to_owned());
+            self.resolver.canonicalize(path)
+        }
+        fn is_dir(&self, path: &Path) -> bool {
+            self.resolver.is_dir(path)
+        }
+    }
+
+    /// Paths in plain form, of names that sort around `/` (`-`, `.`, `0`) and of prefixes of
+    /// each other.
+    fn any_plain_path() -> impl proptest::strategy::Strategy<Value = PathBuf> {
+        use proptest::prelude::*;
+        prop::collection::vec(
+            prop::sample::select(vec!["a", "a-b", "a.b", "ab", "a0", ".a", "b", "-"]),
+            0..5,
+        )
+        .prop_map(|names| {
+            let mut p = PathBuf::from("/");
+            p.extend(names);
+            p
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn plain_paths_compare_as_path_compares_them(a in any_plain_path(), b in any_plain_path()) {
+            proptest::prop_assert_eq!(cmp_plain(&a, &b), a.cmp(&b));
+            proptest::prop_assert_eq!(is_within_plain(&a, &b), is_within(&a, &b));
+            proptest::prop_assert_eq!(is_within_plain(&b, &a), is_within(&b, &a));
+        }
+    }
+
+    #[test]
+    fn a_plain_path_is_kept_and_another_made_plain() {
+        for (path, plain) in [
+            ("/a/b", "/a/b"),
+            ("/", "/"),
+            ("/a/.b/..c", "/a/.b/..c"),
+            ("/a/./b", "/a/b"),
+            ("//a//b", "/a/b"),
+            ("/a/b/", "/a/b"),
+            ("/a/b/.", "/a/b"),
+            ("/.", "/"),
+        ] {
+            assert_eq!(
+                super::plain_path(Path::new(path)),
+                Path::new(plain),
+                "{path}"
+            );
+            assert_eq!(
+                super::plain_path(Path::new(path)).as_os_str(),
+                Path::new(path)
+                    .components()
+                    .collect::<PathBuf>()
+                    .as_os_str(),
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_parent_dir_is_found_where_components_find_one() {
+        for path in [
+            "/a/../b",
+            "/..",
+            "..",
+            "../a",
+            "/a/..",
+            "/a/..b",
+            "/a/b..",
+            "/a/.../b",
+            "/a/./b",
+            "/a//..//b",
+            "/",
+        ] {
+            let path = Path::new(path);
+            let by_components = path
+                .components()
+                .any(|c| c == std::path::Component::ParentDir);
+            assert_eq!(has_parent_dir(path), by_components, "{}", path.display());
+        }
+    }
+
+    fn counting() -> Counting {
+        Counting {
+            resolver: FakeFs::default()
+                .dir("/real/home/.local/share/AgentWorks")
+                .link("/home", "/real/home"),
+            looks: RefCell::new(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn a_path_is_looked_at_once_and_its_canonical_form_not_at_all() {
+        let disk = counting();
+        let resolver = Remembering::new(&disk);
+        for _ in 0..3 {
+            assert_eq!(
+                resolver.canonicalize(Path::new("/home")).unwrap(),
+                Path::new("/real/home")
+            );
+        }
+        assert_eq!(
+            resolver.canonicalize(Path::new("/real/home")).unwrap(),
+            Path::new("/real/home")
+        );
+        assert_eq!(*disk.looks.borrow(), [PathBuf::from("/home")]);
+        // What it remembers carries over to the next one, which asks nothing again.
+        let known = resolver.into_known();
+        let resolver = Remembering::with(&disk, &known);
+        resolver.canonicalize(Path::new("/home")).unwrap();
+        assert_eq!(disk.looks.borrow().len(), 1);
+    }
+
+    #[test]
+    fn an_error_is_not_remembered_and_another_path_is_looked_at() {
+        let disk = counting();
+        let resolver = Remembering::new(&disk);
+        for _ in 0..2 {
+            let e = resolver.canonicalize(Path::new("/missing")).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        }
+        let local = resolver.canonicalize(Path::new("/real/home/.local"));
+        assert_eq!(local.unwrap(), Path::new("/real/home/.local"));
+        assert_eq!(disk.looks.borrow().len(), 3);
+    }
+
+    #[test]
+    fn a_layout_resolved_and_checked_through_one_looks_at_each_place_once() {
+        let disk = counting();
+        let resolver = Remembering::new(&disk);
+        let layout = crate::Layout::resolve(
+            &crate::LayoutInputs {
+                os: crate::Os::Linux,
+                home: "/home".into(),
+                xdg_data_home: None,
+                state_root: Some("/real/home/.local/share/AgentWorks".into()),
+                workspace_docs: None,
+            },
+            &resolver,
+        )
+        .unwrap();
+        // What `Policy::build` checks of the layout, asked again.
+        for path in [&layout.home, &layout.app_folder, &layout.state_root] {
+            assert_eq!(&resolver.canonicalize(path).unwrap(), path);
+        }
+        let looks = disk.looks.borrow();
+        let mut unique = looks.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(looks.len(), unique.len(), "looked at twice: {looks:?}");
     }
 }

@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::path::{Resolver, canonicalize_lenient, check_absolute_clean, is_within};
+use crate::path::{
+    Resolver, canonicalize_lenient, check_absolute_clean, cmp_plain, is_within, is_within_plain,
+    plain_path,
+};
 use crate::{ChatId, Config, Layout, Network, Os, PolicyError};
 
 /// How a CLI runs: with its own tools on inside our sandbox, or with only the MCP bridge.
@@ -867,6 +870,11 @@ impl Policy {
     /// `Path` comparison walks components: a binary search of a thousand grants per ancestor
     /// was half of `Policy::build`).
     fn check_grants_outside_refused_entries(&self) -> Result<(), PolicyError> {
+        // One grant (a scripted step's usual) lies inside no other: no map to build (and no
+        // random seed to ask the kernel for).
+        if self.grants.len() < 2 {
+            return Ok(());
+        }
         let by_path: std::collections::HashMap<&OsStr, &Grant> = self
             .grants
             .iter()
@@ -1111,10 +1119,15 @@ fn persistence_paths(
         let written = home.join(entry.trim_end_matches('/'));
         let resolved = canonicalize_lenient("persistence path", &written, resolver)?;
         for path in [written, resolved] {
+            // Canonical paths (the home's, written under it, or resolved): compared as bytes.
             let near_protected = protected
                 .iter()
-                .any(|r| is_within(&path, r) || is_within(r, &path));
-            if !near_protected && !out.iter().any(|h| h.path == path) {
+                .any(|r| is_within_plain(&path, r) || is_within_plain(r, &path));
+            let bytes = path.as_os_str().as_encoded_bytes();
+            let listed = out
+                .iter()
+                .any(|h| h.path.as_os_str().as_encoded_bytes() == bytes);
+            if !near_protected && !listed {
                 let empty_is_absent = PERSISTENCE_EMPTY_IS_ABSENT.contains(entry);
                 out.push(Hardened {
                     path,
@@ -1144,11 +1157,13 @@ fn writable_places(
     {
         places.push(canonicalize_lenient("writable place", place, resolver)?);
     }
-    places.sort();
+    // Every place is canonical (the home, by `check_layout_canonical`; the others just made
+    // so), so their order and nesting are read from their bytes, as `Path` would find them.
+    places.sort_by(|a, b| cmp_plain(a, b));
     places.dedup();
     let mut out: Vec<PathBuf> = Vec::new();
     for place in places {
-        if !out.iter().any(|o| is_within(&place, o)) {
+        if !out.iter().any(|o| is_within_plain(&place, o)) {
             out.push(place);
         }
     }
@@ -1172,7 +1187,7 @@ fn check_named_by_its_own_path(
 ) -> Result<(), PolicyError> {
     let Some(root) = protected
         .iter()
-        .filter(|r| is_within(canonical, r))
+        .filter(|r| is_within_plain(canonical, r))
         .min_by_key(|r| r.components().count())
     else {
         return Ok(());
@@ -1227,23 +1242,28 @@ fn validate_grant(
             }
         }
     })?;
+    let path = plain_path(&path);
+    // From here every path compared is canonical and plain (the grant just made so, whatever
+    // the resolver gave; the layout checked; the protected roots canonicalized; the runtime a
+    // chat id below the layout's), so nesting is read from the bytes (`is_within_plain`), where
+    // `Path` parses every name of both paths at each of the ten comparisons.
     if !resolver.is_dir(&path) {
         return Err(PolicyError::GrantNotFolder {
             path: asked.path.clone(),
         });
     }
-    if let Some(root) = protected.iter().find(|r| is_within(r, &path)) {
+    if let Some(root) = protected.iter().find(|r| is_within_plain(r, &path)) {
         return Err(PolicyError::GrantContainsProtected {
             path: asked.path.clone(),
             root: root.clone(),
         });
     }
-    if !protected.iter().any(|r| is_within(&path, r)) {
+    if !protected.iter().any(|r| is_within_plain(&path, r)) {
         return Err(PolicyError::GrantOutsideProtected {
             path: asked.path.clone(),
         });
     }
-    if layout.is_in_runtimes(&path) && !is_within(&path, runtime) {
+    if layout.is_in_runtimes(&path) && !is_within_plain(&path, runtime) {
         return Err(PolicyError::GrantInOtherRuntime {
             path: asked.path.clone(),
             resolved: path,
@@ -1252,8 +1272,8 @@ fn validate_grant(
     // Inside the app folder (or the state root) only workspace-docs may be granted; the rest is
     // AgentWorks' own: logins, the token, personal MCP connections, event databases.
     for app in [&layout.app_folder, &layout.state_root] {
-        if is_within(&path, app) && !is_within(&path, &layout.workspace_docs) {
-            if is_within(&path, runtime) {
+        if is_within_plain(&path, app) && !is_within_plain(&path, &layout.workspace_docs) {
+            if is_within_plain(&path, runtime) {
                 break;
             }
             return Err(PolicyError::GrantInAppFolder {

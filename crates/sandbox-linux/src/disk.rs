@@ -21,8 +21,8 @@ pub struct RealDisk;
 impl Resolver for RealDisk {
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         #[cfg(target_os = "linux")]
-        if let Some(canonical) = canonical_without_symlinks(path) {
-            return Ok(canonical);
+        if let Some(answer) = canonical_without_symlinks(path) {
+            return answer;
         }
         std::fs::canonicalize(path)
     }
@@ -35,15 +35,20 @@ impl Resolver for RealDisk {
 /// `path` in its plain form when it is absolute and no component is a symlink: then it is
 /// already canonical. One `openat2` with `RESOLVE_NO_SYMLINKS` says so, where `realpath` reads
 /// a link per component (thirteen system calls for a grant twelve folders deep, times a
-/// thousand grants). `None` for anything else (a symlink on the way, a missing entry, a kernel
-/// without `openat2`): `realpath` answers, and says what is wrong.
+/// thousand grants).
+///
+/// `NotFound` when `openat2` says `ENOENT`: the walk stops at the first symlink (`ELOOP`) or
+/// the first missing name, in order, so every name before the missing one was a real folder,
+/// and `realpath` would walk those same names to the same missing one (three `readlink`s more
+/// for `/usr/bin/xdg-open`, a blocked program most machines lack). A symlink on the way,
+/// dangling or not, is `ELOOP`, never `ENOENT`.
+///
+/// `None` for anything else (a symlink on the way, a kernel without `openat2`, a folder that
+/// cannot be entered): `realpath` answers, and says what is wrong.
 #[cfg(target_os = "linux")]
-fn canonical_without_symlinks(path: &Path) -> Option<PathBuf> {
+fn canonical_without_symlinks(path: &Path) -> Option<io::Result<PathBuf>> {
     use std::os::unix::ffi::OsStrExt;
-    let parent_dir = path
-        .components()
-        .any(|c| c == std::path::Component::ParentDir);
-    if !path.is_absolute() || parent_dir {
+    if !path.is_absolute() || sandbox_core::path_has_parent_dir(path) {
         return None;
     }
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
@@ -64,15 +69,15 @@ fn canonical_without_symlinks(path: &Path) -> Option<PathBuf> {
         )
     };
     if fd < 0 {
-        return None;
+        let error = io::Error::last_os_error();
+        return (error.raw_os_error() == Some(libc::ENOENT)).then_some(Err(error));
     }
     // Only whether it opened matters: the handle is closed (by its drop) at once.
     // SAFETY: openat2 just returned this descriptor, which nothing else owns.
     drop(unsafe {
         <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as libc::c_int)
     });
-    // Without `.`, doubled or trailing slashes.
-    Some(path.components().collect())
+    Some(Ok(sandbox_core::plain_path(path)))
 }
 
 fn entry_kind(ft: std::fs::FileType) -> EntryKind {
@@ -246,6 +251,43 @@ mod tests {
                 (e.file_name(), kind)
             })
             .collect()
+    }
+
+    /// `RealDisk::canonicalize` agrees with `realpath` on each kind of path it answers
+    /// without it: plain, with `.`, doubled and trailing slashes, missing at the end or on the
+    /// way, under a symlink, a dangling symlink, a file taken for a folder.
+    #[test]
+    fn canonicalize_answers_what_realpath_answers() {
+        let root = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(root.path()).unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/file"), b"").unwrap();
+        std::os::unix::fs::symlink(root.join("a"), root.join("link")).unwrap();
+        std::os::unix::fs::symlink(root.join("gone"), root.join("dangling")).unwrap();
+        let r = root.display();
+        for path in [
+            format!("{r}/a/b"),
+            format!("{r}/a/./b"),
+            format!("{r}//a///b/"),
+            format!("{r}/a/b/."),
+            format!("{r}/a/missing"),
+            format!("{r}/missing/deeper"),
+            format!("{r}/link/b"),
+            format!("{r}/link/missing"),
+            format!("{r}/dangling"),
+            format!("{r}/dangling/below"),
+            format!("{r}/a/file/below"),
+            "/".to_owned(),
+        ] {
+            let path = Path::new(&path);
+            let ours = RealDisk.canonicalize(path);
+            let theirs = std::fs::canonicalize(path);
+            match (&ours, &theirs) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{}", path.display()),
+                (Err(a), Err(b)) => assert_eq!(a.kind(), b.kind(), "{}", path.display()),
+                _ => panic!("{}: {ours:?} but realpath {theirs:?}", path.display()),
+            }
+        }
     }
 
     #[test]

@@ -13,8 +13,22 @@ use landlock::{
 use super::plan::{FsRight, LinuxPlan};
 use super::sys::{ApplyError, SYMLINK_ON_THE_WAY, fail, open_path_no_symlinks};
 
-/// The kernel's Landlock ABI (0 when Landlock is missing or disabled).
+/// The kernel's Landlock ABI (0 when Landlock is missing or disabled), asked of the kernel once
+/// per process: `step` asks it for the plan and again to apply the plan. The answer cannot
+/// change while the process lives: the ABI is the running kernel's (its version of Landlock,
+/// and whether the LSM was enabled at boot), and no system call changes it; confining this
+/// process (`landlock_restrict_self`) does not change what the query answers.
 pub fn kernel_abi() -> u32 {
+    static ABI: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *ABI.get_or_init(ask_kernel_abi)
+}
+
+#[cfg(test)]
+static ASKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn ask_kernel_abi() -> u32 {
+    #[cfg(test)]
+    ASKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // SAFETY: the version query takes no attribute pointer and has no side effect.
     let v = unsafe {
         libc::syscall(
@@ -118,4 +132,19 @@ pub(super) fn restrict_self(plan: &LinuxPlan) -> Result<(), ApplyError> {
         "the kernel enforces the Landlock ruleset fully"
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn the_abi_is_asked_of_the_kernel_once_and_is_its_answer() {
+        let answers: Vec<u32> = (0..3).map(|_| kernel_abi()).collect();
+        // Other tests of this process may have asked first: once in all.
+        assert_eq!(ASKED.load(Ordering::Relaxed), 1);
+        assert!(answers.iter().all(|a| *a == answers[0]));
+        assert_eq!(answers[0], ask_kernel_abi(), "the kernel's own answer");
+    }
 }

@@ -79,10 +79,14 @@ pub fn this_kernel() -> Kernel {
 /// Whether the sysctls let this user create a user namespace.
 #[cfg(target_os = "linux")]
 fn user_namespaces_allowed() -> bool {
-    let read = |path: &str| {
-        std::fs::read_to_string(path)
-            .ok()
-            .and_then(|v| v.trim().parse::<i64>().ok())
+    // One read into a small buffer (open, read, close), where `read_to_string` adds a `stat`
+    // for its size and a read to find the end: a number of the kernel's fits, and a longer
+    // answer does not parse, as before.
+    let read = |path: &str| -> Option<i64> {
+        use std::io::Read;
+        let mut buf = [0u8; 32];
+        let n = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
+        std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()
     };
     if read("/proc/sys/user/max_user_namespaces") == Some(0) {
         return false;

@@ -729,15 +729,23 @@ pub fn compile(
     let outermost = outermost_existing_roots(policy, disk, &mut guarantees);
     let hardened = harden_in_namespace(policy, disk);
 
+    // Every path here is canonical, so its ancestors are prefixes of its bytes, compared and
+    // counted as bytes (`Path`'s `==` and `components()` parse every name, at every pin): a
+    // path's depth is its number of slashes (the root, one slash and one name, is not pinned).
     let mut pins: Vec<PathBuf> = Vec::new();
     for path in outermost.iter().chain(hardened.pinned_below.iter()) {
         for ancestor in path.ancestors().skip(1) {
-            if ancestor != Path::new("/") && !pins.iter().any(|p| p == ancestor) {
+            let bytes = ancestor.as_os_str().as_encoded_bytes();
+            if bytes != b"/"
+                && !pins
+                    .iter()
+                    .any(|p| p.as_os_str().as_encoded_bytes() == bytes)
+            {
                 pins.push(ancestor.to_owned());
             }
         }
     }
-    pins.sort_by_key(|p| p.components().count());
+    pins.sort_by_cached_key(|p| slashes(p));
 
     let mut mounts: Vec<MountStep> = pins
         .iter()
@@ -930,6 +938,16 @@ pub fn compile(
     })
 }
 
+/// How many slashes a path has: the depth of a canonical one (one less than its number of
+/// components, for any but `/`).
+fn slashes(path: &Path) -> usize {
+    path.as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .filter(|b| **b == b'/')
+        .count()
+}
+
 /// The plan's filter compiled, for both kinds of plan. Elsewhere than on Linux (a plan printed
 /// by `profile`, never applied there) it is empty, and a helper refuses a plan without one.
 pub fn seccomp_program(seccomp: &SeccompPlan) -> Result<SeccompProgram, PlanError> {
@@ -999,16 +1017,29 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
         Ok(relative) => format!("~/{}", relative.display()),
         Err(_) => path.display().to_string(),
     };
+    // What each path is, looked at once in this compile: the thirty-odd persistence paths share
+    // their ancestors (`/`, `/home`, the home, `~/.config`), which were looked at again for
+    // each, five or six looks a path.
+    //
+    // Races (the home is every chat's to write): an answer kept is the disk a few microseconds
+    // earlier than a second look would have been, within this one compile, and it only decides
+    // what the plan names; the mounts look again. A path taken for a real folder that has become
+    // a symlink since is refused when it is bound (the helper opens each without following a
+    // link, and the chat is not started); one taken for a symlink is left to its resolved twin,
+    // as it would have been had the swap come a moment later. Nothing is kept from one compile
+    // to the next: each launch looks afresh (crates/launch/tests/plan_looks.rs).
+    let mut seen: Vec<(&Path, Option<EntryKind>)> = Vec::new();
+    let mut kind_of = |path| kind_once(&mut seen, disk, path);
     for hardened in policy.hardened() {
         let path = hardened.path();
         let under_link = path
             .ancestors()
             .skip(1)
-            .any(|a| disk.kind(a) == Some(EntryKind::Symlink));
+            .any(|a| kind_of(a) == Some(EntryKind::Symlink));
         if under_link {
             continue;
         }
-        match disk.kind(path) {
+        match kind_of(path) {
             Some(kind @ (EntryKind::Dir | EntryKind::File)) => {
                 out.mounts.push(MountStep::ReadOnly {
                     path: path.to_owned(),
@@ -1056,6 +1087,25 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
         out.guarantee.enforcement = Enforcement::Partly(gaps.join("; "));
     }
     out
+}
+
+/// `disk.kind(path)`, looked at once: the answer in `seen` when there is one (paths compared by
+/// their bytes: every one is canonical), else the disk's, kept in `seen`.
+fn kind_once<'p>(
+    seen: &mut Vec<(&'p Path, Option<EntryKind>)>,
+    disk: &dyn LaunchDisk,
+    path: &'p Path,
+) -> Option<EntryKind> {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    if let Some((_, kind)) = seen
+        .iter()
+        .find(|(p, _)| p.as_os_str().as_encoded_bytes() == bytes)
+    {
+        return *kind;
+    }
+    let kind = disk.kind(path);
+    seen.push((path, kind));
+    kind
 }
 
 /// The protected roots to close: the outermost ones that exist (a root inside another is closed
