@@ -182,17 +182,43 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     )
 }
 
+/// Whether this process is down to its one thread, as clone's namespaces need. The compile of
+/// a `step` in this very process lists many folders on threads (`RealDisk::entries_of`), joined
+/// before it returns; but a joined thread leaves the kernel's thread group a moment after
+/// (its join is woken as it releases its memory, before it is gone from `/proc/self/task`),
+/// and a launch on a loaded machine saw it there once ("runs 2 threads"). So a second thread is
+/// waited for, up to [`THREADS_PATIENCE`]: one that has been joined has run its last code and
+/// is only leaving; one that is still there after it really runs, and the launch is refused.
 fn check_single_threaded() -> Result<(), ApplyError> {
-    let threads = std::fs::read_dir("/proc/self/task")
-        .map_err(|e| fail("count threads", e))?
-        .count();
-    if threads != 1 {
-        return Err(fail(
-            "exec helper",
-            format!("runs {threads} threads; it must be single-threaded to enter namespaces"),
-        ));
+    let count = || {
+        std::fs::read_dir("/proc/self/task")
+            .map(Iterator::count)
+            .map_err(|e| fail("count threads", e))
+    };
+    wait_for_one_thread(count, THREADS_PATIENCE)
+}
+
+/// How long [`check_single_threaded`] waits for a joined thread to leave.
+const THREADS_PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
+
+fn wait_for_one_thread(
+    mut count: impl FnMut() -> Result<usize, ApplyError>,
+    patience: std::time::Duration,
+) -> Result<(), ApplyError> {
+    let start = std::time::Instant::now();
+    loop {
+        let threads = count()?;
+        if threads == 1 {
+            return Ok(());
+        }
+        if start.elapsed() >= patience {
+            return Err(fail(
+                "exec helper",
+                format!("runs {threads} threads; it must be single-threaded to enter namespaces"),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
     }
-    Ok(())
 }
 
 /// Writes the id maps of `child`, a process that entered a new user namespace. Done by the
@@ -308,6 +334,29 @@ fn exec_program(program: &[CString], workdir: &CString) -> ! {
 #[cfg(test)]
 mod tests {
     use super::sys::open_no_symlinks;
+    use super::wait_for_one_thread;
+    use std::time::Duration;
+
+    #[test]
+    fn a_joined_thread_still_leaving_is_waited_for_and_a_live_one_refuses_the_launch() {
+        // Two looks see a thread leaving, the third sees it gone: the launch goes on.
+        let mut looks = [3, 2, 1].into_iter();
+        let leaving = wait_for_one_thread(|| Ok(looks.next().unwrap()), Duration::from_secs(5));
+        assert!(leaving.is_ok());
+        assert_eq!(looks.next(), None, "looked until one thread was left");
+        // A thread that stays is refused once the patience is over, naming the count.
+        let mut calls = 0;
+        let staying = wait_for_one_thread(
+            || {
+                calls += 1;
+                Ok(2)
+            },
+            Duration::from_millis(5),
+        );
+        let err = staying.unwrap_err().to_string();
+        assert!(err.contains("runs 2 threads"), "{err}");
+        assert!(calls > 1, "looked again before refusing");
+    }
 
     #[test]
     fn a_bind_source_reached_through_a_symlink_is_refused() {
