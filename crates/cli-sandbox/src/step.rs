@@ -25,10 +25,11 @@ pub struct StepArgs {
 /// `--grant`) and the global ones (`--state-root`, `--workspace-docs`, `--config`, `-v`,
 /// `-vv`..., `--verbose`), before or after `step` as clap allows, each value in the next word
 /// or after `=`. Everything else is `None`, and the whole parser then reads the line and says
-/// what is wrong as usual: another command, `--help`, a flag given twice, a value that is empty,
-/// starts with `-` or (for the chat and its grants) is not UTF-8, a line without `--` or without
-/// a program. So this reader decides nothing clap would decide otherwise; a property test
-/// checks that every line it takes, the whole parser reads the same.
+/// what is wrong as usual: another command, `--help`, a flag with a value given twice, `-v` on
+/// both sides of `step`, a value that is empty, starts with `-` or (for the chat and its
+/// grants) is not UTF-8, a line without `--` or without a program. So this reader decides
+/// nothing clap would decide otherwise; property tests check that every line it takes, the
+/// whole parser reads the same.
 pub fn fast_path(args: impl Iterator<Item = OsString>) -> Option<(Globals, StepArgs)> {
     let mut words = args.skip(1);
     let mut line = Line::default();
