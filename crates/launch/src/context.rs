@@ -2,7 +2,6 @@
 //! read from the settings the caller passes and the environment.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use sandbox_core::{
@@ -55,9 +54,6 @@ pub struct Context {
     /// of asking again (see [`Context::policy`]).
     canonical: Vec<(PathBuf, PathBuf)>,
     loaded_at: Instant,
-    /// When [`Context::check_named_places`] last found every named place a folder (the first
-    /// time only).
-    named_checked: OnceLock<Instant>,
 }
 
 /// How long after [`Context::load`] its looks at the disk still stand for a one-shot launch
@@ -65,10 +61,9 @@ pub struct Context {
 /// leaves room for a loaded machine). Past it (a provider that keeps one context for many
 /// launches) every look is made again.
 ///
-/// Races: an answer taken over is the disk as it was up to this long before. Each one is a
-/// check whose second answer is used for nothing the first could not be: the layout's paths are
-/// named in the policy as the load found them whatever a second look says, and a named place
-/// that is a folder is only refused when it is not. Whatever changes after the last look, the
+/// Races: an answer taken over is the disk as it was up to this long before. It is a check
+/// whose second answer is used for nothing the first could not be: the layout's paths are
+/// named in the policy as the load found them whatever a second look says. Whatever changes after the last look, the
 /// kernel sees when the mounts are made, as before; what changes between the two looks was
 /// seen by neither before this (the second look came before the mounts too).
 const ONE_LAUNCH: Duration = Duration::from_millis(10);
@@ -161,7 +156,6 @@ impl Context {
             named,
             canonical: looks.into_known(),
             loaded_at: Instant::now(),
-            named_checked: OnceLock::new(),
         })
     }
 
@@ -202,18 +196,7 @@ impl Context {
         for (what, path, source) in &self.named {
             must_be_a_folder(what, path, source)?;
         }
-        let _ = self.named_checked.set(Instant::now());
         Ok(())
-    }
-
-    /// [`Context::check_named_places`], unless it found them all folders within
-    /// [`ONE_LAUNCH`] (the binary checks them right after the load, and `ensure_runtime` asked
-    /// again: see [`ONE_LAUNCH`] for why that second answer may be the first).
-    fn check_named_places_once(&self) -> Result<(), Error> {
-        match self.named_checked.get() {
-            Some(at) if within_one_launch(*at) => Ok(()),
-            _ => self.check_named_places(),
-        }
     }
 
     /// What a launch needs before it writes anything: the named places
@@ -230,7 +213,7 @@ impl Context {
     /// root is looked at once, right before the folder is made in it (not also by
     /// `require_state_root`: three looks in a row, before).
     pub fn ensure_runtime(&self, policy: &Policy) -> Result<(), Error> {
-        self.check_named_places_once()?;
+        self.check_named_places()?;
         ensure_runtime_in(&self.layout.state_root, policy.runtime())
     }
 }
@@ -364,25 +347,28 @@ mod tests {
     }
 
     #[test]
-    fn named_places_are_looked_at_again_past_one_launch() {
+    fn ensure_runtime_looks_at_the_named_places_and_the_state_root_again() {
         let scratch = tempfile::tempdir().unwrap();
         let demo = Demo::create(scratch.path()).unwrap();
-        let mut ctx = Context::load(&demo.settings()).unwrap();
+        let ctx = Context::load(&demo.settings()).unwrap();
         ctx.check_named_places().unwrap();
         let policy = ctx.policy(&demo.chat, &[]).unwrap();
-        std::fs::remove_dir_all(&demo.workspace_docs).unwrap();
-        // Checked a moment ago: that answer stands.
-        ctx.named_checked = OnceLock::from(just_now());
-        ctx.ensure_runtime(&policy).unwrap();
-        // Checked long ago: looked at again, and the missing workspace-docs refused.
-        ctx.named_checked = OnceLock::from(long_ago());
+        if policy.runtime().exists() {
+            std::fs::remove_dir_all(policy.runtime()).unwrap();
+        }
+        // A named place gone since the load's check: refused before anything is made.
+        let kept = demo.root.join("workspace-docs-kept");
+        std::fs::rename(&demo.workspace_docs, &kept).unwrap();
         let err = ctx.ensure_runtime(&policy).unwrap_err().to_string();
         assert!(
             err.contains("workspace-docs") && err.contains("does not exist"),
             "{err}"
         );
-        // The state root is looked at whatever the time: it is where the runtime is made.
-        ctx.named_checked = OnceLock::from(just_now());
+        assert!(!policy.runtime().exists());
+        // Back in place, the runtime is made; the state root gone, it is not.
+        std::fs::rename(&kept, &demo.workspace_docs).unwrap();
+        ctx.ensure_runtime(&policy).unwrap();
+        assert!(policy.runtime().is_dir());
         std::fs::remove_dir_all(&demo.state_root).unwrap();
         assert!(ctx.ensure_runtime(&policy).is_err());
         assert!(!policy.runtime().exists());
