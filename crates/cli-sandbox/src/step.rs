@@ -396,6 +396,16 @@ mod tests {
         &["x"],
     ];
 
+    /// The property of every test below: a line the reader takes, the whole parser reads the
+    /// same.
+    fn read_alike(words: &[&str]) -> Result<(), TestCaseError> {
+        let words = line(words);
+        if let Some(fast) = fast_path(words.clone().into_iter()) {
+            prop_assert_eq!(Some(fast), whole(&words), "{:?}", words);
+        }
+        Ok(())
+    }
+
     proptest! {
         /// Any command line the step's reader takes, the whole parser takes as the same step:
         /// random words around the one form that is a step, so that many lines are taken.
@@ -410,10 +420,7 @@ mod tests {
             words.extend(after);
             words.extend(["--", "prog"]);
             words.extend(tail);
-            let words = line(&words);
-            if let Some(fast) = fast_path(words.clone().into_iter()) {
-                prop_assert_eq!(Some(fast), whole(&words), "{:?}", words);
-            }
+            read_alike(&words)?;
         }
 
         /// Lines made mostly of the flags the reader takes, in any order and number, `step`
@@ -437,10 +444,7 @@ mod tests {
             }
             words.push("--");
             words.extend(program);
-            let words = line(&words);
-            if let Some(fast) = fast_path(words.clone().into_iter()) {
-                prop_assert_eq!(Some(fast), whole(&words), "{:?}", words);
-            }
+            read_alike(&words)?;
         }
 
         /// Any words at all: the reader takes a line only as the whole parser reads it.
@@ -448,10 +452,7 @@ mod tests {
         fn the_fast_path_never_reads_any_words_otherwise_than_the_whole_parser(
             words in proptest::collection::vec(proptest::sample::select(WORDS), 0..10),
         ) {
-            let words = line(&words);
-            if let Some(fast) = fast_path(words.clone().into_iter()) {
-                prop_assert_eq!(Some(fast), whole(&words), "{:?}", words);
-            }
+            read_alike(&words)?;
         }
     }
 }

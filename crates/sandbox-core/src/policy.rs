@@ -1123,10 +1123,7 @@ fn persistence_paths(
             let near_protected = protected
                 .iter()
                 .any(|r| is_within_plain(&path, r) || is_within_plain(r, &path));
-            let bytes = path.as_os_str().as_encoded_bytes();
-            let listed = out
-                .iter()
-                .any(|h| h.path.as_os_str().as_encoded_bytes() == bytes);
+            let listed = out.iter().any(|h| h.path.as_os_str() == path.as_os_str());
             if !near_protected && !listed {
                 let empty_is_absent = PERSISTENCE_EMPTY_IS_ABSENT.contains(entry);
                 out.push(Hardened {

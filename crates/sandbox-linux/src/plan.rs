@@ -735,12 +735,9 @@ pub fn compile(
     let mut pins: Vec<PathBuf> = Vec::new();
     for path in outermost.iter().chain(hardened.pinned_below.iter()) {
         for ancestor in path.ancestors().skip(1) {
-            let bytes = ancestor.as_os_str().as_encoded_bytes();
-            if bytes != b"/"
-                && !pins
-                    .iter()
-                    .any(|p| p.as_os_str().as_encoded_bytes() == bytes)
-            {
+            // `OsStr`'s `==` compares bytes.
+            let name = ancestor.as_os_str();
+            if name != "/" && !pins.iter().any(|p| p.as_os_str() == name) {
                 pins.push(ancestor.to_owned());
             }
         }
@@ -1096,11 +1093,7 @@ fn kind_once<'p>(
     disk: &dyn LaunchDisk,
     path: &'p Path,
 ) -> Option<EntryKind> {
-    let bytes = path.as_os_str().as_encoded_bytes();
-    if let Some((_, kind)) = seen
-        .iter()
-        .find(|(p, _)| p.as_os_str().as_encoded_bytes() == bytes)
-    {
+    if let Some((_, kind)) = seen.iter().find(|(p, _)| p.as_os_str() == path.as_os_str()) {
         return *kind;
     }
     let kind = disk.kind(path);
