@@ -9,26 +9,33 @@
 //! `/proc/self/maps` to find the main thread's stack and maps an alternate signal stack, for a
 //! "stack overflow" message the helper does not need (a stack overflow still ends it, by
 //! SIGSEGV). Of that start it keeps what it relies on: SIGPIPE ignored, so that writing to a
-//! pipe nobody reads is an error it reports, not its death. `std::env::args_os` reads the
-//! arguments glibc hands every program (they do not come from Rust's start on Linux).
+//! pipe nobody reads is an error it reports, not its death. The arguments are read from `main`'s
+//! own `argv`: `std::env::args_os` would be empty here on musl, where only Rust's start saves
+//! them (glibc also hands them to the program's initialisers, which std reads).
+//!
+//! The release build to install is static and against musl (README, "Install"): glibc's own
+//! start, static or not, asks the processor about its features and caches many times over
+//! (`cpuid`), and in a virtual machine each of those questions is a trip to the hypervisor.
+//! BENCHMARKS.md has the figures.
 
 #![no_main]
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{CStr, OsStr, OsString, c_char, c_int};
+use std::os::unix::ffi::OsStrExt;
 
 mod helper;
 
-/// The process's entry, called by the C runtime with the arguments it also gives
-/// `std::env::args_os` (not read here). `no_mangle` is sound: this is the one `main` symbol of
-/// the binary (`#![no_main]`: Rust defines none), with the signature the C runtime calls.
+/// The process's entry, called by the C runtime with the program's arguments. `no_mangle` is
+/// sound: this is the one `main` symbol of the binary (`#![no_main]`: Rust defines none), with
+/// the signature the C runtime calls.
 #[unsafe(no_mangle)]
-extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
+extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
     // SAFETY: SIG_IGN installs no handler of ours; nothing else runs yet to race with.
     if unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) } == libc::SIG_ERR {
         return c_int::from(helper::FAILED);
     }
     launch::phase!("start");
-    let status = match helper::fast_path(std::env::args_os()) {
+    let status = match helper::fast_path(arguments(argc, argv)) {
         Some((policy, argv)) => helper::run(&policy, &argv),
         None => {
             launch::say!(
@@ -40,3 +47,30 @@ extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
     };
     c_int::from(status)
 }
+
+/// The arguments `main` was given, each copied. `argv` holds `argc` pointers to C strings (the
+/// kernel's layout, which the C runtime hands on unchanged); a negative `argc` is read as none.
+fn arguments(argc: c_int, argv: *const *const c_char) -> impl Iterator<Item = OsString> {
+    let count = usize::try_from(argc).unwrap_or(0);
+    (0..count).map(move |i| {
+        // SAFETY: `i < argc`, so the pointer stays inside the array of `argc` pointers the C
+        // runtime passed.
+        let slot = unsafe { argv.add(i) };
+        // SAFETY: `slot` points at one of those entries, which live (unchanged by anyone) for
+        // the whole process.
+        let arg = unsafe { *slot };
+        // SAFETY: each of the first `argc` entries is a NUL-terminated string the kernel copied
+        // onto the stack at exec, alive for the whole process.
+        let bytes = unsafe { CStr::from_ptr(arg) }.to_bytes();
+        OsStr::from_bytes(bytes).to_owned()
+    })
+}
+
+/// Against musl (the static build the README installs), dlmalloc instead of musl's own
+/// allocator, which hands each emptied page back to the kernel and maps it again at the next
+/// allocation: 20 `mmap` and 14 `munmap` while the helper reads its plan, which made reading it
+/// twice as slow as with glibc and a step at 1,000 grants about as slow again (BENCHMARKS.md).
+/// Against glibc, glibc's allocator stays.
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;

@@ -185,7 +185,8 @@ pub(super) fn wait_for_init(
             let next = if s.termed { KILL_AFTER } else { TERM_AFTER };
             let left = next.saturating_sub(s.since.elapsed());
             libc::timespec {
-                tv_sec: left.as_secs() as libc::time_t,
+                // A few seconds at most, as `time_t` (a name the `libc` crate deprecates on musl).
+                tv_sec: left.as_secs() as _,
                 tv_nsec: left.subsec_nanos() as libc::c_long,
             }
         });
@@ -445,6 +446,12 @@ fn reap_until(program: libc::pid_t) -> libc::c_int {
     }
 }
 
+unsafe extern "C" {
+    /// The process's environment, as the C library keeps it (glibc and musl alike; the `libc`
+    /// crate names it for glibc only).
+    static environ: *const *const libc::c_char;
+}
+
 /// Starts the program in the working folder with no signal blocked and `SIGPIPE` at its default
 /// action (Rust's runtime ignores it in the helper, and an ignored signal stays ignored across
 /// exec: a program would see `EPIPE` where it dies outside; a shell and `std::process::Command`
@@ -479,7 +486,7 @@ fn start_program(program: &[CString], workdir: &CString) -> Result<libc::pid_t, 
         argv: argv.as_ptr(),
         // SAFETY: init is single-threaded (the helper checked before the clone) and nothing
         // here changes the environment, so reading the `environ` pointer races with no writer.
-        envp: unsafe { libc::environ }.cast_const().cast(),
+        envp: unsafe { environ }.cast(),
         empty: signal_set(&[]),
         error: 0,
     };
