@@ -190,12 +190,28 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
 /// waited for, up to [`THREADS_PATIENCE`]: one that has been joined has run its last code and
 /// is only leaving; one that is still there after it really runs, and the launch is refused.
 fn check_single_threaded() -> Result<(), ApplyError> {
-    let count = || {
-        std::fs::read_dir("/proc/self/task")
-            .map(Iterator::count)
-            .map_err(|e| fail("count threads", e))
-    };
-    wait_for_one_thread(count, THREADS_PATIENCE)
+    wait_for_one_thread(thread_count, THREADS_PATIENCE)
+}
+
+/// The threads of this process: the entries of `/proc/self/task`, listed with `rustix` (open,
+/// `getdents64`, close) rather than `std::fs::read_dir`, whose `opendir` takes its buffer from the
+/// C library's allocator: musl's maps and unmaps it afresh at each listing, four system calls
+/// more on every launch.
+fn thread_count() -> Result<usize, ApplyError> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let failed = |e: rustix::io::Errno| fail("count threads", e);
+    let task = rustix::fs::open("/proc/self/task", flags, Mode::empty()).map_err(failed)?;
+    let mut listing = rustix::fs::Dir::new(task).map_err(failed)?;
+    let mut threads = 0;
+    while let Some(entry) = listing.read() {
+        let entry = entry.map_err(failed)?;
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            threads += 1;
+        }
+    }
+    Ok(threads)
 }
 
 /// How long [`check_single_threaded`] waits for a joined thread to leave.
@@ -334,8 +350,30 @@ fn exec_program(program: &[CString], workdir: &CString) -> ! {
 #[cfg(test)]
 mod tests {
     use super::sys::open_no_symlinks;
-    use super::wait_for_one_thread;
+    use super::{thread_count, wait_for_one_thread};
     use std::time::Duration;
+
+    #[test]
+    fn the_threads_are_counted_a_second_one_among_them() {
+        // The test harness runs other threads too: what is checked is that a thread of ours is
+        // counted while it lives, so a listing that always said 1 would fail.
+        let (started, running) = std::sync::mpsc::channel();
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            started.send(()).unwrap();
+            let _ = stopped.recv();
+        });
+        running.recv().unwrap();
+        let with_it = thread_count().unwrap();
+        assert!(
+            with_it >= 2,
+            "{with_it} threads counted with a second one running"
+        );
+        let listed = std::fs::read_dir("/proc/self/task").unwrap().count();
+        assert!(listed >= 2, "the control listing sees {listed}");
+        stop.send(()).unwrap();
+        thread.join().unwrap();
+    }
 
     #[test]
     fn a_joined_thread_still_leaving_is_waited_for_and_a_live_one_refuses_the_launch() {
