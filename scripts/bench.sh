@@ -33,29 +33,39 @@ done
 
 # The binary as users get it: `cargo bench` would build it with the dev-dependencies' features
 # unified in, so the release builds are copied aside first and the table times those copies.
-# Three builds: the one the table measures, linked statically (the install recipe of the README:
-# no dynamic loader at each launch); the plain `cargo build --release` one (dynamic), timed in the
-# same rounds as a baseline; and a static one with the `phase-times` feature, whose marks make the
-# table of where the time goes.
+# Four builds: the one the table measures, static against musl (the install recipe of the README:
+# no dynamic loader and none of glibc's start at each launch); the same code static against glibc
+# and the plain `cargo build --release` one (dynamic), timed in the same rounds as baselines; and
+# a musl one with the `phase-times` feature, whose marks make the table of where the time goes.
 host=$(rustc -vV | sed -n 's/^host: //p')
+musl="${host%%-*}-unknown-linux-musl"
+if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx "$musl"; then
+  echo "bench.sh: the Rust target $musl is missing: rustup target add $musl" >&2
+  exit 2
+fi
 # Each build's two binaries (`cli-sandbox` and the helper alone, `cli-sandbox-helper`, which a
 # launch runs when it lies beside the first) go to a folder of their own.
-static_build() {
+static_build() { # TARGET [CARGO OPTIONS]
+  local target=$1
+  shift
   RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static" cargo build --release --locked \
-    -p cli-sandbox --bin cli-sandbox --bin cli-sandbox-helper --target "$host" \
+    -p cli-sandbox --bin cli-sandbox --bin cli-sandbox-helper --target "$target" \
     --target-dir target/static "$@"
 }
 keep_build() { # FROM TO
   mkdir -p "$2"
   cp "$1/cli-sandbox" "$1/cli-sandbox-helper" "$2/"
 }
-static_build
-keep_build "target/static/$host/release" target/bench/static
-static_build --features phase-times
-keep_build "target/static/$host/release" target/bench/phases
+static_build "$musl"
+keep_build "target/static/$musl/release" target/bench/static
+static_build "$musl" --features phase-times
+keep_build "target/static/$musl/release" target/bench/phases
+static_build "$host"
+keep_build "target/static/$host/release" target/bench/static-glibc
 cargo build --release --locked -p cli-sandbox --bin cli-sandbox --bin cli-sandbox-helper
 keep_build target/release target/bench/dynamic
-args=(--baseline "dynamic=$PWD/target/bench/dynamic/cli-sandbox"
+args=(--baseline "static glibc=$PWD/target/bench/static-glibc/cli-sandbox"
+  --baseline "dynamic=$PWD/target/bench/dynamic/cli-sandbox"
   --phases "this build=$PWD/target/bench/phases/cli-sandbox" "${args[@]}")
 
 if [ "$criterion" = 1 ]; then
