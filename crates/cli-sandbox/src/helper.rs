@@ -18,6 +18,15 @@ use std::path::{Path, PathBuf};
 
 use launch::say;
 
+/// Both binaries' allocator against musl (the static build the README installs; this file is a
+/// module of each): dlmalloc instead of musl's own allocator, which hands each emptied page back
+/// to the kernel and maps it again at the next allocation: 20 `mmap` and 14 `munmap` while the
+/// helper reads its plan, which made reading it twice as slow as with glibc and a step at 1,000
+/// grants about as slow again (BENCHMARKS.md). Against glibc, glibc's allocator stays.
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
 /// Our own failure (the binaries' `FAILED`): the program was not started.
 pub const FAILED: u8 = 125;
 

@@ -65,12 +65,3 @@ fn arguments(argc: c_int, argv: *const *const c_char) -> impl Iterator<Item = Os
         OsStr::from_bytes(bytes).to_owned()
     })
 }
-
-/// Against musl (the static build the README installs), dlmalloc instead of musl's own
-/// allocator, which hands each emptied page back to the kernel and maps it again at the next
-/// allocation: 20 `mmap` and 14 `munmap` while the helper reads its plan, which made reading it
-/// twice as slow as with glibc and a step at 1,000 grants about as slow again (BENCHMARKS.md).
-/// Against glibc, glibc's allocator stays.
-#[cfg(target_env = "musl")]
-#[global_allocator]
-static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;

@@ -363,9 +363,3 @@ mod tests {
         assert_eq!(verbosity_filter(7), "trace");
     }
 }
-
-/// Against musl (the static build the README installs), dlmalloc instead of musl's own
-/// allocator, as in `cli-sandbox-helper` (`helper_main.rs` says why). Against glibc, glibc's.
-#[cfg(target_env = "musl")]
-#[global_allocator]
-static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;

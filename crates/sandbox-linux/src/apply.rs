@@ -193,25 +193,16 @@ fn check_single_threaded() -> Result<(), ApplyError> {
     wait_for_one_thread(thread_count, THREADS_PATIENCE)
 }
 
-/// The threads of this process: the entries of `/proc/self/task`, listed with `rustix` (open,
-/// `getdents64`, close) rather than `std::fs::read_dir`, whose `opendir` takes its buffer from the
-/// C library's allocator: musl's maps and unmaps it afresh at each listing, four system calls
-/// more on every launch.
+/// The threads of this process: the entries of `/proc/self/task`, listed as the compile lists a
+/// folder (`disk::linux_entries`, with `rustix`) rather than with `std::fs::read_dir`, whose
+/// `opendir` takes its buffer from the C library's allocator: musl's maps and unmaps it afresh at
+/// each listing, four system calls more on every launch.
 fn thread_count() -> Result<usize, ApplyError> {
-    use rustix::fs::{Mode, OFlags};
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let failed = |e: rustix::io::Errno| fail("count threads", e);
-    let task = rustix::fs::open("/proc/self/task", flags, Mode::empty()).map_err(failed)?;
-    let mut listing = rustix::fs::Dir::new(task).map_err(failed)?;
-    let mut threads = 0;
-    while let Some(entry) = listing.read() {
-        let entry = entry.map_err(failed)?;
-        let name = entry.file_name().to_bytes();
-        if name != b"." && name != b".." {
-            threads += 1;
-        }
+    // Never empty when it can be listed: the calling thread is in it.
+    match super::disk::linux_entries(None, std::path::Path::new("/proc/self/task")).len() {
+        0 => Err(fail("count threads", "/proc/self/task cannot be listed")),
+        threads => Ok(threads),
     }
-    Ok(threads)
 }
 
 /// How long [`check_single_threaded`] waits for a joined thread to leave.

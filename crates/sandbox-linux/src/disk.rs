@@ -187,7 +187,7 @@ fn list_many(dirs: &[&Path]) -> Vec<Vec<(std::ffi::OsString, EntryKind)>> {
 /// (d_type); only where the file system leaves it unknown is the entry looked at, without
 /// following a link.
 #[cfg(target_os = "linux")]
-fn linux_entries(
+pub(crate) fn linux_entries(
     parent: Option<rustix::fd::BorrowedFd<'_>>,
     dir: &Path,
 ) -> Vec<(std::ffi::OsString, EntryKind)> {
