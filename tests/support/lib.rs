@@ -69,7 +69,7 @@ pub fn root_or_skip(test: &str, why: &str) -> bool {
 /// `true` when the kernel can confine (Landlock and user namespaces). Otherwise prints why the
 /// calling test is skipped, loudly, or panics when `CLI_SANDBOX_REQUIRE_LANDLOCK=1`.
 pub fn confinement_available(test: &str) -> bool {
-    let facts = launch::facts::probe_thoroughly();
+    let facts = launch::facts::probe();
     let problem = match &facts {
         sandbox_core::platform::Facts::Linux(l) => match (l.landlock_abi, l.user_namespaces) {
             (Some(_), true) => None,

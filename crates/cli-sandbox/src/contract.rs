@@ -124,7 +124,7 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
         })?,
         broken_grant: args.broken_grant_for_testing.clone(),
     };
-    let facts = launch::facts::probe_thoroughly();
+    let facts = launch::facts::probe();
     let progress = Progress::new(!args.json);
     let report = contract::run::run(&options, &facts, &|event| progress.on(event))?;
     progress.finish();
@@ -602,7 +602,7 @@ fn agents(
         without_sandbox_for_testing: args.agents_without_sandbox_for_testing,
         program_for_testing: args.agents_program_for_testing.clone(),
     };
-    let facts = launch::facts::probe_thoroughly();
+    let facts = launch::facts::probe();
     let report = contract::agents::run(&options, &facts)?;
     if args.json {
         crate::print_json(&report)?;

@@ -23,7 +23,7 @@ struct Report {
 pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
     // A configuration that cannot be used is reported as such, not as a way out left open.
     crate::load(settings)?;
-    let facts = launch::facts::probe_thoroughly();
+    let facts = launch::facts::probe();
     let decision = platform::decide(&facts, Mode::Full, &[Mode::Full, Mode::BridgeOnly]);
     let ways_out = ways_out(settings, &facts, decision.backend);
     let report = Report {
