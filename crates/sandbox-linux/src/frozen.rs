@@ -336,5 +336,9 @@ pub(super) fn compile(
         seccomp_program: super::plan::seccomp_program(&seccomp)?,
         seccomp,
         guarantees,
+        frozen: frozen
+            .into_iter()
+            .chain(policy.grants().iter().map(|g| g.path.clone()))
+            .collect(),
     })
 }

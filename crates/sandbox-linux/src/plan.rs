@@ -355,6 +355,11 @@ pub struct LinuxPlan {
     /// past these about 6 KB of text without building them: a plan read back has none).
     #[serde(skip_deserializing)]
     pub guarantees: Vec<Guarantee>,
+    /// The Landlock-only plan's frozen folders (no right at all: nothing can be created,
+    /// renamed or removed directly in them), for the contract, whose expected verdicts follow
+    /// what the plan says it does. Empty in a namespace plan; not part of the plan file.
+    #[serde(skip)]
+    pub frozen: Vec<PathBuf>,
 }
 
 impl LinuxPlan {
@@ -940,6 +945,7 @@ pub fn compile(
         seccomp_program: seccomp_program(&common.seccomp)?,
         seccomp: common.seccomp,
         guarantees,
+        frozen: Vec::new(),
     })
 }
 
