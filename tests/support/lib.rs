@@ -6,6 +6,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+#[cfg(target_os = "linux")]
+pub mod environments;
 pub mod probes;
 pub mod process;
 pub mod real_clis;

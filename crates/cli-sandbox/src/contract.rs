@@ -243,11 +243,14 @@ impl Progress {
                 s.checks += 1;
                 s.failed += 1;
             }
-            Event::RealCli { passed, .. } => {
-                s.real = Some(match passed {
-                    Some(true) => "its real CLI ran confined",
-                    Some(false) => "its real CLI was NOT proven confined",
-                    None => "its real CLI is not installed",
+            Event::RealCli {
+                passed, unconfined, ..
+            } => {
+                s.real = Some(match (passed, unconfined) {
+                    (Some(true), _) => "its real CLI ran confined",
+                    (Some(false), _) => "its real CLI was NOT proven confined",
+                    (None, true) => "its real CLI not started: nothing confines here",
+                    (None, false) => "its real CLI is not installed",
                 });
                 s.checks += usize::from(passed.is_some());
                 s.failed += usize::from(passed == Some(false));

@@ -43,8 +43,13 @@ pub enum Event<'a> {
     },
     /// A launch could not be computed or run (counted as a failure; the report says why).
     Error { cli: &'a str },
-    /// The real CLI was started confined (`Some(passed)`), or is not installed (`None`).
-    RealCli { cli: &'a str, passed: Option<bool> },
+    /// The real CLI was started confined (`Some(passed)`), or not started (`None`): not
+    /// installed (`unconfined` false), or nothing confines here (`unconfined` true).
+    RealCli {
+        cli: &'a str,
+        passed: Option<bool>,
+        unconfined: bool,
+    },
     /// Everything of this CLI (or of the scripted step) is done.
     Done { cli: &'a str },
 }
@@ -327,10 +332,15 @@ pub fn run(
                 progress(Event::RealCli {
                     cli,
                     passed: Some(real.passed),
+                    unconfined: false,
                 });
                 report.real_clis.push(real);
             }
-            None => progress(Event::RealCli { cli, passed: None }),
+            None => progress(Event::RealCli {
+                cli,
+                passed: None,
+                unconfined: decision.backend == Backend::None,
+            }),
         }
         progress(Event::Done { cli });
     }
