@@ -146,22 +146,61 @@ fn check(env: Environment, user: Option<&TestUser>) {
             said.contains("Landlock") && said.contains("lsm="),
             "the refusal names the missing feature and the remedy: {said}"
         );
-        let bridge = run(
-            env,
-            user,
-            &demo,
-            &[
-                &["plan", "--json", "--cli", "claude", "--mode", "bridge-only"][..],
+        let bridge_only = |cli: &str, shape: &str, extra: &[&str]| {
+            let args = [
+                &[
+                    "plan",
+                    "--json",
+                    "--cli",
+                    cli,
+                    "--mode",
+                    "bridge-only",
+                    "--shape",
+                    shape,
+                ][..],
                 &chat,
+                &["--"],
+                extra,
             ]
-            .concat(),
-        );
+            .concat();
+            run(env, user, &demo, &args)
+        };
+        let bridge = bridge_only("claude", "structured", &[]);
         assert!(
             bridge.status.success(),
             "bridge-only plan: {}",
             text(&bridge)
         );
         assert_eq!(json(&bridge)["decision"]["backend"], doctor["backend"]);
+        // No shell by any path: no pane (a `!` line typed there runs one), and no extra
+        // argument that gives the CLI its tools back.
+        for (cli, shape, extra, said) in [
+            ("claude", "tmux", &[][..], "`!`"),
+            ("pi", "tmux", &[][..], "`!`"),
+            (
+                "claude",
+                "structured",
+                &["--tools=Bash"][..],
+                "--tools=Bash",
+            ),
+            (
+                "claude",
+                "structured",
+                &["--allowedTools=Bash"][..],
+                "--allowedTools=Bash",
+            ),
+            ("pi", "structured", &["--tools", "bash"][..], "`--tools`"),
+        ] {
+            let out = bridge_only(cli, shape, extra);
+            assert_eq!(
+                out.status.code(),
+                Some(125),
+                "{cli} {shape} {extra:?}: {}",
+                text(&out)
+            );
+            let words = String::from_utf8_lossy(&out.stderr);
+            assert!(words.contains(said), "{cli} {shape} {extra:?}: {words}");
+        }
     }
 
     // A step: the granted workflow written, another workflow refused, both read from the disk.

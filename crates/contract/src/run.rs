@@ -481,6 +481,35 @@ fn unconfined_row(
         Ok(launch) => !has_full && launch.decision.mode == Mode::BridgeOnly,
         Err(_) => false,
     };
+    if has_bridge_only && shape == Shape::Tmux {
+        // A pane is a shell for whoever types into it: refused where nothing confines.
+        let bridge = PreparedLaunch::prepare(ctx, &spec(Mode::BridgeOnly), facts);
+        let (refused, rule) = match &bridge {
+            Err(e @ Error::Adapter(sandbox_core::AdapterError::UnconfinedPane { .. })) => {
+                (true, format!("cannot run here, because {e}"))
+            }
+            Err(e) => (false, e.to_string()),
+            Ok(_) => (
+                false,
+                "a pane launched although nothing confines".to_owned(),
+            ),
+        };
+        let passed = refused && (full_refused || !has_full);
+        return Row {
+            cli: cli.to_owned(),
+            shape: shape_name.into(),
+            action: "cannot-run-here".into(),
+            what: "no confinement here: no pane (a `!` line typed there would run a shell)".into(),
+            rule,
+            expected: Verdict::Refused,
+            actual: if passed {
+                Verdict::Refused
+            } else {
+                Verdict::Allowed
+            },
+            passed,
+        };
+    }
     if has_bridge_only {
         let bridge = PreparedLaunch::prepare(ctx, &spec(Mode::BridgeOnly), facts);
         let (passed, rule) = match &bridge {
