@@ -1278,7 +1278,7 @@ fn a_chat_holding_the_folder_lock_cannot_hang_another_launch() {
     // The holder: a confined step of another chat, which can open the home and lock it
     // (Landlock has no right for `flock`). Where the kernel cannot confine, a process outside.
     let confined = matches!(
-        launch::facts::probe_thoroughly(),
+        launch::facts::probe(),
         sandbox_core::platform::Facts::Linux(l) if l.landlock_abi.is_some() && l.user_namespaces
     );
     let home = w.demo.home.display().to_string();

@@ -99,6 +99,23 @@ impl Setup {
         adapter.launch(&req, &person).unwrap()
     }
 
+    /// The adapter's launch for a tmux request in `mode`, without a prompt; `confined` as the
+    /// launcher would say.
+    fn launch_without_prompt(
+        &self,
+        cli: &str,
+        mode: Mode,
+        confined: bool,
+    ) -> Result<CliLaunch, sandbox_core::AdapterError> {
+        let adapter = launch::registry::find(cli).unwrap();
+        let mut req = self.scratch.request(Shape::Tmux, mode);
+        req.confined = confined;
+        let person = Person {
+            vars: self.env.iter().cloned().collect(),
+        };
+        adapter.launch(&req, &person)
+    }
+
     /// Starts the launch (its pre-trust edits already chosen by the caller) in a pane.
     fn start(&self, cli: &str, launch: &CliLaunch, edits: &[sandbox_core::FileEdit]) -> Tmux {
         cli_sandbox_tests::real_clis::apply_edits(&self.scratch.home, edits);
@@ -430,4 +447,55 @@ fn pi_reaches_work_in_a_pane_with_settings_from_a_previous_version() {
     launch.args.retain(|a| a != "--no-builtin-tools");
     let pane = setup.start("pi", &launch, &launch.pre_trust);
     assert_reached_work("pi", &setup, &pane, &[]);
+}
+
+// ---------- The pane's shell escape ----------
+
+/// Bridge-only in a pane: a line typed into Claude's or Pi's pane that starts with `!` runs a
+/// shell as the launcher's user, with the model's tools off. The control types one into the
+/// pinned CLI's bridge-only pane, unconfined, and sees the file it makes on the disk; where
+/// nothing confines, the adapter refuses the pane (and `cli-sandbox` with it, exit 125: see
+/// `tests/environments.rs`), so that line has nowhere to be typed.
+#[test]
+fn a_bang_line_typed_into_claudes_or_pis_pane_runs_a_shell_so_no_pane_where_nothing_confines() {
+    for cli in ["claude", "pi"] {
+        let test = "a_bang_line_typed_into_claudes_or_pis_pane_runs_a_shell_so_no_pane_where_nothing_confines";
+        if !ready(cli, test) {
+            return;
+        }
+        let mut setup = Setup::new(cli);
+        if cli == "claude" {
+            claude_person(&mut setup);
+        }
+        // The control: bridge-only, as a confined launch gives it, run without the sandbox.
+        let launch = setup
+            .launch_without_prompt(cli, Mode::BridgeOnly, true)
+            .unwrap();
+        let pane = setup.start(cli, &launch, &launch.pre_trust);
+        let escaped = setup.scratch.workdir.join("escaped");
+        let line = format!("!touch {}", escaped.display());
+        let start = std::time::Instant::now();
+        while !escaped.exists() && start.elapsed() < LIMIT {
+            std::thread::sleep(Duration::from_secs(3));
+            if !escaped.exists() {
+                pane.send(&["-l", &line]);
+                pane.send(&["Enter"]);
+            }
+        }
+        assert!(
+            escaped.exists(),
+            "{cli}: the control: a `!` line typed into the bridge-only pane did not run; the pane:\n{}",
+            pane.capture()
+        );
+        drop(pane);
+        // Where nothing confines: no pane.
+        let refused = setup.launch_without_prompt(cli, Mode::BridgeOnly, false);
+        assert!(
+            matches!(
+                refused,
+                Err(sandbox_core::AdapterError::UnconfinedPane { .. })
+            ),
+            "{cli}: a pane where nothing confines: {refused:?}"
+        );
+    }
 }

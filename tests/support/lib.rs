@@ -6,6 +6,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+#[cfg(target_os = "linux")]
+pub mod environments;
 pub mod probes;
 pub mod process;
 pub mod real_clis;
@@ -69,7 +71,7 @@ pub fn root_or_skip(test: &str, why: &str) -> bool {
 /// `true` when the kernel can confine (Landlock and user namespaces). Otherwise prints why the
 /// calling test is skipped, loudly, or panics when `CLI_SANDBOX_REQUIRE_LANDLOCK=1`.
 pub fn confinement_available(test: &str) -> bool {
-    let facts = launch::facts::probe_thoroughly();
+    let facts = launch::facts::probe();
     let problem = match &facts {
         sandbox_core::platform::Facts::Linux(l) => match (l.landlock_abi, l.user_namespaces) {
             (Some(_), true) => None,

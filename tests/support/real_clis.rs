@@ -355,6 +355,16 @@ impl Tmux {
         Tmux { socket }
     }
 
+    /// Types `keys` into the pane, as `tmux send-keys` takes them (`Enter` for the key).
+    pub fn send(&self, keys: &[&str]) {
+        let status = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success(), "tmux send-keys failed");
+    }
+
     pub fn capture(&self) -> String {
         let out = Command::new("tmux")
             .args(["-L", &self.socket, "capture-pane", "-p", "-J"])

@@ -71,6 +71,34 @@ impl CliAdapter for Claude {
         &[Mode::Full, Mode::BridgeOnly]
     }
 
+    /// From `claude --help` of the pinned CLI: the tool lists and permission modes, settings
+    /// (hooks run commands), plugins, agents, MCP servers, extra folders for its tools, and the
+    /// integrations that act outside (IDE, Chrome, worktrees, tmux, remote control).
+    fn bridge_only_refused_args(&self) -> &'static [&'static str] {
+        &[
+            "--tools",
+            "--allowedTools",
+            "--allowed-tools",
+            "--permission-mode",
+            "--dangerously-skip-permissions",
+            "--allow-dangerously-skip-permissions",
+            "--settings",
+            "--setting-sources",
+            "--mcp-config",
+            "--plugin-dir",
+            "--plugin-url",
+            "--agents",
+            "--agent",
+            "--add-dir",
+            "--ide",
+            "--chrome",
+            "--worktree",
+            "-w",
+            "--tmux",
+            "--remote-control",
+        ]
+    }
+
     fn own_sandbox_off(&self, req: &LaunchRequest) -> Vec<String> {
         let mut args = vec![settings(json!({
             "sandbox": {"enabled": false},

@@ -73,6 +73,12 @@ impl CliAdapter for Pi {
         &[Mode::BridgeOnly]
     }
 
+    /// From `pi --help` of the pinned CLI: the tool allowlist, extensions (which add tools),
+    /// and the output mode (`rpc` takes `bash` commands from its client).
+    fn bridge_only_refused_args(&self) -> &'static [&'static str] {
+        &["--tools", "-t", "--extension", "-e", "--mode"]
+    }
+
     // No own sandbox to turn off and no trust screen (the form's defaults): see the crate doc.
 
     fn mcp_isolation(

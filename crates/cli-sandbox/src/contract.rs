@@ -124,7 +124,7 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
         })?,
         broken_grant: args.broken_grant_for_testing.clone(),
     };
-    let facts = launch::facts::probe_thoroughly();
+    let facts = launch::facts::probe();
     let progress = Progress::new(!args.json);
     let report = contract::run::run(&options, &facts, &|event| progress.on(event))?;
     progress.finish();
@@ -243,11 +243,14 @@ impl Progress {
                 s.checks += 1;
                 s.failed += 1;
             }
-            Event::RealCli { passed, .. } => {
-                s.real = Some(match passed {
-                    Some(true) => "its real CLI ran confined",
-                    Some(false) => "its real CLI was NOT proven confined",
-                    None => "its real CLI is not installed",
+            Event::RealCli {
+                passed, unconfined, ..
+            } => {
+                s.real = Some(match (passed, unconfined) {
+                    (Some(true), _) => "its real CLI ran confined",
+                    (Some(false), _) => "its real CLI was NOT proven confined",
+                    (None, true) => "its real CLI not started: nothing confines here",
+                    (None, false) => "its real CLI is not installed",
                 });
                 s.checks += usize::from(passed.is_some());
                 s.failed += usize::from(passed == Some(false));
@@ -602,7 +605,7 @@ fn agents(
         without_sandbox_for_testing: args.agents_without_sandbox_for_testing,
         program_for_testing: args.agents_program_for_testing.clone(),
     };
-    let facts = launch::facts::probe_thoroughly();
+    let facts = launch::facts::probe();
     let report = contract::agents::run(&options, &facts)?;
     if args.json {
         crate::print_json(&report)?;

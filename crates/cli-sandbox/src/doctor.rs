@@ -17,14 +17,21 @@ struct Report {
     mode: Mode,
     reason: String,
     notice: String,
+    /// Where nothing confines: why Full CLI is refused, and the remedy (the launch's own error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cannot_confine: Option<platform::CannotConfine>,
     ways_out: Vec<Guarantee>,
 }
 
 pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
     // A configuration that cannot be used is reported as such, not as a way out left open.
     crate::load(settings)?;
-    let facts = launch::facts::probe_thoroughly();
-    let decision = platform::decide(&facts, Mode::Full, &[Mode::Full, Mode::BridgeOnly]);
+    // The one decision every launch makes (`launch::facts::probe`), so that what is printed
+    // is what the next launch holds.
+    let facts = launch::facts::probe();
+    let both = [Mode::Full, Mode::BridgeOnly];
+    let decision = platform::decide(&facts, Mode::Full, &both);
+    let cannot_confine = platform::cannot_confine(&facts, Mode::Full, &both);
     let ways_out = ways_out(settings, &facts, decision.backend);
     let report = Report {
         os: std::env::consts::OS,
@@ -33,6 +40,7 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
         mode: decision.mode,
         reason: decision.reason,
         notice: decision.notice,
+        cannot_confine,
         ways_out,
     };
     if json {
@@ -114,6 +122,9 @@ fn print_text(r: &Report) {
     println!("mode:     {}", r.mode.as_str());
     println!("reason:   {}", r.reason);
     println!("notice:   {}", r.notice);
+    if let Some(refused) = &r.cannot_confine {
+        println!("full CLI: refused: {refused}");
+    }
     println!("ways out:");
     for g in &r.ways_out {
         let state = match &g.enforcement {

@@ -156,6 +156,13 @@ fn confined_exec(
     policy: &sandbox_core::Policy,
     argv: &[OsString],
 ) -> Result<ExitCode, Error> {
+    // The one decision of the plan (`launch::facts::probe`): where nothing confines, the step is
+    // refused naming the missing feature.
+    let facts = launch::facts::probe();
+    let full = [sandbox_core::Mode::Full];
+    if let Some(e) = sandbox_core::platform::cannot_confine(&facts, full[0], &full) {
+        return Err(Error::CannotConfine(e));
+    }
     let plan = launch::linux::compile(policy, launch::linux::this_kernel())?;
     launch::phase!("compile the plan");
     let _span = tracing::info_span!("helper", chat = %plan.chat).entered();

@@ -115,7 +115,7 @@ fn tree(root: &Path) -> BTreeSet<PathBuf> {
 /// Whether the kernel confines here; otherwise says so on the real stderr, or fails where CI
 /// requires confinement.
 fn confined_here(test: &str) -> bool {
-    let facts = launch::facts::probe_thoroughly();
+    let facts = launch::facts::probe();
     if let sandbox_core::platform::Facts::Linux(l) = &facts
         && l.landlock_abi.is_some()
         && l.user_namespaces

@@ -42,6 +42,30 @@ pub struct Action {
     /// attempt the same (the model-driven layer, `contract::agents`).
     #[serde(skip)]
     pub file: Option<FileTarget>,
+    /// What it does to which path, for an action on one path (not a way out).
+    #[serde(skip)]
+    pub target: Option<(Op, PathBuf)>,
+}
+
+impl Action {
+    /// In the Landlock-only plan, nothing can be created directly in a frozen folder (the plan
+    /// says so in its guarantees): a write that creates a file there is expected refused, with
+    /// that rule. `frozen` is the plan's list; empty for a namespace plan.
+    pub fn follow_the_frozen_plan(&mut self, frozen: &[PathBuf]) {
+        let Some((Op::Write, path)) = &self.target else {
+            return;
+        };
+        let Some(parent) = path.parent() else {
+            return;
+        };
+        if self.expected_allowed && !path.exists() && frozen.iter().any(|f| f == parent) {
+            self.expected_allowed = false;
+            self.rule = format!(
+                "frozen: the Landlock-only plan creates nothing directly in {}",
+                parent.display()
+            );
+        }
+    }
 }
 
 /// The one file a plain read or write action reads or writes.
@@ -110,6 +134,7 @@ pub fn actions(
                 script,
                 evidence,
                 file: None,
+                target: Some((op, path.to_owned())),
             });
         };
     // The plain reads and writes of one file, by id (set on their actions at the end).
@@ -433,6 +458,7 @@ pub fn actions(
         script,
         evidence,
         file: None,
+        target: None,
     };
     if let Some(socket) = &outside.tmux_socket {
         let evidence_file = demo.outside.join(format!("tmux-{token}"));

@@ -43,8 +43,13 @@ pub enum Event<'a> {
     },
     /// A launch could not be computed or run (counted as a failure; the report says why).
     Error { cli: &'a str },
-    /// The real CLI was started confined (`Some(passed)`), or is not installed (`None`).
-    RealCli { cli: &'a str, passed: Option<bool> },
+    /// The real CLI was started confined (`Some(passed)`), or not started (`None`): not
+    /// installed (`unconfined` false), or nothing confines here (`unconfined` true).
+    RealCli {
+        cli: &'a str,
+        passed: Option<bool>,
+        unconfined: bool,
+    },
     /// Everything of this CLI (or of the scripted step) is done.
     Done { cli: &'a str },
 }
@@ -126,15 +131,25 @@ pub fn run(
         });
     }
 
-    let guarantees = match decision.backend {
+    let (guarantees, frozen) = match decision.backend {
         Backend::Landlock { abi, namespaces } => {
             let kernel = launch::linux::plan::Kernel {
                 landlock_abi: abi,
                 namespaces,
             };
-            launch::linux::compile(&policy, kernel)?.guarantees
+            let plan = launch::linux::compile(&policy, kernel)?;
+            (plan.guarantees, plan.frozen)
         }
-        _ => Vec::new(),
+        _ => (Vec::new(), Vec::new()),
+    };
+    // The verdicts the plan promises: in the Landlock-only plan, no file is created directly in
+    // a frozen folder (its guarantees say so).
+    let write_harness = |token: &str| -> std::io::Result<Harness> {
+        let mut harness = Harness::write(&demo, &policy, &outside, token)?;
+        for action in &mut harness.actions {
+            action.follow_the_frozen_plan(&frozen);
+        }
+        Ok(harness)
     };
     let mut report = Report {
         layout: demo.root.clone(),
@@ -156,8 +171,7 @@ pub fn run(
             cli: "step",
             shape: "-",
         });
-        let harness = Harness::write(&demo, &policy, &outside, "step")
-            .map_err(io("the scripted step's harness"))?;
+        let harness = write_harness("step").map_err(io("the scripted step's harness"))?;
         let mut cmd = Command::new(&options.cli_sandbox);
         cmd.arg("--config")
             .arg(&demo.config)
@@ -175,7 +189,17 @@ pub fn run(
         for var in crate::CLEARED_ENV {
             cmd.env_remove(var);
         }
-        run_to_end(cmd, Duration::from_secs(120)).map_err(io("the scripted step"))?;
+        let ran = run_to_end(
+            cmd,
+            Duration::from_secs(120),
+            &demo.root.join("stderr-step"),
+        )
+        .map_err(io("the scripted step"))?;
+        if let Some(never) = ran.never_started() {
+            report.errors.push(format!("the scripted step {never}"));
+            report.failed += 1;
+            progress(Event::Error { cli: "step" });
+        }
         let outcomes = read_verdicts(&harness.actions, &outside);
         push_rows(&mut report, "step", "-", &outcomes, progress);
         progress(Event::Done { cli: "step" });
@@ -199,6 +223,24 @@ pub fn run(
                 cli,
                 shape: shape_name,
             });
+            if decision.backend == Backend::None {
+                // Nothing confines here: Full CLI refused with the reason, bridge-only launched
+                // unwrapped where the CLI has it. Never started: there is nothing to attack.
+                let row = unconfined_row(&ctx, &demo, cli, adapter, &launch_grants, shape, facts);
+                count(&mut report, &row);
+                progress(Event::Verdict {
+                    cli,
+                    shape: shape_name,
+                    action: &row.action,
+                    passed: row.passed,
+                });
+                report.rows.push(row);
+                continue;
+            }
+            // Written before the launch is computed: the Landlock-only plan freezes the folders
+            // above the protected roots, and an entry made there after the plan stays closed.
+            let token = format!("{}-{shape_name}", adapter.name());
+            let harness = write_harness(&token).map_err(io("a harness"))?;
             let spec = LaunchSpec {
                 cli: cli.clone(),
                 chat: demo.chat.clone(),
@@ -219,33 +261,6 @@ pub fn run(
                     continue;
                 }
             };
-            if launch.decision.backend == Backend::None {
-                // Nothing confines here: the only acceptable launch is bridge-only.
-                let bridge_only = launch.decision.mode == Mode::BridgeOnly;
-                let row = Row {
-                    cli: cli.clone(),
-                    shape: shape_name.into(),
-                    action: "launched-bridge-only".into(),
-                    what: "no confinement here: launched bridge-only".into(),
-                    rule: launch.decision.reason.clone(),
-                    expected: Verdict::Allowed,
-                    actual: if bridge_only {
-                        Verdict::Allowed
-                    } else {
-                        Verdict::Refused
-                    },
-                    passed: bridge_only,
-                };
-                count(&mut report, &row);
-                progress(Event::Verdict {
-                    cli,
-                    shape: shape_name,
-                    action: &row.action,
-                    passed: row.passed,
-                });
-                report.rows.push(row);
-                continue;
-            }
             if let Err(e) = launch.pre_trust() {
                 report
                     .errors
@@ -254,9 +269,6 @@ pub fn run(
                 progress(Event::Error { cli });
                 continue;
             }
-            let token = format!("{}-{shape_name}", adapter.name());
-            let harness =
-                Harness::write(&demo, &policy, &outside, &token).map_err(io("a harness"))?;
             let wrapped = in_demo_home(
                 launch.with_command(vec![
                     "/bin/sh".into(),
@@ -264,18 +276,23 @@ pub fn run(
                 ]),
                 &demo,
             );
+            let stderr = demo.root.join(format!("stderr-{token}"));
             let ran = match (shape, &tmux) {
-                (Shape::Tmux, Some(tmux)) => tmux.run(&wrapped, &token),
+                (Shape::Tmux, Some(tmux)) => tmux.run(&wrapped, &token, &stderr),
                 _ => {
                     let mut cmd = wrapped.std_command();
                     cmd.stdin(Stdio::null());
-                    run_to_end(cmd, Duration::from_secs(120))
+                    run_to_end(cmd, Duration::from_secs(120), &stderr)
                 }
             };
-            if let Err(e) = ran {
-                report.errors.push(format!(
-                    "{cli} ({shape_name}): the harness did not run: {e}"
-                ));
+            let never = match ran {
+                Ok(ran) => ran.never_started(),
+                Err(e) => Some(format!("did not run: {e}")),
+            };
+            if let Some(never) = never {
+                report
+                    .errors
+                    .push(format!("{cli} ({shape_name}): the launch {never}"));
                 report.failed += 1;
                 progress(Event::Error { cli });
                 continue;
@@ -315,10 +332,15 @@ pub fn run(
                 progress(Event::RealCli {
                     cli,
                     passed: Some(real.passed),
+                    unconfined: false,
                 });
                 report.real_clis.push(real);
             }
-            None => progress(Event::RealCli { cli, passed: None }),
+            None => progress(Event::RealCli {
+                cli,
+                passed: None,
+                unconfined: decision.backend == Backend::None,
+            }),
         }
         progress(Event::Done { cli });
     }
@@ -374,12 +396,16 @@ fn push_rows(
 }
 
 /// Runs a command to its end, killing it after `limit`.
-fn run_to_end(mut cmd: Command, limit: Duration) -> std::io::Result<()> {
-    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
+fn run_to_end(mut cmd: Command, limit: Duration, stderr: &Path) -> std::io::Result<Ran> {
+    let err = std::fs::File::create(stderr)?;
+    let mut child = cmd.stdout(Stdio::null()).stderr(err).spawn()?;
     let deadline = Instant::now() + limit;
     loop {
-        if child.try_wait()?.is_some() {
-            return Ok(());
+        if let Some(status) = child.try_wait()? {
+            return Ok(Ran {
+                status: status.code(),
+                stderr: stderr.to_owned(),
+            });
         }
         if Instant::now() >= deadline {
             let _ = child.kill();
@@ -387,6 +413,147 @@ fn run_to_end(mut cmd: Command, limit: Duration) -> std::io::Result<()> {
             return Err(std::io::Error::other("timed out"));
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// How a launch ended: its status (`None`: by a signal) and where its stderr went.
+struct Ran {
+    status: Option<i32>,
+    stderr: PathBuf,
+}
+
+/// The status with which the launcher and its helper say that nothing was started.
+const NOT_STARTED: i32 = 125;
+
+impl Ran {
+    /// A launch that never started (the helper's status 125): said as such, with the helper's
+    /// own words, instead of a table of refusals that were never attempted.
+    fn never_started(&self) -> Option<String> {
+        if self.status != Some(NOT_STARTED) {
+            return None;
+        }
+        let words = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        let words = words.trim();
+        Some(format!(
+            "never started: status {NOT_STARTED}: {}",
+            if words.is_empty() {
+                "(nothing on stderr)"
+            } else {
+                words
+            }
+        ))
+    }
+}
+
+/// The row of a CLI where nothing confines: Full CLI must be refused with the reason
+/// (`Error::CannotConfine`, "cannot run here, because ..."), and a CLI that has bridge-only is
+/// launched bridge-only, unwrapped.
+fn unconfined_row(
+    ctx: &Context,
+    demo: &Demo,
+    cli: &str,
+    adapter: &dyn sandbox_core::CliAdapter,
+    grants: &[GrantRequest],
+    shape: Shape,
+    facts: &Facts,
+) -> Row {
+    let shape_name = match shape {
+        Shape::Tmux => "tmux",
+        Shape::Structured => "structured",
+    };
+    let spec = |mode| LaunchSpec {
+        cli: cli.to_owned(),
+        chat: demo.chat.clone(),
+        grants: grants.to_vec(),
+        shape,
+        mode,
+        mcp_bridge: None,
+        prompt: None,
+        model: None,
+        extra_args: Vec::new(),
+    };
+    let full = PreparedLaunch::prepare(ctx, &spec(Mode::Full), facts);
+    let has_bridge_only = adapter.modes().contains(&Mode::BridgeOnly);
+    let has_full = adapter.modes().contains(&Mode::Full);
+    let full_refused = match &full {
+        Err(Error::CannotConfine(_)) => true,
+        // A CLI that has bridge-only alone runs it, asked Full or not.
+        Ok(launch) => !has_full && launch.decision.mode == Mode::BridgeOnly,
+        Err(_) => false,
+    };
+    if has_bridge_only && shape == Shape::Tmux {
+        // A pane is a shell for whoever types into it: refused where nothing confines.
+        let bridge = PreparedLaunch::prepare(ctx, &spec(Mode::BridgeOnly), facts);
+        let (refused, rule) = match &bridge {
+            Err(e @ Error::Adapter(sandbox_core::AdapterError::UnconfinedPane { .. })) => {
+                (true, format!("cannot run here, because {e}"))
+            }
+            Err(e) => (false, e.to_string()),
+            Ok(_) => (
+                false,
+                "a pane launched although nothing confines".to_owned(),
+            ),
+        };
+        let passed = refused && (full_refused || !has_full);
+        return Row {
+            cli: cli.to_owned(),
+            shape: shape_name.into(),
+            action: "cannot-run-here".into(),
+            what: "no confinement here: no pane (a `!` line typed there would run a shell)".into(),
+            rule,
+            expected: Verdict::Refused,
+            actual: if passed {
+                Verdict::Refused
+            } else {
+                Verdict::Allowed
+            },
+            passed,
+        };
+    }
+    if has_bridge_only {
+        let bridge = PreparedLaunch::prepare(ctx, &spec(Mode::BridgeOnly), facts);
+        let (passed, rule) = match &bridge {
+            Ok(launch) => (
+                full_refused
+                    && launch.decision.mode == Mode::BridgeOnly
+                    && launch.decision.backend == Backend::None,
+                launch.decision.reason.clone(),
+            ),
+            Err(e) => (false, e.to_string()),
+        };
+        Row {
+            cli: cli.to_owned(),
+            shape: shape_name.into(),
+            action: "launched-bridge-only".into(),
+            what: "no confinement here: Full CLI refused, launched bridge-only when asked".into(),
+            rule,
+            expected: Verdict::Allowed,
+            actual: if passed {
+                Verdict::Allowed
+            } else {
+                Verdict::Refused
+            },
+            passed,
+        }
+    } else {
+        let rule = match &full {
+            Err(e) => format!("cannot run here, because {e}"),
+            Ok(_) => "launched although nothing confines".to_owned(),
+        };
+        Row {
+            cli: cli.to_owned(),
+            shape: shape_name.into(),
+            action: "cannot-run-here".into(),
+            what: "no confinement here and no bridge-only mode: the launch is refused".into(),
+            rule,
+            expected: Verdict::Refused,
+            actual: if full_refused {
+                Verdict::Refused
+            } else {
+                Verdict::Allowed
+            },
+            passed: full_refused,
+        }
     }
 }
 
@@ -413,8 +580,20 @@ impl RunnerTmux {
 
     /// Runs the launch in a new pane (through `env`, so that variables are set and removed as
     /// the launch says) and waits for the pane to close.
-    fn run(&self, launch: &PreparedLaunch, name: &str) -> std::io::Result<()> {
-        let mut command: Vec<OsString> = vec!["/usr/bin/env".into()];
+    fn run(&self, launch: &PreparedLaunch, name: &str, stderr: &Path) -> std::io::Result<Ran> {
+        // The pane's shell keeps the launch's status and stderr for the runner (a launch that
+        // never started says why there, in words the pane would lose).
+        let status_file = stderr.with_extension("status");
+        let _ = std::fs::remove_file(&status_file);
+        let mut command: Vec<OsString> = vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            "err=$1; st=$2; shift 2; \"$@\" 2>\"$err\"; echo $? > \"$st\"".into(),
+            "sh".into(),
+            stderr.as_os_str().to_owned(),
+            status_file.as_os_str().to_owned(),
+            "/usr/bin/env".into(),
+        ];
         for var in &launch.env.remove {
             command.push("-u".into());
             command.push(var.into());
@@ -448,7 +627,13 @@ impl RunnerTmux {
                 .lines()
                 .any(|w| w == name)
             {
-                return Ok(());
+                let status = std::fs::read_to_string(&status_file)
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok());
+                return Ok(Ran {
+                    status,
+                    stderr: stderr.to_owned(),
+                });
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -495,10 +680,11 @@ fn real_cli(
         model: None,
         extra_args: Vec::new(),
     };
-    let launch = PreparedLaunch::prepare(ctx, &spec, facts)?;
-    if launch.decision.backend == Backend::None {
+    // Where nothing confines there is no confined start to prove (the rows say why).
+    if sandbox_core::platform::decide(facts, Mode::Full, adapter.modes()).backend == Backend::None {
         return Ok(None);
     }
+    let launch = PreparedLaunch::prepare(ctx, &spec, facts)?;
     let dir = demo.runtime.join(format!("real-{cli}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| Error::Io {
@@ -533,7 +719,15 @@ fn real_cli(
         source: e,
     })?;
     cmd.env("TMPDIR", &tmp).stdin(Stdio::null());
-    let _ = run_to_end(cmd, Duration::from_secs(120));
+    let ran = run_to_end(
+        cmd,
+        Duration::from_secs(120),
+        &demo.root.join(format!("stderr-real-{cli}")),
+    );
+    let never = match &ran {
+        Ok(ran) => ran.never_started(),
+        Err(e) => Some(format!("did not run: {e}")),
+    };
 
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
     let version = read("version").trim().to_owned();
@@ -553,11 +747,11 @@ fn real_cli(
     let token_closed = !read("leak").contains(demo.secret(&token_file));
     // ...and, on Linux, the kernel says it is confined.
     let kernel_says = match launch.decision.backend {
-        Backend::Landlock { .. } => {
+        // The Landlock-only plan has no mount namespace of its own.
+        Backend::Landlock { namespaces, .. } => {
             no_new_privs == "1"
                 && seccomp == "2"
-                && !inside_mnt.is_empty()
-                && inside_mnt != outside_mnt
+                && (!namespaces || (!inside_mnt.is_empty() && inside_mnt != outside_mnt))
         }
         _ => true,
     };
@@ -566,10 +760,13 @@ fn real_cli(
         cli: cli.to_owned(),
         program,
         passed: confined && !version.is_empty(),
-        evidence: format!(
-            "config.json {}, NoNewPrivs {no_new_privs}, Seccomp {seccomp}, mount namespace {inside_mnt} (outside {outside_mnt})",
-            if token_closed { "refused" } else { "READ" }
-        ),
+        evidence: match never {
+            Some(never) => format!("the launch {never}"),
+            None => format!(
+                "config.json {}, NoNewPrivs {no_new_privs}, Seccomp {seccomp}, mount namespace {inside_mnt} (outside {outside_mnt})",
+                if token_closed { "refused" } else { "READ" }
+            ),
+        },
         version,
         confined,
     }))

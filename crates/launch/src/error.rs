@@ -21,6 +21,10 @@ pub enum Error {
     /// The Linux plan cannot carry the policy out on this machine.
     #[error(transparent)]
     Plan(#[from] crate::linux::plan::PlanError),
+    /// Full CLI was asked for where nothing can confine it: the missing feature and the remedy.
+    /// Never run unconfined, never lowered to bridge-only without being asked.
+    #[error(transparent)]
+    CannotConfine(#[from] sandbox_core::platform::CannotConfine),
     /// No adapter of that name in [`crate::registry`].
     #[error("unknown CLI `{name}`: use one of {known}")]
     UnknownCli {

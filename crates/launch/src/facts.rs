@@ -2,23 +2,16 @@
 
 use sandbox_core::platform::{Facts, LinuxFacts, MacFacts};
 
-/// Facts about this machine, as every launch reads them. On Linux: the Landlock ABI and whether
-/// the sysctls allow user namespaces (cheap; should they fail anyway, the helper refuses to run
-/// with status 2). On macOS: `sandbox-exec`, the people with an account, and whether we already
+/// Facts about this machine, as every launch reads them: the one decision of `doctor`, `plan`,
+/// `run`, `step`, `pre-trust`, the contract and the library. On Linux: the Landlock ABI and
+/// whether a namespace plan can start in this process, decided by a real trial of its first
+/// steps (`crate::linux::trial`: clone into the namespaces, the id maps, the first mounts), kept
+/// while the answer cannot change; a trial that fails for any reason is the Landlock-only plan,
+/// with the reason. On macOS: `sandbox-exec`, the people with an account, and whether we already
 /// run inside a sandbox.
 pub fn probe() -> Facts {
-    gather(false)
-}
-
-/// As [`probe`], with user namespaces tried for real in a short-lived child: for `doctor`, the
-/// contract and the tests, which must not take the sysctls' word for it.
-pub fn probe_thoroughly() -> Facts {
-    gather(true)
-}
-
-fn gather(thoroughly: bool) -> Facts {
     if cfg!(target_os = "linux") {
-        Facts::Linux(linux(thoroughly))
+        Facts::Linux(linux())
     } else if cfg!(target_os = "macos") {
         Facts::MacOs(mac())
     } else {
@@ -29,19 +22,9 @@ fn gather(thoroughly: bool) -> Facts {
 }
 
 #[cfg(target_os = "linux")]
-fn linux(thoroughly: bool) -> LinuxFacts {
+fn linux() -> LinuxFacts {
     let kernel = crate::linux::this_kernel();
-    let namespaces = if thoroughly {
-        try_user_namespaces()
-    } else if kernel.namespaces {
-        Ok(())
-    } else {
-        Err(
-            "forbidden by the sysctls (max_user_namespaces, unprivileged_userns_clone or AppArmor)"
-                .into(),
-        )
-    };
-    let (user_namespaces, user_namespaces_error) = match namespaces {
+    let (user_namespaces, user_namespaces_error) = match crate::linux::namespaces() {
         Ok(()) => (true, None),
         Err(e) => (false, Some(e)),
     };
@@ -54,70 +37,12 @@ fn linux(thoroughly: bool) -> LinuxFacts {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn linux(_thoroughly: bool) -> LinuxFacts {
+fn linux() -> LinuxFacts {
     LinuxFacts {
         landlock_abi: None,
         user_namespaces: false,
         user_namespaces_error: Some("not Linux".into()),
     }
-}
-
-/// Forks a child that enters a user, mount and PID namespace and reports whether it could.
-#[cfg(target_os = "linux")]
-fn try_user_namespaces() -> Result<(), String> {
-    // SAFETY: the child runs only `probe_child` (unshare, then _exit: both async-signal-safe,
-    // no allocation, no lock), so a fork of a process with other threads is sound here.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
-    if pid == 0 {
-        probe_child();
-    }
-    let mut status = 0;
-    loop {
-        // SAFETY: waiting for the child forked above, which nothing else reaps; `status` is a
-        // valid out-parameter for the call.
-        let got = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if got == pid {
-            break;
-        }
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EINTR) {
-            return Err(format!("waiting for the namespace probe: {err}"));
-        }
-    }
-    if !libc::WIFEXITED(status) {
-        return Err(format!(
-            "the namespace probe ended without exiting (wait status {status:#x})"
-        ));
-    }
-    match libc::WEXITSTATUS(status) {
-        0 => Ok(()),
-        errno => Err(format!(
-            "unshare(user, mount, pid) fails: {}",
-            std::io::Error::from_raw_os_error(errno)
-        )),
-    }
-}
-
-/// The probe's forked child: tries the namespaces and exits with 0 or the errno (what the
-/// parent reports). Never returns.
-#[cfg(target_os = "linux")]
-fn probe_child() -> ! {
-    let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
-    // SAFETY: unshare takes integer flags only and touches no memory of ours.
-    let rc = unsafe { libc::unshare(flags) };
-    let code = if rc == 0 {
-        0
-    } else {
-        std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(255)
-    };
-    // SAFETY: leaves the forked child at once, without running the parent's destructors or
-    // atexit handlers (which belong to the parent's image).
-    unsafe { libc::_exit(code.min(255)) }
 }
 
 fn mac() -> MacFacts {

@@ -356,6 +356,9 @@ impl PreparedLaunch {
         facts: &Facts,
     ) -> Result<PreparedLaunch, Error> {
         let adapter = find_adapter(&spec.cli)?;
+        if let Some(e) = platform::cannot_confine(facts, spec.mode, adapter.modes()) {
+            return Err(Error::CannotConfine(e));
+        }
         let decision = platform::decide(facts, spec.mode, adapter.modes());
         let _span =
             tracing::info_span!("launch", cli = adapter.name(), chat = %spec.chat).entered();

@@ -234,6 +234,7 @@ proptest! {
         let back: launch::linux::plan::LinuxPlan = serde_json::from_str(&text).unwrap();
         let applied = launch::linux::plan::LinuxPlan {
             guarantees: Vec::new(),
+            frozen: Vec::new(),
             ..plan.clone()
         };
         prop_assert_eq!(&back, &applied);

@@ -285,6 +285,26 @@ pub enum AdapterError {
         /// What the person can do.
         fix: String,
     },
+    /// An extra argument that would give a bridge-only launch its own tools (or another way to
+    /// run a program) back.
+    #[error(
+        "`{arg}` would turn {cli}'s own tools back on, and this launch is bridge-only (its tools off): leave it out, or launch Full CLI where the sandbox confines it"
+    )]
+    ToolsBackOn {
+        /// The CLI's name.
+        cli: &'static str,
+        /// The argument as given.
+        arg: String,
+    },
+    /// The tmux shape where nothing confines: text typed into the pane (a line starting with
+    /// `!` in Claude's and Pi's) runs a shell as the launcher's user, outside any sandbox.
+    #[error(
+        "{cli} cannot run in a tmux pane where nothing confines it: a line typed into the pane that starts with `!` would run a shell outside any sandbox; use the structured shape (--shape structured) here, or a machine with Landlock"
+    )]
+    UnconfinedPane {
+        /// The CLI's name.
+        cli: &'static str,
+    },
     /// A mode the CLI does not have.
     #[error("{cli} does not support mode {}: use {}", mode.as_str(), supported)]
     Unsupported {
@@ -447,6 +467,15 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
         Ok(Vec::new())
     }
 
+    /// Arguments that, among the extra arguments of a bridge-only launch, would give the CLI its
+    /// own tools back or another way to run a program (a tool allowlist, a permission mode,
+    /// settings with hooks, a plugin, an extension, an MCP server of its own): refused there,
+    /// naming the argument. Each matches the whole argument or `FLAG=...`. None by default: a
+    /// CLI without bridge-only.
+    fn bridge_only_refused_args(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Where stdin comes from: `/dev/null` in the headless shape, where every CLI we know would
     /// otherwise wait for EOF on a pipe; the terminal in a tmux pane.
     fn stdin(&self, req: &LaunchRequest) -> Stdin {
@@ -473,6 +502,28 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
                     .collect::<Vec<_>>()
                     .join(" or "),
             });
+        }
+        // Where nothing confines, a pane is a shell for whoever types into it (Claude's and Pi's
+        // `!` lines run one, with the model's tools off); the structured shape has no pane.
+        if !req.confined && req.shape == Shape::Tmux {
+            return Err(AdapterError::UnconfinedPane { cli: self.name() });
+        }
+        // Bridge-only means no tools of the CLI's own, whatever the extra arguments say.
+        if req.mode == Mode::BridgeOnly {
+            let refused = self.bridge_only_refused_args();
+            if let Some(arg) = req.extra_args.iter().find(|arg| {
+                refused.iter().any(|flag| {
+                    arg.as_str() == *flag
+                        || arg
+                            .strip_prefix(flag)
+                            .is_some_and(|rest| rest.starts_with('='))
+                })
+            }) {
+                return Err(AdapterError::ToolsBackOn {
+                    cli: self.name(),
+                    arg: arg.clone(),
+                });
+            }
         }
         // The checks first: a refused launch has asked for nothing else, and the launcher
         // writes only what a finished launch lists.

@@ -102,6 +102,57 @@ pub fn decide(facts: &Facts, requested: Mode, supported: &[Mode]) -> Decision {
     }
 }
 
+/// Why Full CLI cannot run on this machine: the missing feature, and what would bring it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error(
+    "Full CLI cannot run here, because nothing can confine it: {missing}. {remedy}; or launch a CLI that has it with --mode bridge-only (its own tools off)"
+)]
+pub struct CannotConfine {
+    /// The kernel or OS feature that is missing, in words.
+    pub missing: String,
+    /// What would bring it.
+    pub remedy: String,
+}
+
+/// Where nothing confines (backend `None`), a launch that asked for Full CLI of a CLI that has
+/// it is refused with this (never run unconfined, never lowered to bridge-only without being
+/// asked). `None` when the decision confines, or when bridge-only was asked for or is all the
+/// CLI has.
+pub fn cannot_confine(facts: &Facts, requested: Mode, supported: &[Mode]) -> Option<CannotConfine> {
+    if requested != Mode::Full || !supported.contains(&Mode::Full) {
+        return None;
+    }
+    if backend_for(facts).0 != Backend::None {
+        return None;
+    }
+    Some(match facts {
+        Facts::Linux(_) => CannotConfine {
+            missing: "the kernel's Landlock (landlock_create_ruleset fails: a kernel before 5.13, one built without CONFIG_SECURITY_LANDLOCK, booted without `landlock` in `lsm=`, or a container whose seccomp profile refuses the landlock_* calls)".to_owned(),
+            remedy: "Run on Linux 5.13 or later with Landlock enabled (add `landlock` to the kernel's `lsm=` boot parameter), and in a container allow landlock_create_ruleset, landlock_add_rule and landlock_restrict_self in its seccomp profile (Docker's current default profile allows them)".to_owned(),
+        },
+        Facts::MacOs(mac) if !mac.sandbox_exec => CannotConfine {
+            missing: "/usr/bin/sandbox-exec".to_owned(),
+            remedy: "Run on a macOS that has /usr/bin/sandbox-exec".to_owned(),
+        },
+        Facts::MacOs(mac) if mac.already_sandboxed => CannotConfine {
+            missing: "a Seatbelt sandbox of our own (the launcher already runs inside one, where a nested sandbox-exec fails)".to_owned(),
+            remedy: "Start the launcher outside any sandbox".to_owned(),
+        },
+        Facts::MacOs(mac) => CannotConfine {
+            missing: format!(
+                "a one-person Mac (it has {} accounts: {}), where the open home is one person's",
+                mac.people.len(),
+                mac.people.join(", ")
+            ),
+            remedy: "Run on a Mac with one person's account".to_owned(),
+        },
+        Facts::Other { name } => CannotConfine {
+            missing: format!("a backend for {name}"),
+            remedy: "Run on Linux with Landlock or on macOS".to_owned(),
+        },
+    })
+}
+
 fn backend_for(facts: &Facts) -> (Backend, String) {
     match facts {
         Facts::MacOs(mac) => {
@@ -252,6 +303,24 @@ mod tests {
             assert_eq!((d.backend, d.mode), (Backend::None, Mode::BridgeOnly));
             assert!(d.reason.contains("without Landlock"));
         }
+    }
+
+    #[test]
+    fn full_where_nothing_confines_is_refused_naming_the_feature_and_bridge_only_is_not() {
+        let e = cannot_confine(&linux(None, true), Mode::Full, BOTH).unwrap();
+        assert!(e.missing.contains("Landlock"), "{e}");
+        assert!(e.to_string().contains("lsm="), "{e}");
+        assert_eq!(
+            cannot_confine(&linux(None, true), Mode::BridgeOnly, BOTH),
+            None
+        );
+        assert_eq!(cannot_confine(&linux(None, true), Mode::Full, BRIDGE), None);
+        assert_eq!(
+            cannot_confine(&linux(Some(1), false), Mode::Full, BOTH),
+            None
+        );
+        let e = cannot_confine(&mac(true, &["ann", "bob"], false), Mode::Full, BOTH).unwrap();
+        assert!(e.missing.contains("ann, bob"), "{e}");
     }
 
     #[test]

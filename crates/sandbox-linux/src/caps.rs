@@ -29,7 +29,21 @@ struct CapData {
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
 pub(super) fn drop_all() -> Result<(), ApplyError> {
-    prctl(libc::PR_SET_SECUREBITS, SECUREBITS, "securebits")?;
+    match prctl(libc::PR_SET_SECUREBITS, SECUREBITS, "securebits") {
+        Ok(()) => {}
+        // Without CAP_SETPCAP (root in a container run with every capability dropped) neither
+        // the securebits nor the bounding set can be changed. Nothing is lost when the bounding
+        // set is empty already: a root program's exec gains only what the bounding set and the
+        // inheritable set (cleared below) hold, and no_new_privs (set with the seccomp filter)
+        // keeps setuid and file capabilities from adding any.
+        Err(_)
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+                && bounding_set_empty() =>
+        {
+            return clear_sets();
+        }
+        Err(e) => return Err(e),
+    }
     for cap in 0..=63 {
         // EINVAL past the last capability this kernel knows ends the loop.
         match prctl(libc::PR_CAPBSET_DROP, cap, "drop bounding capabilities") {
@@ -40,6 +54,22 @@ pub(super) fn drop_all() -> Result<(), ApplyError> {
             Err(e) => return Err(e),
         }
     }
+    clear_sets()
+}
+
+/// Whether the bounding set holds no capability this kernel knows.
+fn bounding_set_empty() -> bool {
+    (0..=63).all(|cap| {
+        // SAFETY: prctl with integer arguments reads and writes no memory of ours.
+        let rc = unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap as libc::c_ulong, 0, 0, 0) };
+        // 1: in the set; 0: not; -1 (EINVAL): past the last capability.
+        rc != 1
+    })
+}
+
+/// The ambient, effective, permitted and inheritable sets emptied (lowering needs no
+/// capability).
+fn clear_sets() -> Result<(), ApplyError> {
     // SAFETY: prctl with integer arguments reads and writes no memory of ours.
     let rc = unsafe {
         libc::prctl(

@@ -259,9 +259,9 @@ pub(super) fn compile(
     if policy.system_read_only() {
         guarantees.push(Guarantee::new(
             Promise::SystemReadOnly,
-            "Landlock: everything outside the writable places and this chat's folders has reading rights only",
+            "Landlock: everything outside the writable places and this chat's folders has reading rights only; seccomp: no file's metadata can be changed",
             Enforcement::Partly(
-                "Landlock does not govern a file's metadata: a root chat can still change the modes, times and extended attributes of the system's files (seccomp refuses setting the setuid and setgid bits); without namespaces, nothing is remounted".into(),
+                "without namespaces nothing is remounted: Landlock keeps the system's files from being written, seccomp keeps their mode, owner, times, extended attributes and inode flags from being changed, by refusing those calls everywhere (so `chmod`, `chown`, `touch` of an existing file and `setfacl` fail in the chat's writable places too)".into(),
             ),
         ));
     }
@@ -320,6 +320,8 @@ pub(super) fn compile(
     let landlock = common.landlock(rules);
     let seccomp = SeccompPlan {
         refuse_shared_ipc: true,
+        // Root owns the machine's files, and nothing here makes them read-only to metadata.
+        refuse_metadata_changes: policy.system_read_only(),
         ..common.seccomp
     };
     Ok(LinuxPlan {
@@ -334,5 +336,9 @@ pub(super) fn compile(
         seccomp_program: super::plan::seccomp_program(&seccomp)?,
         seccomp,
         guarantees,
+        frozen: frozen
+            .into_iter()
+            .chain(policy.grants().iter().map(|g| g.path.clone()))
+            .collect(),
     })
 }

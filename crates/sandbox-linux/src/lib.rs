@@ -50,6 +50,8 @@ mod process;
 mod seccomp;
 #[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
+pub mod trial;
 
 use std::path::{Path, PathBuf};
 
@@ -58,15 +60,18 @@ use sandbox_core::{Layout, Policy};
 use crate::disk::RealDisk;
 use plan::{Kernel, LinuxPlan};
 
-/// The kernel this process runs on, as the plan compiler sees it, read cheaply (one syscall and
-/// the sysctls that forbid user namespaces) because every launch pays for it; `doctor` tries
-/// the namespaces for real. Should they fail anyway, the helper refuses to run (status 2).
+/// The kernel this process runs on, as the plan compiler sees it: the Landlock ABI (one system
+/// call) and whether a namespace plan can start here, decided by a real trial of its first
+/// steps ([`trial`]), kept while its answer cannot change. The one decision every command and
+/// the library use; [`namespaces`] gives the reason when the answer is no.
 pub fn this_kernel() -> Kernel {
     #[cfg(target_os = "linux")]
     {
+        let landlock_abi = apply::kernel_landlock_abi();
         Kernel {
-            landlock_abi: apply::kernel_landlock_abi(),
-            namespaces: user_namespaces_allowed(),
+            landlock_abi,
+            // Without Landlock nothing confines, namespaces or not: no trial.
+            namespaces: landlock_abi > 0 && trial::namespaces().is_ok(),
         }
     }
     #[cfg(not(target_os = "linux"))]
@@ -76,27 +81,11 @@ pub fn this_kernel() -> Kernel {
     }
 }
 
-/// Whether the sysctls let this user create a user namespace.
+/// Whether a namespace plan can start in this process ([`trial`]): `Err` names the step that
+/// failed and the system's words. The kept answer, as [`this_kernel`] uses it.
 #[cfg(target_os = "linux")]
-fn user_namespaces_allowed() -> bool {
-    // One read into a small buffer (open, read, close), where `read_to_string` adds a `stat`
-    // for its size and a read to find the end: a number of the kernel's fits, and a longer
-    // answer does not parse, as before.
-    let read = |path: &str| -> Option<i64> {
-        use std::io::Read;
-        let mut buf = [0u8; 32];
-        let n = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
-        std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()
-    };
-    if read("/proc/sys/user/max_user_namespaces") == Some(0) {
-        return false;
-    }
-    // SAFETY: geteuid cannot fail (POSIX) and touches no memory.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    read("/proc/sys/kernel/unprivileged_userns_clone") != Some(0)
-        && read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") != Some(1)
+pub fn namespaces() -> Result<(), String> {
+    trial::namespaces()
 }
 
 /// Compiles the chat's plan against the disk as it is now. A plan that names a path that is not

@@ -252,6 +252,13 @@ pub struct SeccompPlan {
     /// process outside, which signal scoping does not see.
     #[serde(default)]
     pub refuse_others_limits: bool,
+    /// Refuse changing any file's mode, owner, times, extended attributes or inode flags (the
+    /// chmod, chown, utime and xattr families, `FS_IOC_SETFLAGS`, `FS_IOC_FSSETXATTR`): set for
+    /// a root chat in the Landlock-only plan, where root owns the machine's files, Landlock does
+    /// not govern metadata, and no mount makes the system read-only. Seccomp cannot tell one
+    /// path from another, so these are refused in the chat's writable places too.
+    #[serde(default)]
+    pub refuse_metadata_changes: bool,
 }
 
 impl SeccompPlan {
@@ -281,6 +288,7 @@ impl SeccompPlan {
             refuse_exploit_surface: true,
             refuse_shared_ipc: false,
             refuse_others_limits: true,
+            refuse_metadata_changes: false,
             refuse_other_abis: true,
         }
     }
@@ -347,6 +355,11 @@ pub struct LinuxPlan {
     /// past these about 6 KB of text without building them: a plan read back has none).
     #[serde(skip_deserializing)]
     pub guarantees: Vec<Guarantee>,
+    /// The Landlock-only plan's frozen folders (no right at all: nothing can be created,
+    /// renamed or removed directly in them), for the contract, whose expected verdicts follow
+    /// what the plan says it does. Empty in a namespace plan; not part of the plan file.
+    #[serde(skip)]
+    pub frozen: Vec<PathBuf>,
 }
 
 impl LinuxPlan {
@@ -932,6 +945,7 @@ pub fn compile(
         seccomp_program: seccomp_program(&common.seccomp)?,
         seccomp: common.seccomp,
         guarantees,
+        frozen: Vec::new(),
     })
 }
 

@@ -84,6 +84,12 @@ const SETUID_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
 /// `fchmodat2` is 452 on every architecture (numbers were unified before Linux 6.6 added it);
 /// the libc crate names it only for some.
 const SYS_FCHMODAT2: libc::c_long = 452;
+/// `setxattrat` and `removexattrat` (Linux 6.13), numbered alike on every architecture.
+const SYS_SETXATTRAT: libc::c_long = 463;
+const SYS_REMOVEXATTRAT: libc::c_long = 466;
+/// `chattr`'s requests (`_IOW('f', 2, long)` and `_IOW('X', 32, struct fsxattr)`).
+const FS_IOC_SETFLAGS: u64 = 0x4008_6602;
+const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
 /// Personas `personality()` may set, as Docker's default profile allows them: the Linux default
 /// (0), `PER_LINUX32` (8), `UNAME26` (0x20000), both (0x20008), and the query (0xffffffff). The
 /// others set flags such as `READ_IMPLIES_EXEC` or `ADDR_NO_RANDOMIZE`, which switch off the
@@ -323,6 +329,9 @@ fn refusals(plan: &SeccompPlan) -> Result<(Refusals, Refusals), String> {
     if plan.refuse_setuid_bits {
         setuid_bits(&mut eperm, &mut enosys)?;
     }
+    if plan.refuse_metadata_changes {
+        metadata_changes(&mut eperm)?;
+    }
     if plan.refuse_shared_ipc {
         // Without an IPC namespace these are the machine's: a segment, a semaphore or a queue
         // of a process outside, by its key or name, as far as its permissions go (a chat runs
@@ -453,6 +462,49 @@ fn setuid_bits(eperm: &mut Refusals, enosys: &mut Refusals) -> Result<(), String
     Ok(())
 }
 
+/// A root chat in the Landlock-only plan owns the machine's files (`/etc/passwd`, the programs
+/// in `/usr`): without a capability it may still change their mode (`chmod 0666 /etc/passwd`
+/// gives every local account root), owner, times and extended attributes (ACLs among them),
+/// which Landlock does not govern and no read-only mount stops there. A filter cannot read the
+/// path, so every call of these families is refused, in the writable places too (the plan says
+/// what that costs). The inode flags (`chattr`) a file's owner may set without a capability
+/// likewise.
+fn metadata_changes(eperm: &mut Refusals) -> Result<(), String> {
+    for nr in [
+        libc::SYS_fchmod,
+        libc::SYS_fchmodat,
+        SYS_FCHMODAT2,
+        libc::SYS_fchown,
+        libc::SYS_fchownat,
+        libc::SYS_utimensat,
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_fsetxattr,
+        SYS_SETXATTRAT,
+        libc::SYS_removexattr,
+        libc::SYS_lremovexattr,
+        libc::SYS_fremovexattr,
+        SYS_REMOVEXATTRAT,
+    ] {
+        eperm.always(nr);
+    }
+    #[cfg(target_arch = "x86_64")]
+    for nr in [
+        libc::SYS_chmod,
+        libc::SYS_chown,
+        libc::SYS_lchown,
+        libc::SYS_utime,
+        libc::SYS_utimes,
+        libc::SYS_futimesat,
+    ] {
+        eperm.always(nr);
+    }
+    for request in [FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR] {
+        eperm.when(libc::SYS_ioctl, &[(1, SeccompCmpOp::Eq, request)])?;
+    }
+    Ok(())
+}
+
 /// Interfaces no CLI or its tools were seen to use, and that kernel exploits do; refused as
 /// Docker's default profile refuses them (it allows them only with capabilities a chat never
 /// has). ENOSYS where a library is likely to probe for the feature and do without it.
@@ -506,6 +558,7 @@ fn every_kind_of_plan() -> Vec<(bool, SeccompPlan)> {
         for refuse_shared_ipc in [false, true] {
             let plan = SeccompPlan {
                 refuse_shared_ipc,
+                refuse_metadata_changes: refuse_shared_ipc,
                 ..SeccompPlan::new(unix_by_seccomp)
             };
             out.push((unix_by_seccomp, plan));

@@ -194,10 +194,72 @@ pub(super) fn open_path_no_symlinks(path: &Path, dir: bool) -> io::Result<OwnedF
         )
     };
     if fd < 0 {
-        return Err(io::Error::last_os_error());
+        let err = io::Error::last_os_error();
+        // No openat2 here: a kernel before 5.6, gVisor, or a seccomp filter that refuses it
+        // (ours, when cli-sandbox runs inside a chat's step): the same walk, one name at a time.
+        if err.raw_os_error() == Some(libc::ENOSYS) {
+            return open_path_walking(path, dir);
+        }
+        return Err(err);
     }
     // SAFETY: the kernel just returned this descriptor; nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// [`open_path_no_symlinks`] without `openat2`: from `/`, each name opened with `O_PATH |
+/// O_NOFOLLOW` beneath the folder before it, and a symlink found on the way (which `O_PATH |
+/// O_NOFOLLOW` opens rather than follows) refused with `ELOOP`, as `RESOLVE_NO_SYMLINKS` does.
+fn open_path_walking(path: &Path, dir: bool) -> io::Result<OwnedFd> {
+    use std::path::Component;
+    let open = |at: RawFd, name: &std::ffi::OsStr, flags: libc::c_int| -> io::Result<OwnedFd> {
+        let c = CString::new(name.as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
+        // SAFETY: `c` is a C string alive for the call; `at` is a descriptor we hold (or
+        // AT_FDCWD for the absolute root).
+        let fd = unsafe { libc::openat(at, c.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    let base = libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    let mut components = path.components();
+    if components.next() != Some(Component::RootDir) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the path is not absolute",
+        ));
+    }
+    let mut fd = open(
+        libc::AT_FDCWD,
+        std::ffi::OsStr::new("/"),
+        base | libc::O_DIRECTORY,
+    )?;
+    let names: Vec<_> = components.collect();
+    for (i, component) in names.iter().enumerate() {
+        let Component::Normal(name) = component else {
+            // Canonical paths only: `.` and `..` would be a walk of their own.
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        };
+        let next = open(fd.as_raw_fd(), name, base)?;
+        // SAFETY: `stat` is plain data, all zeroes a valid value; fstat fills it.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `next` is a descriptor we hold; `stat` is a local of the right type.
+        if unsafe { libc::fstat(next.as_raw_fd(), &mut stat) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let kind = stat.st_mode & libc::S_IFMT;
+        if kind == libc::S_IFLNK {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        let last = i + 1 == names.len();
+        if kind != libc::S_IFDIR && (!last || dir) {
+            return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+        }
+        fd = next;
+    }
+    Ok(fd)
 }
 
 /// A detached copy of the mount tree at `path` (and every mount beneath it), reached without
@@ -811,4 +873,32 @@ fn chown_like(
         return Err(os_fail(step()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod walking_tests {
+    use super::{open_path_no_symlinks, open_path_walking};
+
+    #[test]
+    fn the_walk_without_openat2_refuses_a_symlink_anywhere_as_openat2_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(tmp.path()).unwrap();
+        let real = dir.join("real/grant");
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::write(real.join("file"), "x").unwrap();
+        std::os::unix::fs::symlink(dir.join("real"), dir.join("swapped")).unwrap();
+        for open in [open_path_walking, open_path_no_symlinks] {
+            assert!(open(&real, true).is_ok());
+            assert!(open(&real.join("file"), false).is_ok());
+            let elooped =
+                |r: std::io::Result<_>| r.unwrap_err().raw_os_error() == Some(libc::ELOOP);
+            assert!(elooped(open(&dir.join("swapped/grant"), true)));
+            assert!(elooped(open(&dir.join("swapped"), false)));
+            assert!(
+                open(&real.join("file"), true).is_err(),
+                "a file is not a folder"
+            );
+            assert!(open(&dir.join("missing"), false).is_err());
+        }
+    }
 }
