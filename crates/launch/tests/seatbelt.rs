@@ -1196,6 +1196,7 @@ fn every_shell_probe_succeeds_unconfined_so_a_refusal_under_seatbelt_means_somet
 }
 
 /// Set where CI runs on a Mac: the real `sandbox-exec` suite must run, never be skipped.
+#[cfg(not(target_os = "macos"))]
 const REQUIRE_SEATBELT: &str = "CLI_SANDBOX_REQUIRE_SEATBELT";
 
 #[cfg(not(target_os = "macos"))]
