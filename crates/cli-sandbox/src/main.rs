@@ -153,8 +153,22 @@ pub struct ChatArgs {
     /// A folder this chat may use inside a protected root: PATH, PATH:ro or PATH:rw (read-write
     /// when no access is given); repeat it for more. A folder whose name holds `:` is given
     /// with its access written out (`DIR/wf:1:rw`). Never split at commas: a path may hold one.
-    #[arg(long = "grant", value_name = "PATH[:ro|:rw]")]
+    #[arg(long = "grant", value_name = "PATH[:ro|:rw]", value_parser = utf8_grant())]
     grants: Vec<String>,
+}
+
+/// A grant's path must be UTF-8: it is written into the plan (JSON) and into the person's CLI
+/// settings (TOML, JSON), which hold text only. Said with the path and the remedy; clap's own
+/// "invalid UTF-8 was detected in one or more arguments" names neither.
+fn utf8_grant() -> impl clap::builder::TypedValueParser<Value = String> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().try_map(|grant| {
+        grant.into_string().map_err(|_| {
+            "not UTF-8 (U+FFFD stands for the bytes that are not): a grant's path is written \
+             into the plan and the CLI's settings, which hold only text; rename the folder to a \
+             UTF-8 name and grant it again"
+        })
+    })
 }
 
 impl ChatArgs {

@@ -1684,3 +1684,201 @@ fn the_cross_crate_tests_run_the_binary_of_this_build() {
         cli_sandbox_tests::cli_sandbox()
     );
 }
+
+// ---------- errors that name the thing and the remedy ----------
+
+#[test]
+fn a_state_root_that_cannot_be_written_is_named_with_the_remedy() {
+    let l = layout();
+    // SAFETY: geteuid cannot fail and touches no memory.
+    let root = unsafe { libc::geteuid() } == 0;
+    // As root, `unshare -m` binds the state root read-only in a mount namespace of its own: the
+    // kernel's EROFS, which root meets too. Anyone else meets a mode of 0555 (EACCES).
+    if !root {
+        std::fs::set_permissions(&l.demo.state_root, std::fs::Permissions::from_mode(0o555))
+            .unwrap();
+    }
+    let before = tree(&l.demo.root);
+    for command in [
+        &["plan", "--cli", "codex", "--chat", "c-ro"][..],
+        &["pre-trust", "--cli", "codex", "--chat", "c-ro"],
+        &["run", "--cli", "codex", "--chat", "c-ro"],
+        &["step", "--chat", "c-ro", "--", "/bin/true"],
+    ] {
+        let mut cmd = if root {
+            let mut cmd = std::process::Command::new("unshare");
+            cmd.args(["-m", "--propagation", "private", "--", "/bin/sh", "-c"])
+                .arg("mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\" && exec \"$@\"")
+                .arg(&l.demo.state_root)
+                .arg(cargo_bin("cli-sandbox"));
+            cmd
+        } else {
+            std::process::Command::new(cargo_bin("cli-sandbox"))
+        };
+        cmd.env_remove("AGENTWORKS_STATE_ROOT")
+            .env_remove("AGENTWORKS_WORKSPACE_DOCS")
+            .env_remove("RUST_LOG")
+            .env("HOME", &l.demo.home)
+            .arg("--config")
+            .arg(&l.demo.config)
+            .arg("--state-root")
+            .arg(&l.demo.state_root)
+            .args(command);
+        let out = cmd.output().unwrap();
+        let said = format!("{command:?}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(125), "{said}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for words in [
+            "the state root is not writable by this user",
+            "make it writable",
+            "--state-root or AGENTWORKS_STATE_ROOT",
+            "nothing was started",
+        ] {
+            assert!(stderr.contains(words), "`{words}` missing: {said}");
+        }
+        assert!(!stderr.contains("panicked"), "{said}");
+    }
+    if !root {
+        std::fs::set_permissions(&l.demo.state_root, std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    assert_eq!(tree(&l.demo.root), before);
+    // The control: the same plan where the state root can be written.
+    let out = l
+        .cli()
+        .args(["plan", "--cli", "codex", "--chat", "c-ro"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn a_grant_that_is_not_utf8_is_named_with_the_argument_and_the_remedy() {
+    use std::os::unix::ffi::OsStrExt;
+    let l = layout();
+    let folder = l
+        .demo
+        .workspace_docs
+        .join(std::ffi::OsStr::from_bytes(b"workflows/wf-\xff"));
+    std::fs::create_dir_all(&folder).unwrap();
+    let before = tree(&l.demo.root);
+    for command in [
+        &["plan", "--cli", "codex", "--chat", "c"][..],
+        &["pre-trust", "--cli", "claude", "--chat", "c"],
+        &["explain", "--chat", "c", "--op", "read", "/"],
+        &["profile", "--backend", "landlock", "--chat", "c"],
+        &["step", "--chat", "c"],
+    ] {
+        let mut cmd = l.cli();
+        cmd.args(command).arg("--grant").arg(&folder);
+        if command[0] == "step" {
+            cmd.args(["--", "/bin/true"]);
+        }
+        let out = cmd.output().unwrap();
+        let said = format!("{command:?}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(125), "{said}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for words in ["--grant", "wf-\u{fffd}", "not UTF-8", "rename the folder"] {
+            assert!(stderr.contains(words), "`{words}` missing: {said}");
+        }
+    }
+    assert_eq!(tree(&l.demo.root), before);
+}
+
+#[test]
+fn a_cli_settings_file_that_is_not_utf8_is_named_with_the_remedy_and_left_untouched() {
+    let l = layout();
+    let claude = l.demo.home.join(".claude.json");
+    let codex = l.demo.home.join(".codex/config.toml");
+    std::fs::create_dir_all(codex.parent().unwrap()).unwrap();
+    std::fs::write(&claude, b"{\"theme\": \"\xff\"}").unwrap();
+    std::fs::write(&codex, b"model = \"\xff\"\n").unwrap();
+    type Case<'a> = (&'a [&'a str], &'a Path, &'a [(&'a str, &'a str)]);
+    let cases: [Case; 3] = [
+        // Pre-trust edits Claude's file.
+        (&["pre-trust", "--cli", "claude"], &claude, &[]),
+        // The tmux shape reads it first when an API key is in the environment.
+        (
+            &["plan", "--cli", "claude", "--shape", "tmux"],
+            &claude,
+            &[("ANTHROPIC_API_KEY", "sk-test-not-a-key")],
+        ),
+        // Codex's settings are read before anything (its own sandbox settings).
+        (&["plan", "--cli", "codex"], &codex, &[]),
+    ];
+    for (command, file, env) in cases {
+        let mut cmd = l.cli();
+        cmd.args(command).args(["--chat", &l.demo.chat]);
+        cmd.args(["--grant", &l.demo.grant_arg()]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let said = format!("{command:?}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(125), "{said}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for words in [
+            &format!("`{}`", file.display())[..],
+            "not UTF-8 text",
+            "left untouched",
+            "launch again",
+        ] {
+            assert!(stderr.contains(words), "`{words}` missing: {said}");
+        }
+    }
+    assert_eq!(std::fs::read(&claude).unwrap(), b"{\"theme\": \"\xff\"}");
+    assert_eq!(std::fs::read(&codex).unwrap(), b"model = \"\xff\"\n");
+}
+
+#[test]
+fn mode_full_for_a_cli_that_is_bridge_only_is_refused_and_without_mode_the_plan_says_why() {
+    let l = layout();
+    // Pi has bridge-only alone: asked for by name, full is refused, naming the remedy.
+    for command in ["plan", "pre-trust", "run"] {
+        let out = l
+            .cli()
+            .args([command, "--cli", "pi", "--mode", "full", "--chat", "c-pi"])
+            .output()
+            .unwrap();
+        let said = format!("{command}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(125), "{said}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for words in [
+            "--mode full",
+            "pi",
+            "only bridge-only",
+            "--mode bridge-only",
+        ] {
+            assert!(stderr.contains(words), "`{words}` missing: {said}");
+        }
+    }
+    assert!(
+        !l.demo
+            .state_root
+            .join("state/cli-runtimes/v1/c-pi")
+            .exists()
+    );
+    // Without --mode, and with --mode bridge-only: bridge-only, and the reason says why.
+    for mode in [&[][..], &["--mode", "bridge-only"]] {
+        let out = l
+            .cli()
+            .args(["plan", "--json", "--cli", "pi", "--chat", "c-pi"])
+            .args(mode)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(plan["decision"]["mode"], "bridge-only", "{plan}");
+        let reason = plan["decision"]["reason"].as_str().unwrap();
+        assert!(reason.contains("bridge-only"), "{reason}");
+    }
+    // The control: a CLI that has full gets it by name.
+    let out = l
+        .cli()
+        .args([
+            "plan", "--json", "--cli", "codex", "--mode", "full", "--chat", "c",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}

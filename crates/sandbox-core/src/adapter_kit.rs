@@ -60,10 +60,18 @@ pub fn utf8_grant<'a>(path: &'a Path, what: &str) -> Result<&'a str, AdapterErro
 
 /// The person's file `file`, read through [`PersonFiles::read`]: `None` when it does not exist,
 /// an error naming the file when it cannot be read.
+/// Bytes that are not UTF-8 ([`std::io::ErrorKind::InvalidData`]) are a file that cannot be parsed,
+/// said as such, with its remedy.
 pub fn read(person: &dyn PersonFiles, file: &Path) -> Result<Option<String>, AdapterError> {
-    person.read(file).map_err(|source| AdapterError::Read {
-        file: file.to_owned(),
-        source,
+    person.read(file).map_err(|source| match source.kind() {
+        std::io::ErrorKind::InvalidData => AdapterError::Unparsable {
+            file: file.to_owned(),
+            reason: "it is not UTF-8 text, as a JSON or TOML settings file must be".to_owned(),
+        },
+        _ => AdapterError::Read {
+            file: file.to_owned(),
+            source,
+        },
     })
 }
 
