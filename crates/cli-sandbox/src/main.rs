@@ -130,8 +130,8 @@ enum Command {
     Step(step::StepArgs),
     /// Shell completions, printed on stdout.
     Completions(completions::CompletionsArgs),
-    /// The man page (roff), printed on stdout.
-    Man,
+    /// The man page (roff), or one command's, printed on stdout.
+    Man(man::ManArgs),
     /// The Linux helper: apply a compiled plan to itself and run PROGRAM (internal).
     #[command(hide = true)]
     Exec(exec::ExecArgs),
@@ -247,7 +247,7 @@ fn main() -> ExitCode {
         Command::Step(a) => step::run(&settings, a),
         Command::Contract(a) => contract::run(globals.state_root.clone(), a),
         Command::Completions(a) => completions::run(a),
-        Command::Man => man::run(),
+        Command::Man(a) => man::run(a),
         Command::Exec(_) => unreachable!("handled above"),
     };
     finish(result)
@@ -265,7 +265,7 @@ impl Command {
                 | Command::Explain(_)
                 | Command::Profile(_)
                 | Command::Completions(_)
-                | Command::Man
+                | Command::Man(_)
         )
     }
 }

@@ -1675,6 +1675,79 @@ fn the_readme_python_launch_runs_the_cli_confined_after_pre_trust() {
     std::fs::write(&planted, "").unwrap();
 }
 
+#[test]
+fn every_page_the_main_man_page_names_exists_and_names_its_commands_options() {
+    let page = |args: &[&str]| {
+        let out = cli().arg("man").args(args).output().unwrap();
+        assert!(out.status.success(), "man {args:?}: {}", text(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let main = page(&[]);
+    // Every page the main one names, `cli-sandbox-NAME(1)`, roff-escaped.
+    let named = regex::Regex::new(r"cli\\-sandbox\\-([a-z\\-]+)\(1\)").unwrap();
+    let commands: Vec<String> = named
+        .captures_iter(&main)
+        .map(|c| c[1].replace("\\-", "-"))
+        .collect();
+    assert!(commands.len() >= 10, "{commands:?}\n{main}");
+    assert!(!commands.contains(&"help".to_owned()), "{main}");
+    assert!(!commands.contains(&"exec".to_owned()), "{main}");
+    let long_flag = regex::Regex::new(r"(?m)^\s+(?:-[a-zA-Z], )?(--[a-z][a-z-]*)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("cli-sandbox.1")).unwrap(),
+        main
+    );
+    for command in &commands {
+        let text = page(&[command]);
+        let title = format!(".TH cli-sandbox-{command} 1");
+        assert!(text.contains(&title), "{command}: {text}");
+        // Every long option the command's --help lists is in its page.
+        let help = cli().args([command, "--help"]).output().unwrap();
+        let help = String::from_utf8_lossy(&help.stdout);
+        let flags: Vec<&str> = long_flag
+            .captures_iter(&help)
+            .map(|c| c.get(1).unwrap().as_str())
+            .collect();
+        assert!(flags.contains(&"--help"), "{command}: {help}");
+        assert!(flags.contains(&"--state-root"), "{command}: {help}");
+        if command == "plan" {
+            assert!(
+                flags.contains(&"--cli") && flags.contains(&"--grant"),
+                "{help}"
+            );
+        }
+        for flag in flags {
+            let roff = format!("\\fB{}\\fR", flag.replace('-', "\\-"));
+            assert!(
+                text.contains(&roff),
+                "{command}: {flag} missing from its page\n{text}"
+            );
+        }
+        // The page --dir wrote is the same.
+        let file = dir.path().join(format!("cli-sandbox-{command}.1"));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "{command}");
+    }
+    // Nothing else was written; a command without a page is refused, naming those that have one.
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        commands.len() + 1
+    );
+    let out = cli().args(["man", "exec"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("step"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// The cross-crate tests in `tests/` find the binary by path: it must be the one cargo built for
 /// this package, which it builds before any of its tests runs (so no test runs a stale binary).
 #[test]
