@@ -127,6 +127,7 @@ fn confined_here(test: &str) -> bool {
         std::env::var("CLI_SANDBOX_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
         "{why}, and CLI_SANDBOX_REQUIRE_LANDLOCK=1 requires it"
     );
+    cli_sandbox_tests::skips::record("CLI_SANDBOX_REQUIRE_LANDLOCK", test, &why);
     let _ = writeln!(
         std::io::stderr(),
         "\n!!! SKIPPED {why}. Set CLI_SANDBOX_REQUIRE_LANDLOCK=1 to make this an error.\n"
@@ -588,6 +589,7 @@ fn a_launch_runs_the_helper_beside_cli_sandbox_only_where_no_chat_can_replace_it
             std::env::var("CLI_SANDBOX_REQUIRE_ROOT").as_deref() != Ok("1"),
             "{test} needs root (a folder no root chat may write), and CLI_SANDBOX_REQUIRE_ROOT=1 requires it"
         );
+        cli_sandbox_tests::skips::record("CLI_SANDBOX_REQUIRE_ROOT", test, "it needs root");
         let _ = writeln!(
             std::io::stderr(),
             "\n!!! SKIPPED {test}: it needs root (a folder no root chat may write)\n"
@@ -1624,6 +1626,7 @@ fn the_readme_python_launch_runs_the_cli_confined_after_pre_trust() {
             std::env::var("CLI_SANDBOX_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
             "{why}, and CLI_SANDBOX_REQUIRE_LANDLOCK=1 requires it"
         );
+        cli_sandbox_tests::skips::record("CLI_SANDBOX_REQUIRE_LANDLOCK", test, &why);
         let _ = writeln!(std::io::stderr(), "\n!!! SKIPPED {why}.\n");
         return;
     }
@@ -1745,6 +1748,42 @@ fn every_page_the_main_man_page_names_exists_and_names_its_commands_options() {
         String::from_utf8_lossy(&out.stderr).contains("step"),
         "{}",
         text(&out)
+    );
+}
+
+#[test]
+#[ignore = "a gap, still open: the namespace plan mounts its stand-in for a grant's refused \
+            `planning/` on an empty folder it makes in the granted folder on disk, and leaves it \
+            there; the FUSE layer of the `guard` branch replaces that stand-in (issue 31)"]
+fn a_launch_creates_no_entry_in_a_grant() {
+    let test = "a_launch_creates_no_entry_in_a_grant";
+    if !confined_here(test) {
+        return;
+    }
+    let l = layout();
+    let fresh = l.demo.workspace_docs.join("workflows/wf-untouched");
+    std::fs::create_dir_all(&fresh).unwrap();
+    std::fs::write(fresh.join("notes.md"), "mine\n").unwrap();
+    let before = tree(&fresh);
+    let out = l
+        .cli()
+        .args(["step", "--chat", "c-untouched", "--grant"])
+        .arg(&fresh)
+        .args(["--", "/bin/sh", "-c", "ls -a \"$0\""])
+        .arg(&fresh)
+        .output()
+        .unwrap();
+    // The control: the step ran, confined, and saw the grant.
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("notes.md"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        tree(&fresh),
+        before,
+        "the launch left entries in the granted folder on disk"
     );
 }
 
