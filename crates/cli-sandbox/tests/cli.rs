@@ -1496,8 +1496,8 @@ impl Fresh {
 }
 
 #[test]
-fn the_readme_tour_runs_as_written_on_a_fresh_layout() {
-    let test = "the_readme_tour_runs_as_written_on_a_fresh_layout";
+fn the_readme_tour_runs_as_written_on_a_fresh_layout_with_a_stand_in_codex() {
+    let test = "the_readme_tour_runs_as_written_on_a_fresh_layout_with_a_stand_in_codex";
     if !confined_here(test) {
         return;
     }
@@ -1604,6 +1604,14 @@ fn the_readme_tour_runs_as_written_on_a_fresh_layout() {
             }
         }
     }
+    // The reader's own home (the one the tour started in) is left as it was: empty. Pre-trust
+    // wrote the trust entry into the tour's scratch home.
+    assert_eq!(tree(&fresh.path("home")), BTreeSet::new());
+    let codex_settings = std::fs::read_to_string(layout.join("home/.codex/config.toml")).unwrap();
+    assert!(
+        codex_settings.contains("trust_level = \"trusted\""),
+        "{codex_settings}"
+    );
     for word in [
         "doctor", "adapters", "explain", "plan", "step", "profile", "run",
     ] {
@@ -1614,23 +1622,24 @@ fn the_readme_tour_runs_as_written_on_a_fresh_layout() {
     }
 }
 
-#[test]
-fn the_readme_python_launch_runs_the_cli_confined_after_pre_trust() {
-    let test = "the_readme_python_launch_runs_the_cli_confined_after_pre_trust";
-    if !confined_here(test) {
-        return;
+/// Whether `/usr/bin/python3` is there; otherwise says so (a failure where CI requires it).
+fn python_here(test: &str) -> bool {
+    if Path::new("/usr/bin/python3").exists() {
+        return true;
     }
-    if !Path::new("/usr/bin/python3").exists() {
-        let why = format!("{test}: /usr/bin/python3 is missing (apt-get install python3)");
-        assert!(
-            std::env::var("CLI_SANDBOX_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
-            "{why}, and CLI_SANDBOX_REQUIRE_LANDLOCK=1 requires it"
-        );
-        cli_sandbox_tests::skips::record("CLI_SANDBOX_REQUIRE_LANDLOCK", test, &why);
-        let _ = writeln!(std::io::stderr(), "\n!!! SKIPPED {why}.\n");
-        return;
-    }
-    let fresh = Fresh::new();
+    let why = format!("{test}: /usr/bin/python3 is missing (apt-get install python3)");
+    assert!(
+        std::env::var("CLI_SANDBOX_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
+        "{why}, and CLI_SANDBOX_REQUIRE_LANDLOCK=1 requires it"
+    );
+    cli_sandbox_tests::skips::record("CLI_SANDBOX_REQUIRE_LANDLOCK", test, &why);
+    let _ = writeln!(std::io::stderr(), "\n!!! SKIPPED {why}.\n");
+    false
+}
+
+/// The README's Python launch, written into `fresh`, and a scratch AgentWorks layout with two
+/// workflows: (launch.py, state root, workspace-docs, wf1, wf2).
+fn readme_python(fresh: &Fresh) -> (PathBuf, PathBuf, PathBuf, PathBuf, PathBuf) {
     let program = readme_block("Launching from another language", "python");
     assert!(
         program.lines().count() <= 25,
@@ -1646,10 +1655,22 @@ fn the_readme_python_launch_runs_the_cli_confined_after_pre_trust() {
     for dir in [&state, &wf1, &wf2] {
         std::fs::create_dir_all(dir).unwrap();
     }
+    (launch_py, state, docs, wf1, wf2)
+}
+
+#[test]
+fn the_readme_python_launch_runs_a_stand_in_codex_confined_after_pre_trust() {
+    let test = "the_readme_python_launch_runs_a_stand_in_codex_confined_after_pre_trust";
+    if !confined_here(test) || !python_here(test) {
+        return;
+    }
+    let fresh = Fresh::new();
+    let (launch_py, state, docs, wf1, wf2) = readme_python(&fresh);
     let out = fresh
         .command("/usr/bin/python3")
         .arg(&launch_py)
         .arg(&wf1)
+        .arg("List the files here.")
         .env("AGENTWORKS_STATE_ROOT", &state)
         .env("AGENTWORKS_WORKSPACE_DOCS", &docs)
         .output()
@@ -1785,6 +1806,82 @@ fn a_launch_creates_no_entry_in_a_grant() {
         before,
         "the launch left entries in the granted folder on disk"
     );
+}
+
+#[test]
+fn the_readme_python_launch_runs_the_pinned_codex_to_its_end_against_a_scripted_model() {
+    let test = "the_readme_python_launch_runs_the_pinned_codex_to_its_end_against_a_scripted_model";
+    if !confined_here(test) || !python_here(test) {
+        return;
+    }
+    let Some(codex) = cli_sandbox_tests::real_clis::require("codex", test) else {
+        return;
+    };
+    let fresh = Fresh::new();
+    let (launch_py, state, docs, wf1, wf2) = readme_python(&fresh);
+    // The model asks Codex's shell for a write into the granted workflow and one into the other.
+    let (made, planted) = (wf1.join("hello.txt"), wf2.join("planted"));
+    let model = scripted_model::ScriptedModel::start(scripted_model::Script {
+        steps: vec![scripted_model::Step::Shell {
+            command: format!(
+                "echo hello > {}; echo planted > {}",
+                made.display(),
+                planted.display()
+            ),
+        }],
+        closing: "Done: hello.txt is written.".into(),
+        fail_with: None,
+    })
+    .unwrap();
+    // The person's own settings in the scratch home: Codex pointed at the scripted model.
+    let home = fresh.path("home");
+    contract::agents::point_at_scripted_model("codex", &home, &model.base_url()).unwrap();
+    let before = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+    let path = format!(
+        "{}:{}:/usr/local/bin:/usr/bin:/bin",
+        codex.parent().unwrap().display(),
+        fresh.path("bin").display()
+    );
+    let out = fresh
+        .command("/usr/bin/python3")
+        .arg(&launch_py)
+        .arg(&wf1)
+        .arg("Write hello.txt in the workflow.")
+        .env("PATH", path)
+        .env("AGENTWORKS_STATE_ROOT", &state)
+        .env("AGENTWORKS_WORKSPACE_DOCS", &docs)
+        .output()
+        .unwrap();
+    // The success the README promises: Codex ran to its end, status 0, its JSON events on
+    // stdout, the scripted answer among them.
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Done: hello.txt is written."),
+        "{}",
+        text(&out)
+    );
+    assert!(model.log().finished, "{:?}", model.log().unplayable);
+    // Verdicts from the disk: the grant took the write, the other workflow refused its own.
+    assert_eq!(std::fs::read_to_string(&made).unwrap(), "hello\n");
+    assert!(!planted.exists(), "{}", text(&out));
+    // What the README says it writes in the home: one trust entry added to Codex's settings,
+    // every other byte kept.
+    let after = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+    assert!(after.starts_with(&before), "{after}");
+    let added = &after[before.len()..];
+    assert!(added.contains("[projects."), "{added}");
+    // Nothing else in the home but Codex's own state (its sessions, logs and databases).
+    for entry in tree(&home) {
+        assert!(
+            entry.starts_with(home.join(".codex")),
+            "{}",
+            entry.display()
+        );
+    }
+    assert!(added.contains("trust_level = \"trusted\""), "{added}");
+    // The control: unconfined, the same write into the other workflow succeeds.
+    std::fs::write(&planted, "").unwrap();
 }
 
 /// The cross-crate tests in `tests/` find the binary by path: it must be the one cargo built for
