@@ -18,11 +18,15 @@ struct Report {
     reason: String,
     notice: String,
     ways_out: Vec<Guarantee>,
+    /// `--cli`: each CLI's readiness for this person (`cli_readiness.rs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    clis: Vec<crate::cli_readiness::CliReadiness>,
 }
 
-pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
+pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode, Error> {
     // A configuration that cannot be used is reported as such, not as a way out left open.
-    crate::load(settings)?;
+    let ctx = crate::load(settings)?;
+    let clis = crate::cli_readiness::check(&ctx, clis)?;
     let facts = launch::facts::probe_thoroughly();
     let decision = platform::decide(&facts, Mode::Full, &[Mode::Full, Mode::BridgeOnly]);
     let ways_out = ways_out(settings, &facts, decision.backend);
@@ -34,6 +38,7 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
         reason: decision.reason,
         notice: decision.notice,
         ways_out,
+        clis,
     };
     if json {
         crate::print_json(&report)?;
@@ -123,4 +128,5 @@ fn print_text(r: &Report) {
         };
         println!("  - {}\n      by {}\n      {}", g.what, g.by, state);
     }
+    crate::cli_readiness::print_text(&r.clis);
 }

@@ -13,6 +13,7 @@ use launch::{Context, Error, Settings};
 use sandbox_core::{GrantRequest, Op};
 
 mod adapters;
+mod cli_readiness;
 mod completions;
 mod contract;
 mod doctor;
@@ -105,8 +106,10 @@ impl Globals {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// What this machine can confine, and how: OS, backend, ABI, mode, every way out.
-    Doctor(JsonFlag),
+    /// What this machine can confine, and how: OS, backend, ABI, mode, every way out; with
+    /// --cli, whether that CLI is ready for this person (installed, logged in, first-run
+    /// screens answered) and what to run once.
+    Doctor(cli_readiness::DoctorArgs),
     /// The registered CLIs, their program as found on PATH, their modes.
     Adapters(JsonFlag),
     /// One CLI's launch: the decision, its reason, the notice, the final argv, env and cwd.
@@ -237,7 +240,7 @@ fn main() -> ExitCode {
     logging::init_tracing(globals.verbose);
     let settings = globals.settings();
     let result = match &cli.command {
-        Command::Doctor(a) => doctor::run(&settings, a.json),
+        Command::Doctor(a) => doctor::run(&settings, a.json, &a.clis),
         Command::Adapters(a) => adapters::run(&settings, a.json),
         Command::Plan(a) => launch_cmds::plan(&settings, a),
         Command::PreTrust(a) => launch_cmds::pre_trust(&settings, a),

@@ -1884,6 +1884,167 @@ fn the_readme_python_launch_runs_the_pinned_codex_to_its_end_against_a_scripted_
     std::fs::write(&planted, "").unwrap();
 }
 
+/// A need as `doctor --json --cli` reports it: (what, ready, remedy).
+type Need = (String, String, String);
+
+/// `doctor --json --cli ...` in the scratch home `home`, with `env` added: each CLI's needs, as
+/// (cli, installed, needs).
+fn doctor_clis(
+    home: &Path,
+    clis: &[&str],
+    env: &[(String, String)],
+) -> Vec<(String, bool, Vec<Need>)> {
+    let mut cmd = cli();
+    cmd.env_clear()
+        .env("HOME", home)
+        .env(
+            "PATH",
+            format!(
+                "{}:/usr/bin:/bin",
+                cli_sandbox_tests::real_clis::bin_dir().display()
+            ),
+        )
+        .args(["doctor", "--json"]);
+    for name in clis {
+        cmd.args(["--cli", name]);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    answer["clis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let needs = c["needs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| {
+                    let s = |k: &str| n[k].as_str().unwrap().to_owned();
+                    (s("what"), s("ready"), s("remedy"))
+                })
+                .collect();
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                c["installed"].as_bool().unwrap(),
+                needs,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn doctor_cli_says_what_each_cli_needs_once_in_a_fresh_home_and_nothing_once_it_is_set_up() {
+    let pinned = ["codex", "claude", "gemini", "pi"];
+    let fresh = tempfile::tempdir().unwrap();
+    // A fresh account: each pinned CLI needs a login (and Claude and Gemini their first-run
+    // screens), each with what to run once.
+    for (name, installed, needs) in doctor_clis(fresh.path(), &pinned, &[]) {
+        assert_eq!(
+            installed,
+            cli_sandbox_tests::real_clis::bin_dir().join(&name).exists()
+        );
+        let login = needs.iter().find(|(what, ..)| what == "logged in");
+        let (_, ready, remedy) = login.unwrap_or_else(|| panic!("{name}: {needs:?}"));
+        assert_eq!(ready, "no", "{name}: {needs:?}");
+        assert!(remedy.contains(&format!("`{name}")), "{name}: {remedy}");
+        if name == "claude" || name == "gemini" {
+            let screens = needs
+                .iter()
+                .find(|(w, ..)| w == "past the first-run screens");
+            assert_eq!(screens.unwrap().1, "no", "{name}: {needs:?}");
+        }
+    }
+    // Doctor wrote nothing in the home.
+    assert_eq!(tree(fresh.path()), BTreeSet::new());
+    // Set up as the model-driven layer sets a person up (a local model, the first-run
+    // settings, the key variables): nothing is left to do.
+    let home = tempfile::tempdir().unwrap();
+    let mut env = Vec::new();
+    for name in pinned {
+        env.extend(
+            contract::agents::point_at_scripted_model(name, home.path(), "http://127.0.0.1:9")
+                .unwrap(),
+        );
+    }
+    for (name, _, needs) in doctor_clis(home.path(), &pinned, &env) {
+        for (what, ready, remedy) in needs {
+            if what != "installed" {
+                assert_eq!(ready, "yes", "{name}: {what}: {remedy}");
+            }
+        }
+    }
+    // A CLI whose facts were not checked here: unknown, with the general remedy.
+    let cursor = doctor_clis(fresh.path(), &["cursor"], &[]);
+    let (_, _, needs) = &cursor[0];
+    let last = needs.last().unwrap();
+    assert_eq!(last.1, "unknown", "{needs:?}");
+    assert!(
+        last.2.contains("`cursor-agent` once, unconfined"),
+        "{needs:?}"
+    );
+    // An unknown name is bad input, naming the known ones.
+    let out = cli().args(["doctor", "--cli", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("codex"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn doctor_cli_agrees_with_the_pinned_codex_on_its_login() {
+    let test = "doctor_cli_agrees_with_the_pinned_codex_on_its_login";
+    let Some(codex) = cli_sandbox_tests::real_clis::require("codex", test) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let codex_says = |args: &[&str], stdin: &str| {
+        let mut child = std::process::Command::new(&codex)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("PATH", "/usr/bin:/bin")
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let logged_in = || {
+        let clis = doctor_clis(home.path(), &["codex"], &[]);
+        let needs = &clis[0].2;
+        needs
+            .iter()
+            .find(|(w, ..)| w == "logged in")
+            .unwrap()
+            .1
+            .clone()
+    };
+    // Codex's own answer, then ours: not logged in.
+    let status = codex_says(&["login", "status"], "");
+    assert!(!status.status.success(), "{}", text(&status));
+    assert_eq!(logged_in(), "no");
+    // Logged in with a key (a made-up one: Codex checks it only at the first request).
+    let login = codex_says(&["login", "--with-api-key"], "sk-not-a-real-key\n");
+    assert!(login.status.success(), "{}", text(&login));
+    let status = codex_says(&["login", "status"], "");
+    assert!(status.status.success(), "{}", text(&status));
+    assert_eq!(logged_in(), "yes");
+}
+
 /// The cross-crate tests in `tests/` find the binary by path: it must be the one cargo built for
 /// this package, which it builds before any of its tests runs (so no test runs a stale binary).
 #[test]

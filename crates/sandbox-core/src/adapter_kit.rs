@@ -135,6 +135,27 @@ pub fn push_extra_and_prompt(args: &mut Vec<String>, req: &LaunchRequest) {
     }
 }
 
+/// A person's settings file for [`CliAdapter::readiness`](crate::CliAdapter::readiness): its
+/// value (`None` when missing or blank), or the need `what` said unmet because the file cannot
+/// be read, with the error's own remedy.
+pub fn readiness_settings(
+    person: &dyn PersonFiles,
+    file: &Path,
+    format: FileFormat,
+    what: &str,
+) -> Result<Option<Value>, crate::Readiness> {
+    read_settings(person, file, format)
+        .map_err(|e| crate::Readiness::no(what, e.to_string(), "fix or move the file"))
+}
+
+/// Whether the person's file `file` exists and holds something (read through
+/// [`PersonFiles::read`]; its text is not kept).
+pub fn has_content(person: &dyn PersonFiles, file: &Path) -> bool {
+    person
+        .read(file)
+        .is_ok_and(|text| text.is_some_and(|t| !t.trim().is_empty()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
