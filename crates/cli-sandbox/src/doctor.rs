@@ -18,6 +18,8 @@ struct Report {
     reason: String,
     notice: String,
     ways_out: Vec<Guarantee>,
+    /// Where this machine records a chat's refusals (`denial_log.rs`).
+    denials: crate::denial_log::DenialLog,
     /// `--cli`: each CLI's readiness for this person (`cli_readiness.rs`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     clis: Vec<crate::cli_readiness::CliReadiness>,
@@ -30,6 +32,10 @@ pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode,
     let facts = launch::facts::probe_thoroughly();
     let decision = platform::decide(&facts, Mode::Full, &[Mode::Full, Mode::BridgeOnly]);
     let ways_out = ways_out(settings, &facts, decision.backend);
+    let denials = crate::denial_log::probe(match &facts {
+        Facts::Linux(l) => l.landlock_abi,
+        _ => None,
+    });
     let report = Report {
         os: std::env::consts::OS,
         facts,
@@ -38,6 +44,7 @@ pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode,
         reason: decision.reason,
         notice: decision.notice,
         ways_out,
+        denials,
         clis,
     };
     if json {
@@ -127,6 +134,14 @@ fn print_text(r: &Report) {
             Enforcement::Not(note) => format!("OPEN: {note}"),
         };
         println!("  - {}\n      by {}\n      {}", g.what, g.by, state);
+    }
+    println!(
+        "refusals recorded: {}\n      {}",
+        if r.denials.recorded { "yes" } else { "NO" },
+        r.denials.how
+    );
+    if !r.denials.never.is_empty() {
+        println!("      never: {}", r.denials.never);
     }
     crate::cli_readiness::print_text(&r.clis);
 }

@@ -16,6 +16,7 @@ mod adapters;
 mod cli_readiness;
 mod completions;
 mod contract;
+mod denial_log;
 mod doctor;
 mod exec;
 mod explain;

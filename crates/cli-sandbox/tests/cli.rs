@@ -2045,6 +2045,104 @@ fn doctor_cli_agrees_with_the_pinned_codex_on_its_login() {
     assert_eq!(logged_in(), "yes");
 }
 
+#[test]
+fn doctor_says_where_refusals_are_recorded_and_what_never_is() {
+    let out = cli().args(["doctor", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let denials = &answer["denials"];
+    let how = denials["how"].as_str().unwrap();
+    if let Some(abi) = answer["facts"]["landlock_abi"].as_u64() {
+        assert!(
+            denials["never"]
+                .as_str()
+                .unwrap()
+                .contains("cli-sandbox explain")
+        );
+        if abi < 7 {
+            assert_eq!(denials["recorded"], false, "{denials}");
+        } else if denials["recorded"] == true {
+            assert!(how.contains("1423"), "{denials}");
+        } else {
+            // Off (with what turns it on), or not root (with who may ask).
+            assert!(
+                how.contains("auditctl -e 1") || how.contains("only root"),
+                "{denials}"
+            );
+        }
+    }
+    // The kernel's own answer, where this test may ask it: the same as doctor's.
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } == 0 && Path::new("/usr/sbin/auditctl").exists() {
+        let status = std::process::Command::new("/usr/sbin/auditctl")
+            .arg("-s")
+            .output()
+            .unwrap();
+        let enabled = String::from_utf8_lossy(&status.stdout).contains("enabled 1");
+        assert_eq!(denials["recorded"], enabled, "{denials}");
+    }
+}
+
+#[test]
+fn explain_from_inside_a_chat_tells_a_refusal_from_a_missing_file() {
+    let test = "explain_from_inside_a_chat_tells_a_refusal_from_a_missing_file";
+    if !confined_here(test) {
+        return;
+    }
+    let l = layout();
+    let other = l.demo.other_workflow.join("inside-a-chat.md");
+    std::fs::write(&other, "not this chat's\n").unwrap();
+    let missing = l.demo.granted.join("not-written-yet.md");
+    // Inside the chat, as the chat's own program: the read of the other workflow fails as a
+    // missing file would, and explain, run there with the chat's flags, tells the two apart.
+    let script = "cat \"$1\" 2>&1; cat \"$2\" 2>&1; \
+                  \"$0\" \"$3\" \"$4\" explain --json --chat \"$5\" --grant \"$6\" --op read \"$1\"; \
+                  \"$0\" \"$3\" \"$4\" explain --json --chat \"$5\" --grant \"$6\" --op read \"$2\"";
+    let out = l
+        .cli()
+        .args([
+            "step",
+            "--chat",
+            &l.demo.chat,
+            "--grant",
+            &l.demo.grant_arg(),
+        ])
+        .args(["--", "/bin/sh", "-c", script])
+        .arg(cargo_bin("cli-sandbox"))
+        .arg(&other)
+        .arg(&missing)
+        .arg("--config")
+        .arg(&l.demo.config)
+        .arg(&l.demo.chat)
+        .arg(l.demo.grant_arg())
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Both reads fail alike: the mechanism hides the other workflow's file.
+    assert_eq!(
+        stdout.matches("No such file or directory").count(),
+        2,
+        "{said}"
+    );
+    assert!(!stdout.contains("not this chat's"), "{said}");
+    // Explain, from inside, tells them apart: the first refused, the second allowed (missing).
+    let answers: Vec<Value> =
+        serde_json::Deserializer::from_str(&stdout[stdout.find('{').unwrap()..])
+            .into_iter::<Value>()
+            .map(Result::unwrap)
+            .collect();
+    assert_eq!(answers.len(), 2, "{said}");
+    assert_eq!(answers[0]["allowed"], false, "{}", answers[0]);
+    assert_eq!(answers[1]["allowed"], true, "{}", answers[1]);
+    // The control: outside the chat, the other workflow's file reads.
+    assert_eq!(
+        std::fs::read_to_string(&other).unwrap(),
+        "not this chat's\n"
+    );
+}
+
 /// The cross-crate tests in `tests/` find the binary by path: it must be the one cargo built for
 /// this package, which it builds before any of its tests runs (so no test runs a stale binary).
 #[test]
