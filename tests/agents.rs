@@ -291,6 +291,11 @@ fn inside_a_network_namespace_with_only_loopback_the_layer_still_passes() {
         if std::env::var(REQUIRE).as_deref() == Ok("1") {
             panic!("{test}: `unshare -n` fails here ({REQUIRE}=1)");
         }
+        cli_sandbox_tests::skips::record(
+            REQUIRE,
+            test,
+            "`unshare -n` cannot make a network namespace",
+        );
         cli_sandbox_tests::say(&format!(
             "\n!!! SKIPPED {test}: `unshare -n` cannot make a network namespace here. Set {REQUIRE}=1 to make this an error.\n"
         ));

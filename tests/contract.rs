@@ -89,6 +89,11 @@ fn the_contract_passes_for_every_registered_cli_in_both_shapes() {
             "the real CLIs are not installed and {REQUIRE_REAL_CLIS}=1: run `npm ci --prefix tests`"
         );
     } else {
+        cli_sandbox_tests::skips::record(
+            REQUIRE_REAL_CLIS,
+            "the real-CLI part of the_contract_passes_for_every_registered_cli_in_both_shapes",
+            "the pinned CLIs are not installed",
+        );
         cli_sandbox_tests::say(&format!(
             "\n!!! SKIPPED the real-CLI part of the_contract_passes_for_every_registered_cli_in_both_shapes: \
              the pinned CLIs are not installed (`npm ci --prefix tests`). Set {REQUIRE_REAL_CLIS}=1 to make this an error.\n"

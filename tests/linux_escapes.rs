@@ -577,6 +577,11 @@ struct Tmux {
 impl Tmux {
     fn start(command: &[String]) -> Option<Tmux> {
         if Command::new("tmux").arg("-V").output().is_err() {
+            cli_sandbox_tests::skips::record(
+                "CLI_SANDBOX_REQUIRE_LANDLOCK",
+                "a tmux part of linux_escapes",
+                "tmux is not installed",
+            );
             say("!!! SKIPPED a tmux part: tmux is not installed (apt-get install tmux)");
             assert!(
                 std::env::var("CLI_SANDBOX_REQUIRE_LANDLOCK").as_deref() != Ok("1"),

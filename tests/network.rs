@@ -52,6 +52,7 @@ fn isolation_available(test: &str) -> bool {
     if std::env::var(REQUIRE_LANDLOCK).as_deref() == Ok("1") {
         panic!("{why}, and {REQUIRE_LANDLOCK}=1 requires the tests to run");
     }
+    cli_sandbox_tests::skips::record(REQUIRE_LANDLOCK, test, &why);
     say(&format!("\n!!! SKIPPED {why}\n"));
     false
 }

@@ -1225,6 +1225,11 @@ fn as_an_ordinary_user_a_file_or_folder_of_another_owner_is_refused() {
             "{why} (CLI_SANDBOX_REQUIRE_ROOT=1 asks for it to run)"
         );
         // Written to the real stderr: a test's own `eprintln!` is captured.
+        cli_sandbox_tests::skips::record(
+            "CLI_SANDBOX_REQUIRE_ROOT",
+            "as_an_ordinary_user_a_file_or_folder_of_another_owner_is_refused",
+            why,
+        );
         let _ = writeln!(std::io::stderr(), "\n!!! SKIPPED {why}\n");
         return;
     }

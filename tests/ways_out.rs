@@ -903,6 +903,7 @@ fn sockets_of_other_families_are_refused_and_the_network_ones_kept() {
 fn the_i386_and_x32_system_call_abis_cannot_make_a_socket_that_reaches_outside() {
     let test = "the_i386_and_x32_system_call_abis_cannot_make_a_socket_that_reaches_outside";
     if std::env::consts::ARCH != "x86_64" {
+        cli_sandbox_tests::skips::record("an x86_64 machine", test, "the other ABIs are x86_64's");
         say(&format!(
             "\n!!! SKIPPED {test}: the other ABIs are x86_64's.\n"
         ));
@@ -1692,6 +1693,7 @@ fn the_kernel_keyring_of_processes_outside_is_out_of_reach() {
     }
     let machine = std::env::consts::ARCH;
     if machine != "x86_64" && machine != "aarch64" {
+        cli_sandbox_tests::skips::record("an x86_64 or aarch64 machine", test, "keyctl's numbers");
         say(&format!(
             "\n!!! SKIPPED {test}: the keyctl numbers are known for x86_64 and aarch64 only.\n"
         ));
@@ -1703,6 +1705,7 @@ fn the_kernel_keyring_of_processes_outside_is_out_of_reach() {
     let out = case.python(false, KEYRING_ADD, &[&secret]);
     let key = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if key.parse::<i64>().map_or(true, |k| k <= 0) {
+        cli_sandbox_tests::skips::record("a kernel with keyrings", test, "no key could be added");
         say(&format!(
             "\n!!! SKIPPED {test}: no key could be added to the user keyring here ({key}); \
              the kernel may lack keyrings.\n"

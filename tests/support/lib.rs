@@ -11,6 +11,7 @@ pub mod environments;
 pub mod probes;
 pub mod process;
 pub mod real_clis;
+pub mod skips;
 pub mod users;
 
 /// Prints `text` on the test's real stderr, where a person running `cargo test` sees it:
@@ -53,6 +54,7 @@ pub fn skip(test: &str, why: &str, require: &str) {
     if std::env::var(require).as_deref() == Ok("1") {
         panic!("{test}: {why}, and {require}=1 requires it");
     }
+    skips::record(require, test, why);
     say(&format!(
         "\n!!! SKIPPED {test}: {why}. Set {require}=1 to make this an error.\n"
     ));
@@ -92,4 +94,44 @@ pub fn confinement_available(test: &str) -> bool {
         REQUIRE_LANDLOCK,
     );
     false
+}
+
+#[cfg(test)]
+mod skip_tests {
+    use super::skips::*;
+
+    #[test]
+    fn the_summary_counts_each_feature_here_and_in_the_run() {
+        let here = vec![
+            "CLI_SANDBOX_REQUIRE_LANDLOCK".to_owned(),
+            "CLI_SANDBOX_REQUIRE_ROOT".to_owned(),
+            "CLI_SANDBOX_REQUIRE_LANDLOCK".to_owned(),
+        ];
+        let log = "CLI_SANDBOX_REQUIRE_REAL_CLIS\ta\twhy\n\
+                   CLI_SANDBOX_REQUIRE_LANDLOCK\tb\twhy\n\
+                   CLI_SANDBOX_REQUIRE_LANDLOCK\tc\twhy\n\
+                   CLI_SANDBOX_REQUIRE_ROOT\td\twhy\n\
+                   CLI_SANDBOX_REQUIRE_LANDLOCK\te\twhy\n";
+        let line = summary(&here, Some((log, std::path::Path::new("/t/run.log"))));
+        assert_eq!(
+            line,
+            "!!! SKIPPED in this test binary: 3 (CLI_SANDBOX_REQUIRE_LANDLOCK: 2, \
+             CLI_SANDBOX_REQUIRE_ROOT: 1); in this cargo run so far: 5 \
+             (CLI_SANDBOX_REQUIRE_REAL_CLIS: 1, CLI_SANDBOX_REQUIRE_LANDLOCK: 3, \
+             CLI_SANDBOX_REQUIRE_ROOT: 1), listed in /t/run.log. Each counts as passed; set the \
+             variable named to make it an error."
+        );
+    }
+
+    #[test]
+    fn a_skip_is_one_line_in_the_log_of_this_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("skipped/run.log");
+        append(&log, "a feature", "a\ttest", "why,\nin two lines");
+        append(&log, "another", "b", "why");
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "a feature\ta test\twhy, in two lines\nanother\tb\twhy\n"
+        );
+    }
 }

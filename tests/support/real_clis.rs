@@ -65,6 +65,7 @@ pub fn require(name: &str, test: &str) -> Option<PathBuf> {
     if std::env::var(REQUIRE).is_ok_and(|v| v == "1") {
         panic!("{test}: {why} ({REQUIRE}=1 makes a missing CLI a failure)");
     }
+    crate::skips::record(REQUIRE, test, &why);
     crate::say(&format!(
         "\n!!! SKIPPED {test}: {why}. Set {REQUIRE}=1 to make this an error.\n"
     ));
@@ -428,6 +429,7 @@ pub fn tmux_available(test: &str) -> bool {
         if std::env::var(REQUIRE).is_ok_and(|v| v == "1") {
             panic!("{test}: tmux is not installed ({REQUIRE}=1)");
         }
+        crate::skips::record(REQUIRE, test, "tmux is not installed");
         crate::say(&format!(
             "\n!!! SKIPPED {test}: tmux is not installed (apt-get install tmux). Set {REQUIRE}=1 to make this an error.\n"
         ));

@@ -53,6 +53,8 @@ use sandbox_core::{
 };
 use serde_json::{Map, Value, json};
 
+mod readiness;
+
 /// Claude Code.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Claude;
@@ -63,6 +65,15 @@ pub static ADAPTER: &dyn CliAdapter = &Claude;
 const SETTINGS: &str = "--settings=";
 
 impl CliAdapter for Claude {
+    fn readiness(
+        &self,
+        home: &Path,
+        person: &dyn PersonFiles,
+        is_set: &dyn Fn(&str) -> bool,
+    ) -> Vec<sandbox_core::Readiness> {
+        readiness::check(home, person, is_set)
+    }
+
     fn name(&self) -> &'static str {
         "claude"
     }

@@ -56,6 +56,8 @@ use sandbox_core::{
     PersonFiles, PreTrust, Shape, adapter_kit,
 };
 
+mod readiness;
+
 /// The Codex CLI.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Codex;
@@ -64,6 +66,15 @@ pub struct Codex;
 pub static ADAPTER: &dyn CliAdapter = &Codex;
 
 impl CliAdapter for Codex {
+    fn readiness(
+        &self,
+        home: &Path,
+        person: &dyn PersonFiles,
+        _is_set: &dyn Fn(&str) -> bool,
+    ) -> Vec<sandbox_core::Readiness> {
+        readiness::check(home, person)
+    }
+
     fn name(&self) -> &'static str {
         "codex"
     }

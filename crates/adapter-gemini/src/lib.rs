@@ -61,6 +61,8 @@ use sandbox_core::{
 };
 use serde_json::json;
 
+mod readiness;
+
 /// The Gemini CLI.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Gemini;
@@ -69,6 +71,15 @@ pub struct Gemini;
 pub static ADAPTER: &dyn CliAdapter = &Gemini;
 
 impl CliAdapter for Gemini {
+    fn readiness(
+        &self,
+        home: &std::path::Path,
+        person: &dyn PersonFiles,
+        is_set: &dyn Fn(&str) -> bool,
+    ) -> Vec<sandbox_core::Readiness> {
+        readiness::check(home, person, is_set)
+    }
+
     fn name(&self) -> &'static str {
         "gemini"
     }

@@ -47,6 +47,8 @@ use sandbox_core::{
     PersonFiles, Shape, adapter_kit,
 };
 
+mod readiness;
+
 /// The extension that gives Pi the MCP bridge (`/*BRIDGE*/ null` is replaced by the server).
 const BRIDGE_EXTENSION: &str = include_str!("../assets/mcp-bridge.js");
 
@@ -65,6 +67,15 @@ pub struct Pi;
 pub static ADAPTER: &dyn CliAdapter = &Pi;
 
 impl CliAdapter for Pi {
+    fn readiness(
+        &self,
+        home: &std::path::Path,
+        person: &dyn PersonFiles,
+        is_set: &dyn Fn(&str) -> bool,
+    ) -> Vec<sandbox_core::Readiness> {
+        readiness::check(home, person, is_set)
+    }
+
     fn name(&self) -> &'static str {
         "pi"
     }

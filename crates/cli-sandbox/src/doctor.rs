@@ -21,11 +21,17 @@ struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     cannot_confine: Option<platform::CannotConfine>,
     ways_out: Vec<Guarantee>,
+    /// Where this machine records a chat's refusals (`denial_log.rs`).
+    denials: crate::denial_log::DenialLog,
+    /// `--cli`: each CLI's readiness for this person (`cli_readiness.rs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    clis: Vec<crate::cli_readiness::CliReadiness>,
 }
 
-pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
+pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode, Error> {
     // A configuration that cannot be used is reported as such, not as a way out left open.
-    crate::load(settings)?;
+    let ctx = crate::load(settings)?;
+    let clis = crate::cli_readiness::check(&ctx, clis)?;
     // The one decision every launch makes (`launch::facts::probe`), so that what is printed
     // is what the next launch holds.
     let facts = launch::facts::probe();
@@ -33,6 +39,10 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
     let decision = platform::decide(&facts, Mode::Full, &both);
     let cannot_confine = platform::cannot_confine(&facts, Mode::Full, &both);
     let ways_out = ways_out(settings, &facts, decision.backend);
+    let denials = crate::denial_log::probe(match &facts {
+        Facts::Linux(l) => l.landlock_abi,
+        _ => None,
+    });
     let report = Report {
         os: std::env::consts::OS,
         facts,
@@ -42,6 +52,8 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
         notice: decision.notice,
         cannot_confine,
         ways_out,
+        denials,
+        clis,
     };
     if json {
         crate::print_json(&report)?;
@@ -134,4 +146,13 @@ fn print_text(r: &Report) {
         };
         println!("  - {}\n      by {}\n      {}", g.what, g.by, state);
     }
+    println!(
+        "refusals recorded: {}\n      {}",
+        if r.denials.recorded { "yes" } else { "NO" },
+        r.denials.how
+    );
+    if !r.denials.never.is_empty() {
+        println!("      never: {}", r.denials.never);
+    }
+    crate::cli_readiness::print_text(&r.clis);
 }

@@ -33,9 +33,11 @@ pub struct LaunchArgs {
     /// Interactive in a tmux pane, or headless with a JSON stream.
     #[arg(long, value_enum, default_value = "tmux")]
     shape: ShapeArg,
-    /// Full CLI (its own tools on, inside the sandbox) or bridge-only.
-    #[arg(long, value_enum, default_value = "full")]
-    mode: ModeArg,
+    /// Full CLI (its own tools on, inside the sandbox) or bridge-only. Without it: full, or
+    /// bridge-only for a CLI that has no other mode (`cli-sandbox adapters` lists each CLI's
+    /// modes); `--mode full` for such a CLI is refused.
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
     /// The MCP bridge server, as JSON: {"name":..., "command":..., "args":[...], "env":{...}}.
     #[arg(long, value_name = "JSON")]
     mcp_bridge: Option<String>,
@@ -71,6 +73,32 @@ pub struct PreTrustArgs {
 }
 
 impl LaunchArgs {
+    /// The mode asked for. A mode the CLI does not have, asked for by name, is refused: the
+    /// launch would otherwise run in another mode than the command line says (Pi has only
+    /// bridge-only). Without `--mode`, full is asked for, and the decision says why a CLI
+    /// without it runs bridge-only.
+    fn mode(&self) -> Result<Mode, Error> {
+        let mode = match self.mode {
+            None | Some(ModeArg::Full) => Mode::Full,
+            Some(ModeArg::BridgeOnly) => Mode::BridgeOnly,
+        };
+        // An unknown CLI is refused later, by the launch itself, with the known names.
+        if let (Some(_), Some(adapter)) = (self.mode, launch::registry::find(&self.cli))
+            && !adapter.modes().contains(&mode)
+        {
+            let modes: Vec<_> = adapter.modes().iter().map(|m| m.as_str()).collect();
+            return Err(Error::BadInput(format!(
+                "--mode {}: {} has no such mode, only {} (`cli-sandbox adapters` lists each \
+                 CLI's modes): pass --mode {} or leave --mode out",
+                mode.as_str(),
+                self.cli,
+                modes.join(" and "),
+                modes[0]
+            )));
+        }
+        Ok(mode)
+    }
+
     fn spec(&self) -> Result<LaunchSpec, Error> {
         let mcp_bridge = match &self.mcp_bridge {
             Some(text) => Some(serde_json::from_str::<McpServer>(text).map_err(|e| {
@@ -88,10 +116,7 @@ impl LaunchArgs {
                 ShapeArg::Tmux => Shape::Tmux,
                 ShapeArg::Structured => Shape::Structured,
             },
-            mode: match self.mode {
-                ModeArg::Full => Mode::Full,
-                ModeArg::BridgeOnly => Mode::BridgeOnly,
-            },
+            mode: self.mode()?,
             mcp_bridge,
             prompt: self.prompt.clone(),
             model: self.model.clone(),

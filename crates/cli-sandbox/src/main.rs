@@ -13,8 +13,10 @@ use launch::{Context, Error, Settings};
 use sandbox_core::{GrantRequest, Op};
 
 mod adapters;
+mod cli_readiness;
 mod completions;
 mod contract;
+mod denial_log;
 mod doctor;
 mod exec;
 mod explain;
@@ -105,8 +107,10 @@ impl Globals {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// What this machine can confine, and how: OS, backend, ABI, mode, every way out.
-    Doctor(JsonFlag),
+    /// What this machine can confine, and how: OS, backend, ABI, mode, every way out; with
+    /// --cli, whether that CLI is ready for this person (installed, logged in, first-run
+    /// screens answered) and what to run once.
+    Doctor(cli_readiness::DoctorArgs),
     /// The registered CLIs, their program as found on PATH, their modes.
     Adapters(JsonFlag),
     /// One CLI's launch: the decision, its reason, the notice, the final argv, env and cwd.
@@ -130,8 +134,8 @@ enum Command {
     Step(step::StepArgs),
     /// Shell completions, printed on stdout.
     Completions(completions::CompletionsArgs),
-    /// The man page (roff), printed on stdout.
-    Man,
+    /// The man page (roff), or one command's, printed on stdout.
+    Man(man::ManArgs),
     /// The Linux helper: apply a compiled plan to itself and run PROGRAM (internal).
     #[command(hide = true)]
     Exec(exec::ExecArgs),
@@ -153,8 +157,22 @@ pub struct ChatArgs {
     /// A folder this chat may use inside a protected root: PATH, PATH:ro or PATH:rw (read-write
     /// when no access is given); repeat it for more. A folder whose name holds `:` is given
     /// with its access written out (`DIR/wf:1:rw`). Never split at commas: a path may hold one.
-    #[arg(long = "grant", value_name = "PATH[:ro|:rw]")]
+    #[arg(long = "grant", value_name = "PATH[:ro|:rw]", value_parser = utf8_grant())]
     grants: Vec<String>,
+}
+
+/// A grant's path must be UTF-8: it is written into the plan (JSON) and into the person's CLI
+/// settings (TOML, JSON), which hold text only. Said with the path and the remedy; clap's own
+/// "invalid UTF-8 was detected in one or more arguments" names neither.
+fn utf8_grant() -> impl clap::builder::TypedValueParser<Value = String> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().try_map(|grant| {
+        grant.into_string().map_err(|_| {
+            "not UTF-8 (U+FFFD stands for the bytes that are not): a grant's path is written \
+             into the plan and the CLI's settings, which hold only text; rename the folder to a \
+             UTF-8 name and grant it again"
+        })
+    })
 }
 
 impl ChatArgs {
@@ -223,7 +241,7 @@ fn main() -> ExitCode {
     logging::init_tracing(globals.verbose);
     let settings = globals.settings();
     let result = match &cli.command {
-        Command::Doctor(a) => doctor::run(&settings, a.json),
+        Command::Doctor(a) => doctor::run(&settings, a.json, &a.clis),
         Command::Adapters(a) => adapters::run(&settings, a.json),
         Command::Plan(a) => launch_cmds::plan(&settings, a),
         Command::PreTrust(a) => launch_cmds::pre_trust(&settings, a),
@@ -233,7 +251,7 @@ fn main() -> ExitCode {
         Command::Step(a) => step::run(&settings, a),
         Command::Contract(a) => contract::run(globals.state_root.clone(), a),
         Command::Completions(a) => completions::run(a),
-        Command::Man => man::run(),
+        Command::Man(a) => man::run(a),
         Command::Exec(_) => unreachable!("handled above"),
     };
     finish(result)
@@ -251,7 +269,7 @@ impl Command {
                 | Command::Explain(_)
                 | Command::Profile(_)
                 | Command::Completions(_)
-                | Command::Man
+                | Command::Man(_)
         )
     }
 }

@@ -127,6 +127,7 @@ fn confined_here(test: &str) -> bool {
         std::env::var("CLI_SANDBOX_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
         "{why}, and CLI_SANDBOX_REQUIRE_LANDLOCK=1 requires it"
     );
+    cli_sandbox_tests::skips::record("CLI_SANDBOX_REQUIRE_LANDLOCK", test, &why);
     let _ = writeln!(
         std::io::stderr(),
         "\n!!! SKIPPED {why}. Set CLI_SANDBOX_REQUIRE_LANDLOCK=1 to make this an error.\n"
@@ -588,6 +589,7 @@ fn a_launch_runs_the_helper_beside_cli_sandbox_only_where_no_chat_can_replace_it
             std::env::var("CLI_SANDBOX_REQUIRE_ROOT").as_deref() != Ok("1"),
             "{test} needs root (a folder no root chat may write), and CLI_SANDBOX_REQUIRE_ROOT=1 requires it"
         );
+        cli_sandbox_tests::skips::record("CLI_SANDBOX_REQUIRE_ROOT", test, "it needs root");
         let _ = writeln!(
             std::io::stderr(),
             "\n!!! SKIPPED {test}: it needs root (a folder no root chat may write)\n"
@@ -1494,8 +1496,8 @@ impl Fresh {
 }
 
 #[test]
-fn the_readme_tour_runs_as_written_on_a_fresh_layout() {
-    let test = "the_readme_tour_runs_as_written_on_a_fresh_layout";
+fn the_readme_tour_runs_as_written_on_a_fresh_layout_with_a_stand_in_codex() {
+    let test = "the_readme_tour_runs_as_written_on_a_fresh_layout_with_a_stand_in_codex";
     if !confined_here(test) {
         return;
     }
@@ -1602,6 +1604,14 @@ fn the_readme_tour_runs_as_written_on_a_fresh_layout() {
             }
         }
     }
+    // The reader's own home (the one the tour started in) is left as it was: empty. Pre-trust
+    // wrote the trust entry into the tour's scratch home.
+    assert_eq!(tree(&fresh.path("home")), BTreeSet::new());
+    let codex_settings = std::fs::read_to_string(layout.join("home/.codex/config.toml")).unwrap();
+    assert!(
+        codex_settings.contains("trust_level = \"trusted\""),
+        "{codex_settings}"
+    );
     for word in [
         "doctor", "adapters", "explain", "plan", "step", "profile", "run",
     ] {
@@ -1612,22 +1622,24 @@ fn the_readme_tour_runs_as_written_on_a_fresh_layout() {
     }
 }
 
-#[test]
-fn the_readme_python_launch_runs_the_cli_confined_after_pre_trust() {
-    let test = "the_readme_python_launch_runs_the_cli_confined_after_pre_trust";
-    if !confined_here(test) {
-        return;
+/// Whether `/usr/bin/python3` is there; otherwise says so (a failure where CI requires it).
+fn python_here(test: &str) -> bool {
+    if Path::new("/usr/bin/python3").exists() {
+        return true;
     }
-    if !Path::new("/usr/bin/python3").exists() {
-        let why = format!("{test}: /usr/bin/python3 is missing (apt-get install python3)");
-        assert!(
-            std::env::var("CLI_SANDBOX_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
-            "{why}, and CLI_SANDBOX_REQUIRE_LANDLOCK=1 requires it"
-        );
-        let _ = writeln!(std::io::stderr(), "\n!!! SKIPPED {why}.\n");
-        return;
-    }
-    let fresh = Fresh::new();
+    let why = format!("{test}: /usr/bin/python3 is missing (apt-get install python3)");
+    assert!(
+        std::env::var("CLI_SANDBOX_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
+        "{why}, and CLI_SANDBOX_REQUIRE_LANDLOCK=1 requires it"
+    );
+    cli_sandbox_tests::skips::record("CLI_SANDBOX_REQUIRE_LANDLOCK", test, &why);
+    let _ = writeln!(std::io::stderr(), "\n!!! SKIPPED {why}.\n");
+    false
+}
+
+/// The README's Python launch, written into `fresh`, and a scratch AgentWorks layout with two
+/// workflows: (launch.py, state root, workspace-docs, wf1, wf2).
+fn readme_python(fresh: &Fresh) -> (PathBuf, PathBuf, PathBuf, PathBuf, PathBuf) {
     let program = readme_block("Launching from another language", "python");
     assert!(
         program.lines().count() <= 25,
@@ -1643,10 +1655,22 @@ fn the_readme_python_launch_runs_the_cli_confined_after_pre_trust() {
     for dir in [&state, &wf1, &wf2] {
         std::fs::create_dir_all(dir).unwrap();
     }
+    (launch_py, state, docs, wf1, wf2)
+}
+
+#[test]
+fn the_readme_python_launch_runs_a_stand_in_codex_confined_after_pre_trust() {
+    let test = "the_readme_python_launch_runs_a_stand_in_codex_confined_after_pre_trust";
+    if !confined_here(test) || !python_here(test) {
+        return;
+    }
+    let fresh = Fresh::new();
+    let (launch_py, state, docs, wf1, wf2) = readme_python(&fresh);
     let out = fresh
         .command("/usr/bin/python3")
         .arg(&launch_py)
         .arg(&wf1)
+        .arg("List the files here.")
         .env("AGENTWORKS_STATE_ROOT", &state)
         .env("AGENTWORKS_WORKSPACE_DOCS", &docs)
         .output()
@@ -1675,6 +1699,450 @@ fn the_readme_python_launch_runs_the_cli_confined_after_pre_trust() {
     std::fs::write(&planted, "").unwrap();
 }
 
+#[test]
+fn every_page_the_main_man_page_names_exists_and_names_its_commands_options() {
+    let page = |args: &[&str]| {
+        let out = cli().arg("man").args(args).output().unwrap();
+        assert!(out.status.success(), "man {args:?}: {}", text(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let main = page(&[]);
+    // Every page the main one names, `cli-sandbox-NAME(1)`, roff-escaped.
+    let named = regex::Regex::new(r"cli\\-sandbox\\-([a-z\\-]+)\(1\)").unwrap();
+    let commands: Vec<String> = named
+        .captures_iter(&main)
+        .map(|c| c[1].replace("\\-", "-"))
+        .collect();
+    assert!(commands.len() >= 10, "{commands:?}\n{main}");
+    assert!(!commands.contains(&"help".to_owned()), "{main}");
+    assert!(!commands.contains(&"exec".to_owned()), "{main}");
+    let long_flag = regex::Regex::new(r"(?m)^\s+(?:-[a-zA-Z], )?(--[a-z][a-z-]*)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("cli-sandbox.1")).unwrap(),
+        main
+    );
+    for command in &commands {
+        let text = page(&[command]);
+        let title = format!(".TH cli-sandbox-{command} 1");
+        assert!(text.contains(&title), "{command}: {text}");
+        // Every long option the command's --help lists is in its page.
+        let help = cli().args([command, "--help"]).output().unwrap();
+        let help = String::from_utf8_lossy(&help.stdout);
+        let flags: Vec<&str> = long_flag
+            .captures_iter(&help)
+            .map(|c| c.get(1).unwrap().as_str())
+            .collect();
+        assert!(flags.contains(&"--help"), "{command}: {help}");
+        assert!(flags.contains(&"--state-root"), "{command}: {help}");
+        if command == "plan" {
+            assert!(
+                flags.contains(&"--cli") && flags.contains(&"--grant"),
+                "{help}"
+            );
+        }
+        for flag in flags {
+            let roff = format!("\\fB{}\\fR", flag.replace('-', "\\-"));
+            assert!(
+                text.contains(&roff),
+                "{command}: {flag} missing from its page\n{text}"
+            );
+        }
+        // The page --dir wrote is the same.
+        let file = dir.path().join(format!("cli-sandbox-{command}.1"));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "{command}");
+    }
+    // Nothing else was written; a command without a page is refused, naming those that have one.
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        commands.len() + 1
+    );
+    let out = cli().args(["man", "exec"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("step"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+#[ignore = "a gap, still open: the namespace plan mounts its stand-in for a grant's refused \
+            `planning/` on an empty folder it makes in the granted folder on disk, and leaves it \
+            there; the FUSE layer of the `guard` branch replaces that stand-in (issue 31)"]
+fn a_launch_creates_no_entry_in_a_grant() {
+    let test = "a_launch_creates_no_entry_in_a_grant";
+    if !confined_here(test) {
+        return;
+    }
+    let l = layout();
+    let fresh = l.demo.workspace_docs.join("workflows/wf-untouched");
+    std::fs::create_dir_all(&fresh).unwrap();
+    std::fs::write(fresh.join("notes.md"), "mine\n").unwrap();
+    let before = tree(&fresh);
+    let out = l
+        .cli()
+        .args(["step", "--chat", "c-untouched", "--grant"])
+        .arg(&fresh)
+        .args(["--", "/bin/sh", "-c", "ls -a \"$0\""])
+        .arg(&fresh)
+        .output()
+        .unwrap();
+    // The control: the step ran, confined, and saw the grant.
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("notes.md"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        tree(&fresh),
+        before,
+        "the launch left entries in the granted folder on disk"
+    );
+}
+
+#[test]
+fn the_readme_python_launch_runs_the_pinned_codex_to_its_end_against_a_scripted_model() {
+    let test = "the_readme_python_launch_runs_the_pinned_codex_to_its_end_against_a_scripted_model";
+    if !confined_here(test) || !python_here(test) {
+        return;
+    }
+    let Some(codex) = cli_sandbox_tests::real_clis::require("codex", test) else {
+        return;
+    };
+    let fresh = Fresh::new();
+    let (launch_py, state, docs, wf1, wf2) = readme_python(&fresh);
+    // The model asks Codex's shell for a write into the granted workflow and one into the other.
+    let (made, planted) = (wf1.join("hello.txt"), wf2.join("planted"));
+    let model = scripted_model::ScriptedModel::start(scripted_model::Script {
+        steps: vec![scripted_model::Step::Shell {
+            command: format!(
+                "echo hello > {}; echo planted > {}",
+                made.display(),
+                planted.display()
+            ),
+        }],
+        closing: "Done: hello.txt is written.".into(),
+        fail_with: None,
+    })
+    .unwrap();
+    // The person's own settings in the scratch home: Codex pointed at the scripted model.
+    let home = fresh.path("home");
+    contract::agents::point_at_scripted_model("codex", &home, &model.base_url()).unwrap();
+    let before = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+    let path = format!(
+        "{}:{}:/usr/local/bin:/usr/bin:/bin",
+        codex.parent().unwrap().display(),
+        fresh.path("bin").display()
+    );
+    let out = fresh
+        .command("/usr/bin/python3")
+        .arg(&launch_py)
+        .arg(&wf1)
+        .arg("Write hello.txt in the workflow.")
+        .env("PATH", path)
+        .env("AGENTWORKS_STATE_ROOT", &state)
+        .env("AGENTWORKS_WORKSPACE_DOCS", &docs)
+        .output()
+        .unwrap();
+    // The success the README promises: Codex ran to its end, status 0, its JSON events on
+    // stdout, the scripted answer among them.
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Done: hello.txt is written."),
+        "{}",
+        text(&out)
+    );
+    assert!(model.log().finished, "{:?}", model.log().unplayable);
+    // Verdicts from the disk: the grant took the write, the other workflow refused its own.
+    assert_eq!(std::fs::read_to_string(&made).unwrap(), "hello\n");
+    assert!(!planted.exists(), "{}", text(&out));
+    // What the README says it writes in the home: one trust entry added to Codex's settings,
+    // every other byte kept.
+    let after = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+    assert!(after.starts_with(&before), "{after}");
+    let added = &after[before.len()..];
+    assert!(added.contains("[projects."), "{added}");
+    // Nothing else in the home but Codex's own state (its sessions, logs and databases).
+    for entry in tree(&home) {
+        assert!(
+            entry.starts_with(home.join(".codex")),
+            "{}",
+            entry.display()
+        );
+    }
+    assert!(added.contains("trust_level = \"trusted\""), "{added}");
+    // The control: unconfined, the same write into the other workflow succeeds.
+    std::fs::write(&planted, "").unwrap();
+}
+
+/// A need as `doctor --json --cli` reports it: (what, ready, remedy).
+type Need = (String, String, String);
+
+/// `doctor --json --cli ...` in the scratch home `home`, with `env` added: each CLI's needs, as
+/// (cli, installed, needs).
+fn doctor_clis(
+    home: &Path,
+    clis: &[&str],
+    env: &[(String, String)],
+) -> Vec<(String, bool, Vec<Need>)> {
+    let mut cmd = cli();
+    cmd.env_clear()
+        .env("HOME", home)
+        .env(
+            "PATH",
+            format!(
+                "{}:/usr/bin:/bin",
+                cli_sandbox_tests::real_clis::bin_dir().display()
+            ),
+        )
+        .args(["doctor", "--json"]);
+    for name in clis {
+        cmd.args(["--cli", name]);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    answer["clis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let needs = c["needs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| {
+                    let s = |k: &str| n[k].as_str().unwrap().to_owned();
+                    (s("what"), s("ready"), s("remedy"))
+                })
+                .collect();
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                c["installed"].as_bool().unwrap(),
+                needs,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn doctor_cli_says_what_each_cli_needs_once_in_a_fresh_home_and_nothing_once_it_is_set_up() {
+    let pinned = ["codex", "claude", "gemini", "pi"];
+    let fresh = tempfile::tempdir().unwrap();
+    // A fresh account: each pinned CLI needs a login (and Claude and Gemini their first-run
+    // screens), each with what to run once.
+    for (name, installed, needs) in doctor_clis(fresh.path(), &pinned, &[]) {
+        assert_eq!(
+            installed,
+            cli_sandbox_tests::real_clis::bin_dir().join(&name).exists()
+        );
+        let login = needs.iter().find(|(what, ..)| what == "logged in");
+        let (_, ready, remedy) = login.unwrap_or_else(|| panic!("{name}: {needs:?}"));
+        assert_eq!(ready, "no", "{name}: {needs:?}");
+        assert!(remedy.contains(&format!("`{name}")), "{name}: {remedy}");
+        if name == "claude" || name == "gemini" {
+            let screens = needs
+                .iter()
+                .find(|(w, ..)| w == "past the first-run screens");
+            assert_eq!(screens.unwrap().1, "no", "{name}: {needs:?}");
+        }
+    }
+    // Doctor wrote nothing in the home.
+    assert_eq!(tree(fresh.path()), BTreeSet::new());
+    // Set up as the model-driven layer sets a person up (a local model, the first-run
+    // settings, the key variables): nothing is left to do.
+    let home = tempfile::tempdir().unwrap();
+    let mut env = Vec::new();
+    for name in pinned {
+        env.extend(
+            contract::agents::point_at_scripted_model(name, home.path(), "http://127.0.0.1:9")
+                .unwrap(),
+        );
+    }
+    for (name, _, needs) in doctor_clis(home.path(), &pinned, &env) {
+        for (what, ready, remedy) in needs {
+            if what != "installed" {
+                assert_eq!(ready, "yes", "{name}: {what}: {remedy}");
+            }
+        }
+    }
+    // A CLI whose facts were not checked here: unknown, with the general remedy.
+    let cursor = doctor_clis(fresh.path(), &["cursor"], &[]);
+    let (_, _, needs) = &cursor[0];
+    let last = needs.last().unwrap();
+    assert_eq!(last.1, "unknown", "{needs:?}");
+    assert!(
+        last.2.contains("`cursor-agent` once, unconfined"),
+        "{needs:?}"
+    );
+    // An unknown name is bad input, naming the known ones.
+    let out = cli().args(["doctor", "--cli", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("codex"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn doctor_cli_agrees_with_the_pinned_codex_on_its_login() {
+    let test = "doctor_cli_agrees_with_the_pinned_codex_on_its_login";
+    let Some(codex) = cli_sandbox_tests::real_clis::require("codex", test) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let codex_says = |args: &[&str], stdin: &str| {
+        let mut child = std::process::Command::new(&codex)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("PATH", "/usr/bin:/bin")
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let logged_in = || {
+        let clis = doctor_clis(home.path(), &["codex"], &[]);
+        let needs = &clis[0].2;
+        needs
+            .iter()
+            .find(|(w, ..)| w == "logged in")
+            .unwrap()
+            .1
+            .clone()
+    };
+    // Codex's own answer, then ours: not logged in.
+    let status = codex_says(&["login", "status"], "");
+    assert!(!status.status.success(), "{}", text(&status));
+    assert_eq!(logged_in(), "no");
+    // Logged in with a key (a made-up one: Codex checks it only at the first request).
+    let login = codex_says(&["login", "--with-api-key"], "sk-not-a-real-key\n");
+    assert!(login.status.success(), "{}", text(&login));
+    let status = codex_says(&["login", "status"], "");
+    assert!(status.status.success(), "{}", text(&status));
+    assert_eq!(logged_in(), "yes");
+}
+
+#[test]
+fn doctor_says_where_refusals_are_recorded_and_what_never_is() {
+    let out = cli().args(["doctor", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let denials = &answer["denials"];
+    let how = denials["how"].as_str().unwrap();
+    if let Some(abi) = answer["facts"]["landlock_abi"].as_u64() {
+        assert!(
+            denials["never"]
+                .as_str()
+                .unwrap()
+                .contains("cli-sandbox explain")
+        );
+        if abi < 7 {
+            assert_eq!(denials["recorded"], false, "{denials}");
+        } else if denials["recorded"] == true {
+            assert!(how.contains("1423"), "{denials}");
+        } else {
+            // Off (with what turns it on), or not root (with who may ask).
+            assert!(
+                how.contains("auditctl -e 1") || how.contains("only root"),
+                "{denials}"
+            );
+        }
+    }
+    // The kernel's own answer, where this test may ask it: the same as doctor's.
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } == 0 && Path::new("/usr/sbin/auditctl").exists() {
+        let status = std::process::Command::new("/usr/sbin/auditctl")
+            .arg("-s")
+            .output()
+            .unwrap();
+        let enabled = String::from_utf8_lossy(&status.stdout).contains("enabled 1");
+        assert_eq!(denials["recorded"], enabled, "{denials}");
+    }
+}
+
+#[test]
+fn explain_from_inside_a_chat_tells_a_refusal_from_a_missing_file() {
+    let test = "explain_from_inside_a_chat_tells_a_refusal_from_a_missing_file";
+    if !confined_here(test) {
+        return;
+    }
+    let l = layout();
+    let other = l.demo.other_workflow.join("inside-a-chat.md");
+    std::fs::write(&other, "not this chat's\n").unwrap();
+    let missing = l.demo.granted.join("not-written-yet.md");
+    // Inside the chat, as the chat's own program: the read of the other workflow fails as a
+    // missing file would, and explain, run there with the chat's flags, tells the two apart.
+    let script = "cat \"$1\" 2>&1; cat \"$2\" 2>&1; \
+                  \"$0\" \"$3\" \"$4\" explain --json --chat \"$5\" --grant \"$6\" --op read \"$1\"; \
+                  \"$0\" \"$3\" \"$4\" explain --json --chat \"$5\" --grant \"$6\" --op read \"$2\"";
+    let out = l
+        .cli()
+        .args([
+            "step",
+            "--chat",
+            &l.demo.chat,
+            "--grant",
+            &l.demo.grant_arg(),
+        ])
+        .args(["--", "/bin/sh", "-c", script])
+        .arg(cargo_bin("cli-sandbox"))
+        .arg(&other)
+        .arg(&missing)
+        .arg("--config")
+        .arg(&l.demo.config)
+        .arg(&l.demo.chat)
+        .arg(l.demo.grant_arg())
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Both reads fail alike: the mechanism hides the other workflow's file.
+    assert_eq!(
+        stdout.matches("No such file or directory").count(),
+        2,
+        "{said}"
+    );
+    assert!(!stdout.contains("not this chat's"), "{said}");
+    // Explain, from inside, tells them apart: the first refused, the second allowed (missing).
+    let answers: Vec<Value> =
+        serde_json::Deserializer::from_str(&stdout[stdout.find('{').unwrap()..])
+            .into_iter::<Value>()
+            .map(Result::unwrap)
+            .collect();
+    assert_eq!(answers.len(), 2, "{said}");
+    assert_eq!(answers[0]["allowed"], false, "{}", answers[0]);
+    assert_eq!(answers[1]["allowed"], true, "{}", answers[1]);
+    // The control: outside the chat, the other workflow's file reads.
+    assert_eq!(
+        std::fs::read_to_string(&other).unwrap(),
+        "not this chat's\n"
+    );
+}
+
 /// The cross-crate tests in `tests/` find the binary by path: it must be the one cargo built for
 /// this package, which it builds before any of its tests runs (so no test runs a stale binary).
 #[test]
@@ -1683,4 +2151,202 @@ fn the_cross_crate_tests_run_the_binary_of_this_build() {
         std::path::Path::new(env!("CARGO_BIN_EXE_cli-sandbox")),
         cli_sandbox_tests::cli_sandbox()
     );
+}
+
+// ---------- errors that name the thing and the remedy ----------
+
+#[test]
+fn a_state_root_that_cannot_be_written_is_named_with_the_remedy() {
+    let l = layout();
+    // SAFETY: geteuid cannot fail and touches no memory.
+    let root = unsafe { libc::geteuid() } == 0;
+    // As root, `unshare -m` binds the state root read-only in a mount namespace of its own: the
+    // kernel's EROFS, which root meets too. Anyone else meets a mode of 0555 (EACCES).
+    if !root {
+        std::fs::set_permissions(&l.demo.state_root, std::fs::Permissions::from_mode(0o555))
+            .unwrap();
+    }
+    let before = tree(&l.demo.root);
+    for command in [
+        &["plan", "--cli", "codex", "--chat", "c-ro"][..],
+        &["pre-trust", "--cli", "codex", "--chat", "c-ro"],
+        &["run", "--cli", "codex", "--chat", "c-ro"],
+        &["step", "--chat", "c-ro", "--", "/bin/true"],
+    ] {
+        let mut cmd = if root {
+            let mut cmd = std::process::Command::new("unshare");
+            cmd.args(["-m", "--propagation", "private", "--", "/bin/sh", "-c"])
+                .arg("mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\" && exec \"$@\"")
+                .arg(&l.demo.state_root)
+                .arg(cargo_bin("cli-sandbox"));
+            cmd
+        } else {
+            std::process::Command::new(cargo_bin("cli-sandbox"))
+        };
+        cmd.env_remove("AGENTWORKS_STATE_ROOT")
+            .env_remove("AGENTWORKS_WORKSPACE_DOCS")
+            .env_remove("RUST_LOG")
+            .env("HOME", &l.demo.home)
+            .arg("--config")
+            .arg(&l.demo.config)
+            .arg("--state-root")
+            .arg(&l.demo.state_root)
+            .args(command);
+        let out = cmd.output().unwrap();
+        let said = format!("{command:?}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(125), "{said}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for words in [
+            "the state root is not writable by this user",
+            "make it writable",
+            "--state-root or AGENTWORKS_STATE_ROOT",
+            "nothing was started",
+        ] {
+            assert!(stderr.contains(words), "`{words}` missing: {said}");
+        }
+        assert!(!stderr.contains("panicked"), "{said}");
+    }
+    if !root {
+        std::fs::set_permissions(&l.demo.state_root, std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    assert_eq!(tree(&l.demo.root), before);
+    // The control: the same plan where the state root can be written.
+    let out = l
+        .cli()
+        .args(["plan", "--cli", "codex", "--chat", "c-ro"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn a_grant_that_is_not_utf8_is_named_with_the_argument_and_the_remedy() {
+    use std::os::unix::ffi::OsStrExt;
+    let l = layout();
+    let folder = l
+        .demo
+        .workspace_docs
+        .join(std::ffi::OsStr::from_bytes(b"workflows/wf-\xff"));
+    std::fs::create_dir_all(&folder).unwrap();
+    let before = tree(&l.demo.root);
+    for command in [
+        &["plan", "--cli", "codex", "--chat", "c"][..],
+        &["pre-trust", "--cli", "claude", "--chat", "c"],
+        &["explain", "--chat", "c", "--op", "read", "/"],
+        &["profile", "--backend", "landlock", "--chat", "c"],
+        &["step", "--chat", "c"],
+    ] {
+        let mut cmd = l.cli();
+        cmd.args(command).arg("--grant").arg(&folder);
+        if command[0] == "step" {
+            cmd.args(["--", "/bin/true"]);
+        }
+        let out = cmd.output().unwrap();
+        let said = format!("{command:?}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(125), "{said}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for words in ["--grant", "wf-\u{fffd}", "not UTF-8", "rename the folder"] {
+            assert!(stderr.contains(words), "`{words}` missing: {said}");
+        }
+    }
+    assert_eq!(tree(&l.demo.root), before);
+}
+
+#[test]
+fn a_cli_settings_file_that_is_not_utf8_is_named_with_the_remedy_and_left_untouched() {
+    let l = layout();
+    let claude = l.demo.home.join(".claude.json");
+    let codex = l.demo.home.join(".codex/config.toml");
+    std::fs::create_dir_all(codex.parent().unwrap()).unwrap();
+    std::fs::write(&claude, b"{\"theme\": \"\xff\"}").unwrap();
+    std::fs::write(&codex, b"model = \"\xff\"\n").unwrap();
+    type Case<'a> = (&'a [&'a str], &'a Path, &'a [(&'a str, &'a str)]);
+    let cases: [Case; 3] = [
+        // Pre-trust edits Claude's file.
+        (&["pre-trust", "--cli", "claude"], &claude, &[]),
+        // The tmux shape reads it first when an API key is in the environment.
+        (
+            &["plan", "--cli", "claude", "--shape", "tmux"],
+            &claude,
+            &[("ANTHROPIC_API_KEY", "sk-test-not-a-key")],
+        ),
+        // Codex's settings are read before anything (its own sandbox settings).
+        (&["plan", "--cli", "codex"], &codex, &[]),
+    ];
+    for (command, file, env) in cases {
+        let mut cmd = l.cli();
+        cmd.args(command).args(["--chat", &l.demo.chat]);
+        cmd.args(["--grant", &l.demo.grant_arg()]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let said = format!("{command:?}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(125), "{said}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for words in [
+            &format!("`{}`", file.display())[..],
+            "not UTF-8 text",
+            "left untouched",
+            "launch again",
+        ] {
+            assert!(stderr.contains(words), "`{words}` missing: {said}");
+        }
+    }
+    assert_eq!(std::fs::read(&claude).unwrap(), b"{\"theme\": \"\xff\"}");
+    assert_eq!(std::fs::read(&codex).unwrap(), b"model = \"\xff\"\n");
+}
+
+#[test]
+fn mode_full_for_a_cli_that_is_bridge_only_is_refused_and_without_mode_the_plan_says_why() {
+    let l = layout();
+    // Pi has bridge-only alone: asked for by name, full is refused, naming the remedy.
+    for command in ["plan", "pre-trust", "run"] {
+        let out = l
+            .cli()
+            .args([command, "--cli", "pi", "--mode", "full", "--chat", "c-pi"])
+            .output()
+            .unwrap();
+        let said = format!("{command}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(125), "{said}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for words in [
+            "--mode full",
+            "pi",
+            "only bridge-only",
+            "--mode bridge-only",
+        ] {
+            assert!(stderr.contains(words), "`{words}` missing: {said}");
+        }
+    }
+    assert!(
+        !l.demo
+            .state_root
+            .join("state/cli-runtimes/v1/c-pi")
+            .exists()
+    );
+    // Without --mode, and with --mode bridge-only: bridge-only, and the reason says why.
+    for mode in [&[][..], &["--mode", "bridge-only"]] {
+        let out = l
+            .cli()
+            .args(["plan", "--json", "--cli", "pi", "--chat", "c-pi"])
+            .args(mode)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(plan["decision"]["mode"], "bridge-only", "{plan}");
+        let reason = plan["decision"]["reason"].as_str().unwrap();
+        assert!(reason.contains("bridge-only"), "{reason}");
+    }
+    // The control: a CLI that has full gets it by name.
+    let out = l
+        .cli()
+        .args([
+            "plan", "--json", "--cli", "codex", "--mode", "full", "--chat", "c",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
 }

@@ -332,8 +332,14 @@ fn kept_copy_of_this_binary(ctx: &Context) -> Result<PathBuf, Error> {
     if path.exists() {
         return Ok(path);
     }
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io(dir.display().to_string()))?;
-    std::io::copy(&mut &running, &mut tmp).map_err(io(path.display().to_string()))?;
+    let in_state_root = |what: &Path, e| {
+        Error::from(sandbox_linux::in_state_root(format!(
+            "the kept copy of this binary `{}`",
+            what.display()
+        ))(e))
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| in_state_root(&dir, e))?;
+    std::io::copy(&mut &running, &mut tmp).map_err(|e| in_state_root(&path, e))?;
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(0o755))
         .map_err(io(path.display().to_string()))?;

@@ -4,6 +4,9 @@
 //! `sandbox-exec` on a Mac.
 
 mod seatbelt_support;
+// The count of skipped tests, shared with the tests in the repository's `tests/` folder.
+#[path = "../../../tests/support/skips.rs"]
+mod skips;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -1217,6 +1220,11 @@ fn the_real_sandbox_exec_suite_needs_a_mac() {
         std::env::var(REQUIRE_SEATBELT).as_deref() != Ok("1"),
         "{REQUIRE_SEATBELT}=1 asks for the real sandbox-exec suite, and this is not a Mac: \
          run it on macOS (cargo test -p launch --test seatbelt_macos)"
+    );
+    skips::record(
+        "macOS (CLI_SANDBOX_REQUIRE_SEATBELT)",
+        "the real sandbox-exec suite (seatbelt_macos.rs)",
+        "this is not a Mac",
     );
     // On the real stderr: libtest captures `eprintln!`.
     use std::io::Write;

@@ -5,6 +5,9 @@
 #![cfg(target_os = "macos")]
 
 mod seatbelt_support;
+// The count of skipped tests, shared with the tests in the repository's `tests/` folder.
+#[path = "../../../tests/support/skips.rs"]
+mod skips;
 
 use std::ffi::OsString;
 use std::os::unix::net::UnixListener;
@@ -27,6 +30,7 @@ fn setup() -> Option<(tempfile::TempDir, World, SeatbeltProfile)> {
             std::env::var("CLI_SANDBOX_REQUIRE_SEATBELT").as_deref() != Ok("1"),
             "{why} (CLI_SANDBOX_REQUIRE_SEATBELT=1 asks for this suite to run)"
         );
+        skips::record("CLI_SANDBOX_REQUIRE_SEATBELT", "seatbelt_macos", why);
         // On the real stderr: libtest captures `eprintln!`.
         use std::io::Write;
         let _ = writeln!(std::io::stderr(), "\n!!! SKIPPED: {why}.\n");

@@ -331,6 +331,7 @@ pub enum AdapterError {
 /// | [`files`](CliAdapter::files) | the launch's own files in the working folder | none |
 /// | [`stdin`](CliAdapter::stdin) | where stdin comes from | `/dev/null` headless, the terminal in tmux |
 /// | [`argv`](CliAdapter::argv) | the parts above arranged for this CLI's parser | (required) |
+/// | [`readiness`](CliAdapter::readiness) | what the person must do once (log in, first-run screens), for `doctor --cli` | unknown |
 ///
 /// [`CliAdapter::launch`] puts the answers together; adapters implement the fields. Nothing in
 /// the form does I/O: what an adapter needs of the person's files it reads through
@@ -474,6 +475,31 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
     /// CLI without bridge-only.
     fn bridge_only_refused_args(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    /// What this CLI needs of its person once, before a launch can get to work (a login, its
+    /// first-run screens answered), read from the person's files under `home` (through
+    /// `person`) and from whether a variable is set (`is_set`: never its value), each with what
+    /// to run once, unconfined, to get there. `cli-sandbox doctor --cli NAME` prints them. By
+    /// default one `unknown` need, with the general remedy: a CLI whose facts were not checked.
+    fn readiness(
+        &self,
+        home: &Path,
+        person: &dyn PersonFiles,
+        is_set: &dyn Fn(&str) -> bool,
+    ) -> Vec<crate::Readiness> {
+        let _ = (home, person, is_set);
+        vec![crate::Readiness::unknown(
+            "logged in and past the first-run screens",
+            format!(
+                "no check is known for {} (it was not installed and tried for this project)",
+                self.name()
+            ),
+            format!(
+                "run `{}` once, unconfined, in a terminal: sign in and answer its first screens",
+                self.program()
+            ),
+        )]
     }
 
     /// Where stdin comes from: `/dev/null` in the headless shape, where every CLI we know would

@@ -60,10 +60,18 @@ pub fn utf8_grant<'a>(path: &'a Path, what: &str) -> Result<&'a str, AdapterErro
 
 /// The person's file `file`, read through [`PersonFiles::read`]: `None` when it does not exist,
 /// an error naming the file when it cannot be read.
+/// Bytes that are not UTF-8 ([`std::io::ErrorKind::InvalidData`]) are a file that cannot be parsed,
+/// said as such, with its remedy.
 pub fn read(person: &dyn PersonFiles, file: &Path) -> Result<Option<String>, AdapterError> {
-    person.read(file).map_err(|source| AdapterError::Read {
-        file: file.to_owned(),
-        source,
+    person.read(file).map_err(|source| match source.kind() {
+        std::io::ErrorKind::InvalidData => AdapterError::Unparsable {
+            file: file.to_owned(),
+            reason: "it is not UTF-8 text, as a JSON or TOML settings file must be".to_owned(),
+        },
+        _ => AdapterError::Read {
+            file: file.to_owned(),
+            source,
+        },
     })
 }
 
@@ -125,6 +133,27 @@ pub fn push_extra_and_prompt(args: &mut Vec<String>, req: &LaunchRequest) {
         args.push("--".to_owned());
         args.push(prompt.clone());
     }
+}
+
+/// A person's settings file for [`CliAdapter::readiness`](crate::CliAdapter::readiness): its
+/// value (`None` when missing or blank), or the need `what` said unmet because the file cannot
+/// be read, with the error's own remedy.
+pub fn readiness_settings(
+    person: &dyn PersonFiles,
+    file: &Path,
+    format: FileFormat,
+    what: &str,
+) -> Result<Option<Value>, crate::Readiness> {
+    read_settings(person, file, format)
+        .map_err(|e| crate::Readiness::no(what, e.to_string(), "fix or move the file"))
+}
+
+/// Whether the person's file `file` exists and holds something (read through
+/// [`PersonFiles::read`]; its text is not kept).
+pub fn has_content(person: &dyn PersonFiles, file: &Path) -> bool {
+    person
+        .read(file)
+        .is_ok_and(|text| text.is_some_and(|t| !t.trim().is_empty()))
 }
 
 #[cfg(test)]

@@ -134,10 +134,7 @@ pub fn write_plan(plan: &LinuxPlan, layout: &Layout) -> Result<PathBuf, Error> {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut hasher);
     let path = dir.join(format!("{}.{:016x}.json", plan.chat, hasher.finish()));
-    let io = |e| Error::Io {
-        what: format!("plan `{}`", path.display()),
-        source: e,
-    };
+    let io = |e| in_state_root(format!("plan `{}`", path.display()))(e);
     remove_old_plans(&dir);
     if std::fs::read(&path).is_ok_and(|old| old == text) {
         // The same plan: keep it, and keep it from being swept.
@@ -210,17 +207,34 @@ pub enum Error {
     Other(String),
 }
 
-/// Makes `path` and the folders above it that are missing, each `0700`.
+/// Makes `path` and the folders above it that are missing, each `0700`. Every folder the
+/// launcher makes is inside the state root (the plans, the chat's runtime, the kept helper):
+/// a refusal to write is said as [`in_state_root`] says it.
 pub fn ensure_dir(path: &Path) -> Result<(), Error> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(path)
-        .map_err(|e| Error::Io {
-            what: format!("folder `{}`", path.display()),
-            source: e,
-        })
+        .map_err(in_state_root(format!("folder `{}`", path.display())))
+}
+
+/// The error of a write inside the state root (`what`: the step and the path, in words). A
+/// state root this user may not write (another owner, a read-only mount) is bad input, said with
+/// its remedy: every launch writes its plan and the chat's runtime there. Anything else is the
+/// system's error as it is.
+pub fn in_state_root(what: String) -> impl FnOnce(std::io::Error) -> Error {
+    move |e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+            Error::BadInput(format!(
+                "{what} cannot be written ({e}): the state root is not writable by this user, and \
+                 every launch writes its plan and the chat's runtime in it; make it writable \
+                 (chown or chmod it, or mount it read-write), or name another folder with \
+                 --state-root or AGENTWORKS_STATE_ROOT; nothing was started"
+            ))
+        }
+        _ => Error::Io { what, source: e },
+    }
 }
 
 /// Marks a step of a launch for the table of where its time goes (`scripts/bench.sh`): with the

@@ -168,6 +168,7 @@ impl PersonFiles for RealPersonFiles {
             let kind = match e {
                 PersonFileError::Refused { .. } => io::ErrorKind::PermissionDenied,
                 PersonFileError::Io { ref source, .. } => source.kind(),
+                PersonFileError::NotText { .. } => io::ErrorKind::InvalidData,
                 _ => io::ErrorKind::Other,
             };
             io::Error::new(kind, e)
@@ -263,6 +264,16 @@ pub enum PersonFileError {
         folder: PathBuf,
         /// How long the launcher waited.
         waited: Duration,
+    },
+    /// The file's bytes are not UTF-8, which every settings file the launcher edits (JSON,
+    /// TOML) must be: it is not rewritten.
+    #[error(
+        "`{}` is not UTF-8 text, as a JSON or TOML settings file must be; it was left untouched: fix its encoding (or move it away, and the CLI makes a new one) and launch again",
+        file.display()
+    )]
+    NotText {
+        /// The person's file.
+        file: PathBuf,
     },
     /// A read, a write or a rename failed.
     #[error("cannot {action} `{}`: {source}", path.display())]
@@ -765,8 +776,12 @@ fn open_existing(dir: &OwnedFd, name: &OsStr) -> rustix::io::Result<Existing> {
 
 fn read_text(mut file: File, path: &Path) -> Result<String, PersonFileError> {
     let mut text = String::new();
-    file.read_to_string(&mut text)
-        .map_err(io_err("read", path))?;
+    file.read_to_string(&mut text).map_err(|e| match e.kind() {
+        io::ErrorKind::InvalidData => PersonFileError::NotText {
+            file: path.to_owned(),
+        },
+        _ => io_err("read", path)(e),
+    })?;
     Ok(text)
 }
 
