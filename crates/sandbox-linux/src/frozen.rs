@@ -146,7 +146,10 @@ pub(super) fn compile(
             if dir == dev && !kept_in_dev(&name) {
                 continue;
             }
-            if read_only.iter().any(|h| child.starts_with(h)) || read_only_place(policy, &child) {
+            if read_only.iter().any(|h| child.starts_with(h))
+                || read_only_place(policy, &child)
+                || super::harden::read_only_entry(policy, dir, &child, disk)
+            {
                 rule(child, &read);
             } else {
                 rule(child, &common.open_rights);
@@ -194,6 +197,17 @@ pub(super) fn compile(
             if !refused.present.iter().any(|(p, _)| *p == path) {
                 rule(path, rights);
             }
+        }
+    }
+    // `harden`: the CLIs' state folders missing at launch, made before the rules are opened
+    // (nothing can be made in the frozen home during the chat).
+    let create_home_dirs = super::harden::state_folders_to_make(policy, disk);
+    for folder in &create_home_dirs {
+        if folder.to_str().is_some() {
+            rules.push(LandlockRule {
+                path: folder.clone(),
+                rights: common.open_rights.clone(),
+            });
         }
     }
     rules.extend(common.unix_rules.iter().cloned());
@@ -327,7 +341,7 @@ pub(super) fn compile(
         chat: policy.chat().to_string(),
         workdir: policy.runtime().to_owned(),
         create_dirs,
-        create_home_dirs: Vec::new(),
+        create_home_dirs,
         create_home_files: Vec::new(),
         namespaces: None,
         landlock,

@@ -877,10 +877,18 @@ pub fn compile(
     ));
 
     let common = Common::new(policy, abi);
-    let mut rules = vec![LandlockRule {
-        path: PathBuf::from("/"),
-        rights: common.open_rights.clone(),
-    }];
+    // With `harden`, the open rule on `/` gives way to rules on inodes (harden.rs).
+    let mut create_home_dirs = hardened.create;
+    let mut rules = if policy.home_top_closed() {
+        let frozen = super::harden::namespace_rules(policy, disk, &common.open_rights);
+        create_home_dirs.extend(frozen.create);
+        frozen.rules
+    } else {
+        vec![LandlockRule {
+            path: PathBuf::from("/"),
+            rights: common.open_rights.clone(),
+        }]
+    };
     rules.extend(common.unix_rules.iter().cloned());
     guarantees.push(if abi >= ABI_SCOPING {
         Guarantee::new(
@@ -916,7 +924,7 @@ pub fn compile(
         chat: policy.chat().to_string(),
         workdir: policy.runtime().to_owned(),
         create_dirs,
-        create_home_dirs: hardened.create,
+        create_home_dirs,
         create_home_files: hardened.create_files,
         namespaces: Some(NamespacePlan {
             mounts,
@@ -991,11 +999,12 @@ struct HardenInNamespace {
     guarantee: Guarantee,
 }
 
-/// Each persistence path that exists is bound read-only onto itself; a missing folder is created
-/// empty first, and so is a missing file whose empty form means its absence (`~/.tmux.conf`,
-/// `~/.gitconfig`); another missing file stays missing (an empty `~/.bash_profile` would stop
-/// bash reading `~/.profile`), which is the gap reported. A path under a symlinked folder is left to its
-/// resolved twin, which the policy lists beside it.
+/// Each persistence path that exists is bound read-only onto itself, and the folders that hold
+/// the persistence files are frozen by Landlock (harden.rs), which holds across a save by rename
+/// outside and closes the files missing at launch (none can be made in a frozen folder). A
+/// missing folder whose place is in a frozen folder stays missing (closed the same way); one
+/// below an open folder (`~/.config/autostart`) is created empty first and bound. A path under a
+/// symlinked folder is left to its resolved twin, which the policy lists beside it.
 fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamespace {
     let mut out = HardenInNamespace {
         mounts: Vec::new(),
@@ -1004,12 +1013,14 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
         create_files: Vec::new(),
         guarantee: Guarantee::new(
             Promise::Persistence,
-            "mount namespace: each bound read-only onto itself, missing folders created empty first, their ancestors pinned",
+            "mount namespace and Landlock on inodes: the home's top and the folders that hold persistence files frozen (reading only: nothing made, renamed or removed there, so a file saved by rename outside is read-only too, and a missing one cannot be made), every file at the home's top read-only but the CLIs' state files (~/.claude.json), persistence folders bound read-only (created empty first below an open folder), their ancestors pinned",
             Enforcement::Fully,
         ),
     };
+    let frozen = super::harden::frozen_folders(policy);
     let mut missing_files: Vec<String> = Vec::new();
     let mut links: Vec<String> = Vec::new();
+    let mut bound_folders: Vec<String> = Vec::new();
     let show = |path: &Path| match path.strip_prefix(policy.home()) {
         Ok(relative) => format!("~/{}", relative.display()),
         Err(_) => path.display().to_string(),
@@ -1036,6 +1047,17 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
         if under_link {
             continue;
         }
+        let in_frozen = path.parent().is_some_and(|p| frozen.contains(p));
+        // The first name on the way that is missing: made in a frozen folder, it cannot be.
+        let closed_by_freeze = path
+            .ancestors()
+            .filter(|a| a.starts_with(policy.home()))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .find(|a| kind_of(a).is_none())
+            .and_then(Path::parent)
+            .is_some_and(|p| frozen.contains(p));
         match kind_of(path) {
             Some(kind @ (EntryKind::Dir | EntryKind::File)) => {
                 out.mounts.push(MountStep::ReadOnly {
@@ -1043,8 +1065,14 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
                     dir: kind == EntryKind::Dir,
                 });
                 out.pinned_below.push(path.to_owned());
+                if kind == EntryKind::Dir && !in_frozen {
+                    bound_folders.push(show(path));
+                }
             }
+            // A link in a frozen folder cannot be replaced; what it points to is closed.
+            Some(EntryKind::Symlink) if in_frozen => {}
             Some(EntryKind::Symlink) => links.push(show(path)),
+            None if closed_by_freeze => {}
             // Made only in the home: a persistence path that resolves elsewhere (a `~/.config`
             // a chat pointed at `/etc`) is not the person's to fill, and stays a gap.
             None if !path.starts_with(policy.home()) => missing_files.push(show(path)),
@@ -1055,6 +1083,7 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
                     dir: true,
                 });
                 out.pinned_below.push(path.to_owned());
+                bound_folders.push(show(path));
             }
             None if hardened.empty_is_absent() => {
                 out.create_files.push(path.to_owned());
@@ -1080,9 +1109,25 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
             links.join(", ")
         ));
     }
+    if !bound_folders.is_empty() {
+        gaps.push(format!(
+            "these folders are closed by a read-only mount on their name, which a process outside that renames or removes the folder itself during the chat detaches (a save of a file inside one holds): {}",
+            bound_folders.join(", ")
+        ));
+    }
     if !gaps.is_empty() {
         out.guarantee.enforcement = Enforcement::Partly(gaps.join("; "));
     }
+    let frozen_in_home: Vec<String> = frozen
+        .iter()
+        .filter(|p| p.starts_with(policy.home()))
+        .map(|p| show(p))
+        .collect();
+    out.guarantee.by = format!(
+        "{}; frozen: {}",
+        out.guarantee.by,
+        frozen_in_home.join(", ")
+    );
     out
 }
 
