@@ -1332,7 +1332,9 @@ fn validate_grant(
 }
 
 mod home_top;
-pub use home_top::{HOME_STATE_FOLDERS, HOME_TOP_STATE_FILES, HOME_TOP_STATE_TEMP_MACOS};
+pub use home_top::{
+    HARDEN_LEAVES_OPEN, HOME_STATE_FOLDERS, HOME_TOP_STATE_FILES, HOME_TOP_STATE_TEMP_MACOS,
+};
 
 #[cfg(test)]
 mod tests;

@@ -244,8 +244,9 @@ pub(super) fn compile(
             Promise::Persistence,
             "Landlock alone: each reading rights only, the folders that hold them frozen",
             Enforcement::Partly(format!(
-                "no user namespaces: nothing else can be created, renamed or removed directly in {} either",
-                below_home.join(", ")
+                "no user namespaces: nothing else can be created, renamed or removed directly in {} either; every file at the home's top is read-only but the CLIs' state files; {}",
+                below_home.join(", "),
+                sandbox_core::HARDEN_LEAVES_OPEN
             )),
         ));
     }

@@ -1014,7 +1014,7 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
         guarantee: Guarantee::new(
             Promise::Persistence,
             "mount namespace and Landlock on inodes: the home's top and the folders that hold persistence files frozen (reading only: nothing made, renamed or removed there, so a file saved by rename outside is read-only too, and a missing one cannot be made), every file at the home's top read-only but the CLIs' state files (~/.claude.json), persistence folders bound read-only (created empty first below an open folder), their ancestors pinned",
-            Enforcement::Fully,
+            Enforcement::Partly(String::new()),
         ),
     };
     let frozen = super::harden::frozen_folders(policy);
@@ -1115,9 +1115,9 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
             bound_folders.join(", ")
         ));
     }
-    if !gaps.is_empty() {
-        out.guarantee.enforcement = Enforcement::Partly(gaps.join("; "));
-    }
+    // What no list names is open: said whatever else the plan closes.
+    gaps.push(sandbox_core::HARDEN_LEAVES_OPEN.to_owned());
+    out.guarantee.enforcement = Enforcement::Partly(gaps.join("; "));
     let frozen_in_home: Vec<String> = frozen
         .iter()
         .filter(|p| p.starts_with(policy.home()))
