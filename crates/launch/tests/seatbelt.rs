@@ -602,6 +602,7 @@ fn with_harden_the_profile_agrees_with_decide_and_closes_persistence_paths() {
         home.join(".gdbinit"),
         home.join(".inputrc"),
         home.join("Library/Python/3.12/lib/python/site-packages/evil.pth"),
+        home.join("Library/Preferences/com.apple.Terminal.plist"),
         home.join(".curlrc"),
         home.join(".CURLRC"),
         home.join("notes.txt"),

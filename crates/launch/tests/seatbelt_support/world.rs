@@ -215,6 +215,7 @@ impl World {
             ".claude.json.tmp.42.abcdef",
             ".CLAUDE.JSON.tmp.42.abcdef",
             "Library/Python/3.12/lib/python/site-packages/evil.pth",
+            "Library/Preferences/com.apple.Terminal.plist",
         ] {
             world.file(&home.join(file));
         }
