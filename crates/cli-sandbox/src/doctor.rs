@@ -74,7 +74,7 @@ fn ways_out(settings: &Settings, facts: &Facts, backend: Backend) -> Vec<Guarant
                 enforcement: Enforcement::Fully,
             }];
             let hardened = Context::load(settings)
-                .and_then(|ctx| Ok(ctx.policy("doctor", &[])?))
+                .and_then(|ctx| ctx.policy("doctor", &[]))
                 .is_ok_and(|policy| policy.home_top_closed());
             if hardened {
                 out.push(Guarantee::new(
