@@ -795,6 +795,28 @@ fn places(demo: &Demo) -> Vec<Attempt> {
             ".curlrc",
         ),
         write("a new file at the home's top", "notes.txt"),
+        Attempt {
+            name: "a hard link to ~/.bashrc made in an open folder, written through",
+            op: Op::Write,
+            path: h.join(".bashrc"),
+            script: format!(
+                "ln {b} {l} && printf 'injected' >> {l}",
+                b = q(&h.join(".bashrc")),
+                l = q(&h.join("work/bashrc-link"))
+            ),
+            succeeded: holds(h.join(".bashrc"), "injected"),
+        },
+        Attempt {
+            name: "~/.bashrc renamed into an open folder, written, renamed back",
+            op: Op::Move,
+            path: h.join(".bashrc"),
+            script: format!(
+                "mv {b} {l} && printf 'injected' >> {l} ; mv {l} {b}",
+                b = q(&h.join(".bashrc")),
+                l = q(&h.join("work/bashrc-moved"))
+            ),
+            succeeded: holds(h.join(".bashrc"), "injected"),
+        },
         // What stays open with harden.
         write("a file in a folder of the person's work", "work/notes.txt"),
         write("cargo's registry", ".cargo/registry/index"),
@@ -849,7 +871,7 @@ fn with_harden_each_place_a_list_missed_is_closed_and_without_it_open() {
             eprintln!("{plan:?} {}:", lab.who());
             check(&policy, &attempts, &[]);
             // decide() refuses what the issue names: the check above holds the kernel to it.
-            for a in &attempts[..20] {
+            for a in &attempts[..22] {
                 assert!(
                     !policy.decide(a.op, &a.path).allowed,
                     "decide() allows {}",
