@@ -643,8 +643,15 @@ fn saves(home: &Path) -> Vec<(&'static str, PathBuf, String)> {
 /// The chat waits until the person has saved (it says `ready` on stdout, then reads `go` on
 /// stdin: no clock), then appends to each file. The person's saves come in between, outside.
 fn chat_writes_after_the_persons_saves(lab: &Lab, plan: Plan) -> Vec<String> {
-    let home = &lab.demo.home;
-    let saves = saves(home);
+    chat_writes_after(lab, plan, saves(&lab.demo.home))
+}
+
+/// The chat writes each file after the person's `saves` (name, file, command) took, outside.
+fn chat_writes_after(
+    lab: &Lab,
+    plan: Plan,
+    saves: Vec<(&'static str, PathBuf, String)>,
+) -> Vec<String> {
     let mut script = String::from("echo ready; read go\n");
     for (_, path, _) in &saves {
         script.push_str(&format!("echo '# chat' >> {} 2>/dev/null\n", q(path)));
@@ -880,4 +887,50 @@ fn with_harden_each_place_a_list_missed_is_closed_and_without_it_open() {
             }
         }
     }
+}
+
+#[test]
+fn with_harden_a_persistence_folder_replaced_as_a_whole_outside_is_the_gap_the_plan_names() {
+    // A folder below an open folder (~/.config/git) is closed by a read-only mount on its name:
+    // a save of a file inside it holds (the test above), but a process outside that replaces
+    // the folder itself detaches the mount. The plan names these folders (Partly); the gap is
+    // real in the namespace plan, and the fallback (rules on inodes, ~/.config's entries
+    // granted at launch) holds.
+    let test =
+        "with_harden_a_persistence_folder_replaced_as_a_whole_outside_is_the_gap_the_plan_names";
+    if !confinement_available(test) {
+        return;
+    }
+    let replace = |lab: &Lab| {
+        let git = lab.demo.home.join(".config/git");
+        vec![(
+            "~/.config/git replaced as a whole (mv away, a new folder in its place)",
+            git.join("config"),
+            format!(
+                "mv {g} {g}.old && mkdir {g} && echo '# person' > {g}/config",
+                g = q(&git)
+            ),
+        )]
+    };
+    let lab = Lab::new(None, true);
+    let policy = lab.policy();
+    let plan = launch::linux::compile(&policy, launch::linux::this_kernel()).unwrap();
+    let persistence = plan
+        .guarantees
+        .iter()
+        .find(|g| g.what.starts_with("persistence paths"))
+        .unwrap();
+    assert!(
+        matches!(&persistence.enforcement, Enforcement::Partly(gap) if gap.contains("~/.config/git")),
+        "{persistence:?}"
+    );
+    let written = chat_writes_after(&lab, Plan::Namespaces, replace(&lab));
+    assert_eq!(
+        written.len(),
+        1,
+        "the gap the plan names is not real any more: {written:?}"
+    );
+    let lab = Lab::new(None, true);
+    let written = chat_writes_after(&lab, Plan::Fallback, replace(&lab));
+    assert!(written.is_empty(), "the fallback: {written:?}");
 }
