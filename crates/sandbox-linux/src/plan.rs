@@ -322,15 +322,18 @@ pub struct LinuxPlan {
     /// so that they cannot be created later outside the mask).
     pub create_dirs: Vec<PathBuf>,
     /// Folders created in the person's home before confinement, empty, mode 0700, owned like
-    /// the folder that holds them: the persistence folders (`harden`) that do not exist yet, so
-    /// that they can be bound read-only. An empty one changes nothing for the programs that
-    /// read it.
+    /// the folder that holds them: the persistence folders (`harden`) below an open folder that
+    /// do not exist yet, so that they can be bound read-only (an empty one changes nothing for
+    /// the programs that read it), and the CLIs' state folders missing at the home's top, which
+    /// nothing can make during a hardened chat (`sandbox_core::HOME_STATE_FOLDERS`).
     #[serde(default)]
     pub create_home_dirs: Vec<PathBuf>,
     /// Files created in the person's home before confinement, empty, mode 0600, owned like the
     /// folder that holds them: the persistence files (`harden`) whose empty form means what their
     /// absence means (`sandbox_core::PERSISTENCE_EMPTY_IS_ABSENT`), so that they can be bound
-    /// read-only and none can be made during the chat.
+    /// read-only and none can be made during the chat. Empty since the folders that hold them
+    /// are frozen by Landlock (harden.rs), which closes a missing one without making it; kept
+    /// for a persistence file whose folder is not frozen.
     #[serde(default)]
     pub create_home_files: Vec<PathBuf>,
     /// `Some` when namespaces are used: user, mount and PID namespace, fresh `/proc` and `/dev`.
