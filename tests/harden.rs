@@ -4,6 +4,13 @@
 //! run: the namespace plan through `cli-sandbox step`, the Landlock-only fallback through
 //! `cli-sandbox exec` with a plan compiled for a kernel without namespaces. Verdicts come from the
 //! disk and are compared with `Policy::decide`.
+//!
+//! Issue 25 (the second half of the file): a process outside plays the person and saves
+//! persistence files by rename while the chat runs (`sed -i`, `git config --global`, an editor's
+//! atomic save), then the chat writes them; the places a list missed, and the home's top as a
+//! class, attacked one by one. Both plans, as root and as an ordinary user, each with its
+//! unconfined control (or without `harden`), and the namespace plan's former construction (mounts
+//! on the names alone) shown to fail where Landlock's rules on inodes hold.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
