@@ -559,3 +559,46 @@ fn with_retries_off_a_failing_model_fails_each_cli_in_seconds() {
         );
     }
 }
+
+#[test]
+fn with_harden_the_pinned_clis_still_start_and_use_their_tools() {
+    // Issue 25: with `harden` the home's top is frozen (nothing made, renamed or removed there),
+    // which Claude Code's atomic save of ~/.claude.json meets at every turn; it writes in place.
+    let _serial = one_at_a_time();
+    let test = "with_harden_the_pinned_clis_still_start_and_use_their_tools";
+    if !confinement_available(test) || !all_pinned(test) {
+        return;
+    }
+    let (code, report, stderr) = agents(
+        &[
+            "--cli",
+            "claude",
+            "--cli",
+            "codex",
+            "--cli",
+            "gemini",
+            "--shape",
+            "structured",
+            "--harden",
+        ],
+        None,
+    );
+    assert_eq!(
+        code,
+        Some(0),
+        "failing rows: {:#?}\nerrors: {}\n{stderr}",
+        failing(&report),
+        report["errors"]
+    );
+    for cli in ["claude", "codex", "gemini"] {
+        let rows = rows(&report, cli, "structured");
+        assert!(rows.len() >= 40, "{cli}: only {} rows", rows.len());
+        // A file at the home's top is refused with harden, and the kernel agreed (the row
+        // passed): the layer ran under harden.
+        assert!(
+            rows.iter()
+                .any(|r| r["action"] == "home-create" && r["expected"] == "refused"),
+            "{cli}: {rows:#?}"
+        );
+    }
+}

@@ -61,6 +61,10 @@ pub struct ContractArgs {
     /// With --agents: this program in place of each CLI's own (a CLI that hangs or fails).
     #[arg(long, hide = true, value_name = "PATH", requires = "agents")]
     agents_program_for_testing: Option<PathBuf>,
+    /// With --agents: `harden = true` in the demo's configuration (the CLIs must still start
+    /// and use their tools with the home's persistence places closed).
+    #[arg(long, requires = "agents")]
+    harden: bool,
 }
 
 /// `--state-root DIR` here is the folder the demo layout is built in (it must exist); without
@@ -604,6 +608,7 @@ fn agents(
         progress: !args.json,
         without_sandbox_for_testing: args.agents_without_sandbox_for_testing,
         program_for_testing: args.agents_program_for_testing.clone(),
+        harden: args.harden,
     };
     let facts = launch::facts::probe();
     let report = contract::agents::run(&options, &facts)?;

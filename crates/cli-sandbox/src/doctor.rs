@@ -69,10 +69,16 @@ fn ways_out(settings: &Settings, facts: &Facts, backend: Backend) -> Vec<Guarant
         (Facts::Linux(_), Backend::Landlock { abi, namespaces }) => {
             let compiled = Context::load(settings).and_then(|ctx| {
                 let policy = ctx.policy("doctor", &[])?;
-                Ok(launch::linux::compile(&policy, Kernel { landlock_abi: abi, namespaces })?)
+                Ok(launch::linux::compile(
+                    &policy,
+                    Kernel {
+                        landlock_abi: abi,
+                        namespaces,
+                    },
+                )?)
             });
             match compiled {
-                Ok(plan) => plan.guarantees,
+                Ok(plan) => with_persistence(plan.guarantees),
                 // No plan, no launch: every chat is refused, and the error says why.
                 Err(e) => every_promise(
                     "nothing: no chat can be launched with this configuration",
@@ -80,17 +86,45 @@ fn ways_out(settings: &Settings, facts: &Facts, backend: Backend) -> Vec<Guarant
                 ),
             }
         }
-        (Facts::MacOs(_), Backend::Seatbelt) => vec![Guarantee {
-            id: "seatbelt".into(),
-            what: "open, osascript, osacompile, automator, shortcuts; Apple Events; LaunchServices; file-mount; unix sockets outside the allowlist".into(),
-            by: "the Seatbelt profile (cli-sandbox profile --backend seatbelt)".into(),
-            enforcement: Enforcement::Fully,
-        }],
+        (Facts::MacOs(_), Backend::Seatbelt) => {
+            let mut out = vec![Guarantee {
+                id: "seatbelt".into(),
+                what: "open, osascript, osacompile, automator, shortcuts; Apple Events; LaunchServices; file-mount; unix sockets outside the allowlist".into(),
+                by: "the Seatbelt profile (cli-sandbox profile --backend seatbelt)".into(),
+                enforcement: Enforcement::Fully,
+            }];
+            let hardened = Context::load(settings)
+                .and_then(|ctx| ctx.policy("doctor", &[]))
+                .is_ok_and(|policy| policy.home_top_closed());
+            if hardened {
+                out.push(Guarantee::new(
+                    Promise::Persistence,
+                    "the Seatbelt profile: writes denied at the home's top (a regular expression on its depth) but the CLIs' state files, and on each listed place by name, present or not",
+                    Enforcement::Partly(sandbox_core::HARDEN_LEAVES_OPEN.into()),
+                ));
+            }
+            with_persistence(out)
+        }
         _ => every_promise(
             "bridge-only: the CLI's own tools are off",
             Enforcement::Not("no confinement on this machine".into()),
         ),
     }
+}
+
+/// The plan reports the `persistence` promise only with `harden`; without it the home is open
+/// by the owner's decision, which doctor says too, with what `harden` would close.
+fn with_persistence(mut guarantees: Vec<Guarantee>) -> Vec<Guarantee> {
+    if !guarantees.iter().any(|g| g.is(Promise::Persistence)) {
+        guarantees.push(Guarantee::new(
+            Promise::Persistence,
+            "nothing: `harden` is off (the home is open by the owner's decision)",
+            Enforcement::Not(
+                "every persistence place of the home can be written; `harden = true` under [policy] closes the home's top and the listed places (SECURITY.md)".into(),
+            ),
+        ));
+    }
+    guarantees
 }
 
 /// Every promise with the same answer (nothing confines, or the plan could not be made).

@@ -82,6 +82,9 @@ pub struct AgentOptions {
     pub without_sandbox_for_testing: bool,
     /// Replaces the CLI's program by this one (the test of a CLI that hangs or fails).
     pub program_for_testing: Option<PathBuf>,
+    /// `harden = true` in the demo's configuration: the same launches with the home's
+    /// persistence places closed (the CLIs must still start and use their tools).
+    pub harden: bool,
 }
 
 /// What a row's attempt did.
@@ -204,6 +207,13 @@ pub fn run(options: &AgentOptions, facts: &Facts) -> Result<AgentReport, Error> 
         move |e| Error::Io { what, source: e }
     };
     let demo = Demo::create(&options.root).map_err(io("the demo layout"))?;
+    if options.harden {
+        // The demo's configuration ends inside its [policy] table.
+        let mut config =
+            std::fs::read_to_string(&demo.config).map_err(io("the demo's configuration"))?;
+        config.push_str("harden = true\n");
+        std::fs::write(&demo.config, config).map_err(io("the demo's configuration"))?;
+    }
     let mut settings = demo.settings();
     settings.helper = Some(options.helper.clone());
     let mut ctx = Context::load(&settings)?;

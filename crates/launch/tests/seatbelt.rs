@@ -591,6 +591,26 @@ fn with_harden_the_profile_agrees_with_decide_and_closes_persistence_paths() {
         home.join("Library/LaunchAgents/new-later.plist"),
         home.join(".config/fish/conf.d/new.fish"),
         home.join(".ssh/authorized_keys"),
+        // Issue 25: the places a list missed, and the home's top as a class (a start file no
+        // list names, in any case; a new file; a folder made there).
+        home.join(".npmrc"),
+        home.join(".local/lib/python3.11/site-packages/evil.pth"),
+        home.join(".local/lib/python3.99/site-packages/new.pth"),
+        home.join(".local/bin/tool"),
+        home.join(".cargo/config.toml"),
+        home.join(".aws/config"),
+        home.join(".kube/config"),
+        home.join(".docker/config.json"),
+        home.join(".vimrc"),
+        home.join(".gdbinit"),
+        home.join(".inputrc"),
+        home.join("Library/Python/3.12/lib/python/site-packages/evil.pth"),
+        home.join("Library/Preferences/com.apple.Terminal.plist"),
+        home.join(".curlrc"),
+        home.join(".CURLRC"),
+        home.join("notes.txt"),
+        home.join("new-folder"),
+        home.join(".CLAUDE.JSON.tmp.42.abcdef"),
     ] {
         for op in ["file-write-data", "file-write-create", "file-write-unlink"] {
             let v = write(&path, op);
@@ -600,10 +620,13 @@ fn with_harden_the_profile_agrees_with_decide_and_closes_persistence_paths() {
         assert!(write(&path, "file-read-data").allowed, "{}", path.display());
     }
     for path in [
-        home.join("notes.txt"),
+        home.join("proj/doc.md"),
         home.join(".ssh/known_hosts"),
         home.join(".config/other-app/settings.json"),
         home.join("Library/new.txt"),
+        home.join(".cargo/registry/index"),
+        home.join(".aws/cli/cache/token.json"),
+        home.join(".claude.json"),
     ] {
         assert!(
             write(&path, "file-write-data").allowed,
@@ -611,6 +634,16 @@ fn with_harden_the_profile_agrees_with_decide_and_closes_persistence_paths() {
             path.display()
         );
     }
+    // Claude Code's atomic save: a temporary name made beside ~/.claude.json, then renamed over
+    // it; the state file itself is not removed or moved away.
+    let temp = home.join(".claude.json.tmp.42.abcdef");
+    for op in ["file-write-create", "file-write-data", "file-write-unlink"] {
+        assert!(write(&temp, op).allowed, "{op} {}", temp.display());
+    }
+    assert!(write(&home.join(".claude.json"), "file-write-create").allowed);
+    let v = write(&home.join(".claude.json"), "file-write-unlink");
+    assert!(!v.allowed);
+    assert_eq!(v.message.as_deref(), Some("cli-sandbox: hardened"));
     // (`~/Library` is pinned as well: the app folder is inside it, and pinned comes first.)
     for ancestor in [home.join(".config"), home.join(".ssh")] {
         let v = write(&ancestor, "file-write-unlink");

@@ -131,7 +131,7 @@ impl Promise {
             }
             Promise::Blocked => "blocked programs (openers, the session bus's tools) cannot run",
             Promise::Persistence => {
-                "persistence paths of the home (shell startup files, autostart entries, systemd user units, git's and ssh's configuration) not written, replaced or removed"
+                "persistence paths of the home not written, replaced or removed, also after a save by rename outside (`harden`): nothing at the home's top but the CLIs' state files, nor the listed places below it (shell, git, ssh, tmux, ~/bin, ~/.local/bin, ~/.cargo/bin, Python's user site-packages, npm's, cargo's, aws's, kubectl's and docker's settings, editors' and debuggers' start files, autostart entries, systemd user units)"
             }
             Promise::OutsideProcesses => {
                 "processes outside cannot be signalled or traced, and their environment cannot be read"

@@ -52,7 +52,8 @@ pub use person::{NamedPlace, PersonPlaceRefusal};
 pub use platform::{Backend, Decision};
 pub use policy::{
     Access, BLOCKED_PROGRAMS_LINUX, BLOCKED_PROGRAMS_MACOS, DEFAULT_REFUSED, EntryKind, Grant,
-    GrantRequest, Hardened, KERNEL_SECRETS_LINUX, KERNEL_TUNABLES_LINUX, Mode, Op,
+    GrantRequest, HARDEN_LEAVES_OPEN, HOME_STATE_FOLDERS, HOME_TOP_STATE_FILES,
+    HOME_TOP_STATE_TEMP_MACOS, Hardened, KERNEL_SECRETS_LINUX, KERNEL_TUNABLES_LINUX, Mode, Op,
     PERSISTENCE_COMMON, PERSISTENCE_EMPTY_IS_ABSENT, PERSISTENCE_LINUX, PERSISTENCE_MACOS, Policy,
     PolicyRequest, RefusedEntries, RefusedPattern, Rule, Shape, Verdict, WRITABLE_AS_ROOT,
     WRITABLE_AS_ROOT_MACOS,

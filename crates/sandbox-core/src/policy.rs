@@ -341,12 +341,52 @@ pub const PERSISTENCE_COMMON: &[&str] = &[
     // panes) runs what it says (`run-shell`), unconfined.
     ".tmux.conf",
     ".config/tmux/",
+    // Folders on the person's PATH before the system's (Debian's `~/.profile` puts `~/bin` and
+    // `~/.local/bin` first; `~/.cargo/env` puts `~/.cargo/bin` first): a `git` or `ls` there runs
+    // instead of the system's, outside.
+    "bin/",
+    ".local/bin/",
+    ".cargo/bin/",
+    ".cargo/env",
+    // The user's Python site-packages (`~/.local/lib/python3.*/site-packages`): a `.pth` file
+    // there runs at the start of every `python3` of the person's.
+    ".local/lib/",
+    // Package managers' and clouds' settings that name a program to run: npm's `script-shell`
+    // and `node-options`, cargo's `rustc-wrapper`, aws's `credential_process`, kubectl's exec
+    // plugins, docker's `credsStore` and its CLI plugins.
+    ".npmrc",
+    ".cargo/config.toml",
+    ".cargo/config",
+    ".aws/config",
+    ".aws/credentials",
+    ".kube/config",
+    ".docker/config.json",
+    ".docker/cli-plugins/",
+    // Editors' and debuggers' start files: each runs commands when the program starts
+    // (vim's `:!`, emacs's lisp, gdb's and lldb's commands, readline's macros typed into
+    // every bash prompt).
+    ".vimrc",
+    ".gvimrc",
+    ".exrc",
+    ".vim/",
+    ".config/nvim/",
+    ".emacs",
+    ".emacs.el",
+    ".emacs.d/",
+    ".config/emacs/",
+    ".gdbinit",
+    ".config/gdb/",
+    ".lldbinit",
+    ".inputrc",
+    ".editrc",
 ];
 /// The persistence paths of a macOS home, added to [`PERSISTENCE_COMMON`]: launchd agents, and
 /// the terminal apps' preferences written as files (a startup command in a Terminal or iTerm2
 /// profile runs in the next window; the profile refuses writes through `cfprefsd` already).
 pub const PERSISTENCE_MACOS: &[&str] = &[
     "Library/LaunchAgents/",
+    // The user's Python site-packages of the python.org and Apple builds.
+    "Library/Python/",
     "Library/Preferences/com.apple.Terminal.plist",
     "Library/Preferences/com.googlecode.iterm2.plist",
 ];
@@ -1026,6 +1066,10 @@ impl Policy {
                 path: hardened.path.clone(),
             });
         }
+        // The class `harden` closes beyond its list: the home's top level (home_top.rs).
+        if let Some(verdict) = self.home_top_verdict(op, path) {
+            return verdict;
+        }
 
         let writes = matches!(op, Op::Write | Op::Move);
         if let Some(secret) = self.kernel_secrets.iter().find(|k| is_within(path, k)) {
@@ -1286,6 +1330,11 @@ fn validate_grant(
         access: asked.access,
     })
 }
+
+mod home_top;
+pub use home_top::{
+    HARDEN_LEAVES_OPEN, HOME_STATE_FOLDERS, HOME_TOP_STATE_FILES, HOME_TOP_STATE_TEMP_MACOS,
+};
 
 #[cfg(test)]
 mod tests;

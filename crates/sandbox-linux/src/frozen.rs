@@ -146,7 +146,10 @@ pub(super) fn compile(
             if dir == dev && !kept_in_dev(&name) {
                 continue;
             }
-            if read_only.iter().any(|h| child.starts_with(h)) || read_only_place(policy, &child) {
+            if read_only.iter().any(|h| child.starts_with(h))
+                || read_only_place(policy, &child)
+                || super::harden::read_only_entry(policy, dir, &child, disk)
+            {
                 rule(child, &read);
             } else {
                 rule(child, &common.open_rights);
@@ -196,6 +199,17 @@ pub(super) fn compile(
             }
         }
     }
+    // `harden`: the CLIs' state folders missing at launch, made before the rules are opened
+    // (nothing can be made in the frozen home during the chat).
+    let create_home_dirs = super::harden::state_folders_to_make(policy, disk);
+    for folder in &create_home_dirs {
+        if folder.to_str().is_some() {
+            rules.push(LandlockRule {
+                path: folder.clone(),
+                rights: common.open_rights.clone(),
+            });
+        }
+    }
     rules.extend(common.unix_rules.iter().cloned());
     let not_text_note = if not_text > 0 {
         format!("; {not_text} entries beside them whose names are not UTF-8 stay closed")
@@ -230,8 +244,9 @@ pub(super) fn compile(
             Promise::Persistence,
             "Landlock alone: each reading rights only, the folders that hold them frozen",
             Enforcement::Partly(format!(
-                "no user namespaces: nothing else can be created, renamed or removed directly in {} either",
-                below_home.join(", ")
+                "no user namespaces: nothing else can be created, renamed or removed directly in {} either; every file at the home's top is read-only but the CLIs' state files; {}",
+                below_home.join(", "),
+                sandbox_core::HARDEN_LEAVES_OPEN
             )),
         ));
     }
@@ -329,7 +344,7 @@ pub(super) fn compile(
         chat: policy.chat().to_string(),
         workdir: policy.runtime().to_owned(),
         create_dirs,
-        create_home_dirs: Vec::new(),
+        create_home_dirs,
         create_home_files: Vec::new(),
         namespaces: None,
         landlock,

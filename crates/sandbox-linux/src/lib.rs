@@ -37,6 +37,7 @@ mod caps;
 #[cfg(target_os = "linux")]
 mod descriptors;
 mod frozen;
+mod harden;
 #[cfg(target_os = "linux")]
 mod landlock;
 #[cfg(target_os = "linux")]

@@ -330,15 +330,18 @@ pub struct LinuxPlan {
     /// so that they cannot be created later outside the mask).
     pub create_dirs: Vec<PathBuf>,
     /// Folders created in the person's home before confinement, empty, mode 0700, owned like
-    /// the folder that holds them: the persistence folders (`harden`) that do not exist yet, so
-    /// that they can be bound read-only. An empty one changes nothing for the programs that
-    /// read it.
+    /// the folder that holds them: the persistence folders (`harden`) below an open folder that
+    /// do not exist yet, so that they can be bound read-only (an empty one changes nothing for
+    /// the programs that read it), and the CLIs' state folders missing at the home's top, which
+    /// nothing can make during a hardened chat (`sandbox_core::HOME_STATE_FOLDERS`).
     #[serde(default)]
     pub create_home_dirs: Vec<PathBuf>,
     /// Files created in the person's home before confinement, empty, mode 0600, owned like the
     /// folder that holds them: the persistence files (`harden`) whose empty form means what their
     /// absence means (`sandbox_core::PERSISTENCE_EMPTY_IS_ABSENT`), so that they can be bound
-    /// read-only and none can be made during the chat.
+    /// read-only and none can be made during the chat. Empty since the folders that hold them
+    /// are frozen by Landlock (harden.rs), which closes a missing one without making it; kept
+    /// for a persistence file whose folder is not frozen.
     #[serde(default)]
     pub create_home_files: Vec<PathBuf>,
     /// `Some` when namespaces are used: user, mount and PID namespace, fresh `/proc` and `/dev`.
@@ -890,10 +893,18 @@ pub fn compile(
     ));
 
     let common = Common::new(policy, abi);
-    let mut rules = vec![LandlockRule {
-        path: PathBuf::from("/"),
-        rights: common.open_rights.clone(),
-    }];
+    // With `harden`, the open rule on `/` gives way to rules on inodes (harden.rs).
+    let mut create_home_dirs = hardened.create;
+    let mut rules = if policy.home_top_closed() {
+        let frozen = super::harden::namespace_rules(policy, disk, &common.open_rights);
+        create_home_dirs.extend(frozen.create);
+        frozen.rules
+    } else {
+        vec![LandlockRule {
+            path: PathBuf::from("/"),
+            rights: common.open_rights.clone(),
+        }]
+    };
     rules.extend(common.unix_rules.iter().cloned());
     guarantees.push(if abi >= ABI_SCOPING {
         Guarantee::new(
@@ -929,7 +940,7 @@ pub fn compile(
         chat: policy.chat().to_string(),
         workdir: policy.runtime().to_owned(),
         create_dirs,
-        create_home_dirs: hardened.create,
+        create_home_dirs,
         create_home_files: hardened.create_files,
         namespaces: Some(NamespacePlan {
             mounts,
@@ -1005,11 +1016,12 @@ struct HardenInNamespace {
     guarantee: Guarantee,
 }
 
-/// Each persistence path that exists is bound read-only onto itself; a missing folder is created
-/// empty first, and so is a missing file whose empty form means its absence (`~/.tmux.conf`,
-/// `~/.gitconfig`); another missing file stays missing (an empty `~/.bash_profile` would stop
-/// bash reading `~/.profile`), which is the gap reported. A path under a symlinked folder is left to its
-/// resolved twin, which the policy lists beside it.
+/// Each persistence path that exists is bound read-only onto itself, and the folders that hold
+/// the persistence files are frozen by Landlock (harden.rs), which holds across a save by rename
+/// outside and closes the files missing at launch (none can be made in a frozen folder). A
+/// missing folder whose place is in a frozen folder stays missing (closed the same way); one
+/// below an open folder (`~/.config/autostart`) is created empty first and bound. A path under a
+/// symlinked folder is left to its resolved twin, which the policy lists beside it.
 fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamespace {
     let mut out = HardenInNamespace {
         mounts: Vec::new(),
@@ -1018,12 +1030,14 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
         create_files: Vec::new(),
         guarantee: Guarantee::new(
             Promise::Persistence,
-            "mount namespace: each bound read-only onto itself, missing folders created empty first, their ancestors pinned",
-            Enforcement::Fully,
+            "mount namespace and Landlock on inodes: the home's top and the folders that hold persistence files frozen (reading only: nothing made, renamed or removed there, so a file saved by rename outside is read-only too, and a missing one cannot be made), every file at the home's top read-only but the CLIs' state files (~/.claude.json), persistence folders bound read-only (created empty first below an open folder), their ancestors pinned",
+            Enforcement::Partly(String::new()),
         ),
     };
+    let frozen = super::harden::frozen_folders(policy);
     let mut missing_files: Vec<String> = Vec::new();
     let mut links: Vec<String> = Vec::new();
+    let mut bound_folders: Vec<String> = Vec::new();
     let show = |path: &Path| match path.strip_prefix(policy.home()) {
         Ok(relative) => format!("~/{}", relative.display()),
         Err(_) => path.display().to_string(),
@@ -1050,6 +1064,17 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
         if under_link {
             continue;
         }
+        let in_frozen = path.parent().is_some_and(|p| frozen.contains(p));
+        // The first name on the way that is missing: made in a frozen folder, it cannot be.
+        let closed_by_freeze = path
+            .ancestors()
+            .filter(|a| a.starts_with(policy.home()))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .find(|a| kind_of(a).is_none())
+            .and_then(Path::parent)
+            .is_some_and(|p| frozen.contains(p));
         match kind_of(path) {
             Some(kind @ (EntryKind::Dir | EntryKind::File)) => {
                 out.mounts.push(MountStep::ReadOnly {
@@ -1057,8 +1082,14 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
                     dir: kind == EntryKind::Dir,
                 });
                 out.pinned_below.push(path.to_owned());
+                if kind == EntryKind::Dir && !in_frozen {
+                    bound_folders.push(show(path));
+                }
             }
+            // A link in a frozen folder cannot be replaced; what it points to is closed.
+            Some(EntryKind::Symlink) if in_frozen => {}
             Some(EntryKind::Symlink) => links.push(show(path)),
+            None if closed_by_freeze => {}
             // Made only in the home: a persistence path that resolves elsewhere (a `~/.config`
             // a chat pointed at `/etc`) is not the person's to fill, and stays a gap.
             None if !path.starts_with(policy.home()) => missing_files.push(show(path)),
@@ -1069,6 +1100,7 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
                     dir: true,
                 });
                 out.pinned_below.push(path.to_owned());
+                bound_folders.push(show(path));
             }
             None if hardened.empty_is_absent() => {
                 out.create_files.push(path.to_owned());
@@ -1094,9 +1126,25 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
             links.join(", ")
         ));
     }
-    if !gaps.is_empty() {
-        out.guarantee.enforcement = Enforcement::Partly(gaps.join("; "));
+    if !bound_folders.is_empty() {
+        gaps.push(format!(
+            "these folders are closed by a read-only mount on their name, which a process outside that renames or removes the folder itself during the chat detaches (a save of a file inside one holds): {}",
+            bound_folders.join(", ")
+        ));
     }
+    // What no list names is open: said whatever else the plan closes.
+    gaps.push(sandbox_core::HARDEN_LEAVES_OPEN.to_owned());
+    out.guarantee.enforcement = Enforcement::Partly(gaps.join("; "));
+    let frozen_in_home: Vec<String> = frozen
+        .iter()
+        .filter(|p| p.starts_with(policy.home()))
+        .map(|p| show(p))
+        .collect();
+    out.guarantee.by = format!(
+        "{}; frozen: {}",
+        out.guarantee.by,
+        frozen_in_home.join(", ")
+    );
     out
 }
 

@@ -452,6 +452,10 @@ impl Writer {
             );
         }
 
+        if policy.home_top_closed() {
+            self.home_top(policy)?;
+        }
+
         self.line(";; Closed: the protected roots, to every file operation and exec.");
         let roots = self.params_of("PROTECTED", "protected root", policy.protected())?;
         self.rule("deny", EVERY, &subpaths(&roots), Some("closed"));
@@ -600,6 +604,69 @@ impl Writer {
                 .collect();
             self.rule("allow", "network-outbound", &filters, None);
         }
+        Ok(())
+    }
+
+    /// `harden`'s class (sandbox-core's `home_top.rs`): no entry directly in the home is made,
+    /// written, replaced or removed, whatever its name or its case (a regular expression on the
+    /// home's depth, inside the home's subpath), but the CLIs' state files (written, not moved
+    /// away) and their atomic saves' temporary names. Before the protected roots and the grants,
+    /// so that `decide()`'s precedence (closed and granted before hardened) comes out; the
+    /// persistence paths' own rules come later and close those at the top again.
+    fn home_top(&mut self, policy: &Policy) -> Result<(), SeatbeltError> {
+        self.line(
+            ";; Hardened, the home's top: no entry made, written, replaced or removed there.",
+        );
+        let home = self.param("HOME".into(), "home", policy.home())?;
+        let depth = policy.home().components().count() - 1;
+        let mut top = String::from("^");
+        for _ in 0..depth {
+            top.push_str("/[^/]+");
+        }
+        let mut temp = top.clone();
+        top.push_str("/[^/]+$");
+        self.params.insert("HOME_TOP".into(), top);
+        self.rule(
+            "deny",
+            WRITE,
+            &[format!(
+                "(require-all {} (regex (param \"HOME_TOP\")))",
+                subpath(&home)
+            )],
+            Some("hardened"),
+        );
+        self.line(";; ... but the CLIs' state files, written in place or by their atomic saves.");
+        let state = self.params_of("HOME_STATE", "state file", &policy.home_top_state_files())?;
+        self.rule("allow", WRITE, &literals(&state), None);
+        self.rule("deny", MOVE, &literals(&state), Some("hardened"));
+        if policy.os() != sandbox_core::Os::MacOs {
+            // `decide()` allows the temporary names on macOS only (home_top.rs).
+            return Ok(());
+        }
+        temp.push_str("/(");
+        for (index, prefix) in sandbox_core::HOME_TOP_STATE_TEMP_MACOS.iter().enumerate() {
+            if index > 0 {
+                temp.push('|');
+            }
+            for c in prefix.chars() {
+                // Not folded: a name in another case is refused, the closer side.
+                if REGEX_SPECIAL.contains(&c) {
+                    temp.push('\\');
+                }
+                temp.push(c);
+            }
+        }
+        temp.push_str(")[^/]+$");
+        self.params.insert("HOME_STATE_TEMP".into(), temp);
+        self.rule(
+            "allow",
+            WRITE,
+            &[format!(
+                "(require-all {} (regex (param \"HOME_STATE_TEMP\")))",
+                subpath(&home)
+            )],
+            None,
+        );
         Ok(())
     }
 

@@ -196,6 +196,26 @@ impl World {
             "Library/LaunchAgents/com.example.agent.plist",
             ".ssh/known_hosts",
             ".ssh/authorized_keys",
+            // Issue 25's places, the class at the home's top, and what stays open beside them.
+            ".npmrc",
+            ".local/lib/python3.11/site-packages/evil.pth",
+            ".local/bin/tool",
+            ".cargo/config.toml",
+            ".cargo/registry/index",
+            ".aws/config",
+            ".aws/cli/cache/token.json",
+            ".kube/config",
+            ".docker/config.json",
+            ".vimrc",
+            ".gdbinit",
+            ".inputrc",
+            ".curlrc",
+            ".CURLRC",
+            ".claude.json",
+            ".claude.json.tmp.42.abcdef",
+            ".CLAUDE.JSON.tmp.42.abcdef",
+            "Library/Python/3.12/lib/python/site-packages/evil.pth",
+            "Library/Preferences/com.apple.Terminal.plist",
         ] {
             world.file(&home.join(file));
         }

@@ -570,14 +570,18 @@ fn harden_closes_persistence_paths_to_writing_and_moving_but_not_reading() {
         assert_eq!(verdict(&p, Op::Read, path), (true, "hardened"), "{path}");
         assert_eq!(verdict(&p, Op::Exec, path), (true, "hardened"), "{path}");
     }
-    // Their ancestors cannot be moved (a folder renamed into place would bring its own), but
-    // can be written (a new entry beside is the person's own business).
+    // Their ancestors cannot be moved (a folder renamed into place would bring its own); a new
+    // entry inside one that is not at the home's top is the person's own business.
     assert_eq!(
         verdict(&p, Op::Move, "/home/ann/.config"),
         (false, "hardened")
     );
     assert_eq!(verdict(&p, Op::Move, "/home/ann/.ssh"), (false, "hardened"));
-    assert_eq!(verdict(&p, Op::Write, "/home/ann/.config"), (true, "open"));
+    // The folder at the home's top itself is an entry of the top: not made, replaced or removed.
+    assert_eq!(
+        verdict(&p, Op::Write, "/home/ann/.config"),
+        (false, "hardened")
+    );
     assert_eq!(
         verdict(&p, Op::Write, "/home/ann/.config/other-app/x"),
         (true, "open")
@@ -587,7 +591,7 @@ fn harden_closes_persistence_paths_to_writing_and_moving_but_not_reading() {
         (true, "open")
     );
     assert_eq!(
-        verdict(&p, Op::Write, "/home/ann/notes.txt"),
+        verdict(&p, Op::Write, "/home/ann/work/notes.txt"),
         (true, "open")
     );
     // The home is pinned (the app folder is in it): pinned comes first.
@@ -1056,4 +1060,101 @@ fn a_layout_written_by_hand_with_a_root_named_through_a_link_is_refused() {
     ));
     // The control: the layout `Layout::resolve` made builds.
     assert!(request(&layout(&fs)).is_ok());
+}
+
+#[test]
+fn harden_closes_the_places_a_list_missed_and_the_homes_top_as_a_class() {
+    let fs = fs().dir("/home/ann/.config").dir("/home/ann/work");
+    for os in [Os::Linux, Os::MacOs] {
+        let p = hardened_policy(&fs, os);
+        // Issue 25's places, each by the list.
+        for path in [
+            "/home/ann/.local/lib/python3.11/site-packages/evil.pth",
+            "/home/ann/.local/bin/git",
+            "/home/ann/bin/git",
+            "/home/ann/.npmrc",
+            "/home/ann/.cargo/config.toml",
+            "/home/ann/.cargo/bin/cargo-x",
+            "/home/ann/.cargo/env",
+            "/home/ann/.aws/config",
+            "/home/ann/.aws/credentials",
+            "/home/ann/.kube/config",
+            "/home/ann/.docker/config.json",
+            "/home/ann/.docker/cli-plugins/docker-x",
+            "/home/ann/.vimrc",
+            "/home/ann/.vim/plugin/x.vim",
+            "/home/ann/.config/nvim/init.lua",
+            "/home/ann/.emacs",
+            "/home/ann/.emacs.d/init.el",
+            "/home/ann/.config/emacs/init.el",
+            "/home/ann/.gdbinit",
+            "/home/ann/.config/gdb/gdbinit",
+            "/home/ann/.lldbinit",
+            "/home/ann/.inputrc",
+        ] {
+            assert_eq!(
+                verdict(&p, Op::Write, path),
+                (false, "hardened"),
+                "{os:?} {path}"
+            );
+            assert_eq!(
+                verdict(&p, Op::Read, path),
+                (true, "hardened"),
+                "{os:?} {path}"
+            );
+        }
+        // The class: any entry at the home's top, named by no list.
+        for path in [
+            "/home/ann/.curlrc",
+            "/home/ann/.wgetrc",
+            "/home/ann/notes.txt",
+            "/home/ann/work",
+        ] {
+            assert_eq!(
+                verdict(&p, Op::Write, path),
+                (false, "hardened"),
+                "{os:?} {path}"
+            );
+            assert_eq!(
+                verdict(&p, Op::Move, path),
+                (false, "hardened"),
+                "{os:?} {path}"
+            );
+            assert_eq!(verdict(&p, Op::Read, path), (true, "open"), "{os:?} {path}");
+        }
+        // Inside a folder of the top: open, but for the list.
+        for path in [
+            "/home/ann/work/notes.txt",
+            "/home/ann/.cargo/registry/index/x",
+            "/home/ann/.aws/cli/cache/t.json",
+            "/home/ann/.claude/settings.local.json",
+        ] {
+            assert_eq!(
+                verdict(&p, Op::Write, path),
+                (true, "open"),
+                "{os:?} {path}"
+            );
+        }
+        // The CLIs' state file is written in place, not moved away.
+        assert_eq!(
+            verdict(&p, Op::Write, "/home/ann/.claude.json"),
+            (true, "hardened")
+        );
+        assert_eq!(
+            verdict(&p, Op::Move, "/home/ann/.claude.json"),
+            (false, "hardened")
+        );
+        // Its temporary names: allowed where the backend can allow a name (macOS).
+        let temp = "/home/ann/.claude.json.tmp.123.abcdef";
+        assert_eq!(verdict(&p, Op::Write, temp).0, os == Os::MacOs, "{os:?}");
+        assert_eq!(
+            p.home_state_folders().len(),
+            crate::HOME_STATE_FOLDERS.len()
+        );
+    }
+    // Without harden the top is open.
+    let p = policy();
+    assert!(!p.home_top_closed());
+    assert!(p.home_state_folders().is_empty());
+    assert_eq!(rule(Op::Write, "/home/ann/.curlrc"), (true, "open"));
 }
