@@ -156,7 +156,7 @@ fn the_launchers_locks_on_the_persons_files_are_closed() {
     for p in [
         policy(),
         build(&[]).unwrap(),
-        build(&[&format!("{DOCS}:rw")]).unwrap(),
+        build(&[&format!("{DOCS}/workflows:rw")]).unwrap(),
     ] {
         assert_eq!(p.person_file_locks(), Path::new(&locks));
         for path in [locks.clone(), format!("{locks}/0123456789abcdef.lock")] {
