@@ -97,7 +97,10 @@ for path in seen:
 reached = []
 for path in ours:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        if path.endswith(".lock"):
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        else:
+            fd = os.open(path, os.O_RDONLY)
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         fds.append(fd)
         reached.append(path)
@@ -108,7 +111,8 @@ sys.stdin.read()
 "#;
 
 /// The control, outside: tries each lock the chat says it holds, without waiting, and prints
-/// those it got (none, when the chat holds them); then whether it can open each of `ours`.
+/// those it got (none, when the chat holds them); then whether it can open (or create, and
+/// remove again) each of `ours`.
 const CONTROL: &str = r#"
 import fcntl, json, os, struct, sys
 held, ours = json.loads(sys.argv[1]), json.loads(sys.argv[2])
@@ -133,7 +137,13 @@ for kind, path in held:
     os.close(fd)
 for path in ours:
     try:
-        os.close(os.open(path, os.O_RDONLY))
+        if path.endswith(".lock"):
+            existed = os.path.exists(path)
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+            if not existed:
+                os.unlink(path)
+        else:
+            os.close(os.open(path, os.O_RDONLY))
         opened.append(path)
     except OSError:
         pass
@@ -304,6 +314,14 @@ impl World {
         cmd.spawn().expect("start the holding chat")
     }
 
+    /// The guard of the launching chat, as `pre-trust` builds it (for the names of the
+    /// launcher's lock files).
+    fn guard(&self) -> launch::person_files::PersonFilesGuard {
+        let ctx = launch::Context::load(&self.demo.settings()).unwrap();
+        let policy = ctx.policy(&self.demo.chat, &[]).unwrap();
+        launch::person_files::PersonFilesGuard::for_policy(&policy)
+    }
+
     /// The control, outside the sandbox, as the world's user.
     fn control(&self, held: &Value, ours: &[PathBuf]) -> Value {
         let ours: Vec<String> = ours.iter().map(|p| p.display().to_string()).collect();
@@ -414,19 +432,28 @@ fn a_chat_holding_every_lock_it_can_take_in_the_home_delays_no_other_launch() {
             let w = world(user.as_ref());
             let home = &w.demo.home;
 
-            // A first launch of every CLI (a third chat), so that every settings file and the
-            // launcher's own lock files exist before the chat takes its locks.
+            // A first launch of every CLI (a third chat), so that every settings file exists
+            // before the chat takes its locks.
             for cli in &clis {
                 let (status, out, err) = finish(w.pre_trust(cli, "chat-warm"), "warm-up");
                 assert!(status.success(), "{who} {how:?} warm-up {cli}: {out}{err}");
             }
+            // The launcher's own locks: its folder (made by the warm-up, and left empty: each
+            // lock is removed as it is let go) and the lock file of each file of the home.
             let locks_dir = w.demo.state_root.join("state/cli-sandbox/locks");
-            let mut ours: Vec<PathBuf> = std::fs::read_dir(&locks_dir)
-                .unwrap()
-                .map(|e| e.unwrap().path())
+            assert_eq!(
+                std::fs::read_dir(&locks_dir).unwrap().count(),
+                0,
+                "{who} {how:?}"
+            );
+            let mut files_of_the_home = Vec::new();
+            every_path(home, &w.demo.state_root, &mut files_of_the_home);
+            let guard = w.guard();
+            let mut ours: Vec<PathBuf> = files_of_the_home
+                .iter()
+                .filter(|p| p.is_file())
+                .map(|p| guard.lock_file(p))
                 .collect();
-            ours.sort();
-            assert!(!ours.is_empty(), "the launches took no lock of theirs");
             ours.push(locks_dir.clone());
 
             // The chat takes every lock it can and holds them.
@@ -530,6 +557,13 @@ fn a_chat_holding_every_lock_it_can_take_in_the_home_delays_no_other_launch() {
                     "{who} {how:?} {cli}: nothing of this chat's was written: {out}"
                 );
             }
+
+            // Every lock of the launcher's was let go and removed.
+            assert_eq!(
+                std::fs::read_dir(&locks_dir).unwrap().count(),
+                0,
+                "{who} {how:?}"
+            );
 
             // The chat still held everything: it lets go only now. (The files the launches
             // replaced are new inodes, which the chat never locked; its locks on the old ones

@@ -1078,3 +1078,42 @@ fn a_cli_rewriting_the_file_after_every_read_stops_the_edit_and_keeps_the_clis_f
     );
     drop(dir);
 }
+
+/// The launcher's own lock is what launches wait for: held (here by the test, standing in for
+/// another launch), an edit waits for it, then stops naming the file and the lock, and writes
+/// nothing; let go, the same edit is made and the lock file is removed with the lock.
+#[test]
+fn a_launch_waits_for_the_launchers_lock_and_for_nothing_else() {
+    use rustix::fs::{FlockOperation, Mode, OFlags, flock, open};
+    let (_dir, toml, _) = person_home();
+    let before = fs::read(&toml).unwrap();
+    let guard = guard().with_lock_wait(Duration::from_millis(200));
+    let lock_file = guard.lock_file(&fs::canonicalize(&toml).unwrap());
+    fs::create_dir_all(lock_file.parent().unwrap()).unwrap();
+    let held = open(
+        &lock_file,
+        OFlags::RDWR | OFlags::CREATE | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    flock(&held, FlockOperation::NonBlockingLockExclusive).unwrap();
+    let err = guard
+        .apply(&codex_trust(&toml, "/rt/chat-lock"))
+        .unwrap_err();
+    assert!(matches!(err, PersonFileError::Locked { .. }), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains(&lock_file.display().to_string()),
+        "{message}"
+    );
+    assert!(message.contains("config.toml"), "{message}");
+    assert_eq!(fs::read(&toml).unwrap(), before, "written without the lock");
+    // The control: let go, the same edit goes through, and the lock file goes with the lock.
+    drop(held);
+    assert_eq!(
+        guard.apply(&codex_trust(&toml, "/rt/chat-lock")).unwrap(),
+        Applied::Written
+    );
+    assert!(fs::read_to_string(&toml).unwrap().contains("/rt/chat-lock"));
+    assert!(!lock_file.exists(), "{} was left", lock_file.display());
+}

@@ -21,7 +21,8 @@
 //! - **Lock, where no chat reaches.** Launches wait for each other on the launcher's own lock,
 //!   an exclusive `flock` on a file of the state root's `state/cli-sandbox/locks/`
 //!   ([`Policy::person_file_locks`]), one per person's file, named by a hash of the file's real
-//!   path, held from the read to the rename and waited for at most [`LOCK_WAIT`]. Every chat's
+//!   path, held from the read to the rename and waited for at most [`LOCK_WAIT`], and removed
+//!   as it is let go (a launch that waited on a removed one takes the name's new one). Every chat's
 //!   sandbox closes the state root ([`Policy::decide`]: the Linux namespace plan masks it, the
 //!   Landlock-only fallback grants nothing in it, the Seatbelt profile denies it), and the guard
 //!   asks that rule before it takes the lock, so no chat can hold one and make another chat's
@@ -646,9 +647,13 @@ impl PersonFilesGuard {
 
     /// The launcher's own lock on the person's file `resolved` (its real place), taken
     /// exclusively: a file in [`Policy::person_file_locks`], inside the state root that every
-    /// chat's sandbox closes, named by a hash of the file's real path. Waited for at most
-    /// `lock_wait`: only another launch holds it, for the few milliseconds of its edit.
-    fn launch_lock(&self, file: &Path, resolved: &Path) -> Result<OwnedFd, PersonFileError> {
+    /// chat's sandbox closes, named by a hash of the file's real path ([`Self::lock_file`]).
+    /// Waited for at most `lock_wait`: only another launch holds it, for the few milliseconds of
+    /// its edit. The file is removed again as the lock is let go (so that a folder of locks does
+    /// not grow by one per chat), which is why a lock taken is kept only if the name still
+    /// names the file it was taken on: a launch that waited on a file removed meanwhile takes
+    /// the lock again on the name's new file.
+    fn launch_lock(&self, file: &Path, resolved: &Path) -> Result<LaunchLock, PersonFileError> {
         let dir = self.policy.person_file_locks();
         // The one thing the lock stands on: no chat reaches it. Asked of the rule itself, so
         // that a configuration that opened it (a grant over the state root) stops the launch
@@ -668,33 +673,61 @@ impl PersonFilesGuard {
             .mode(0o700)
             .create(dir)
             .map_err(io_err("create the lock folder", dir))?;
-        let lock_path = dir.join(lock_name(resolved));
-        let lock = rustix::fs::open(
-            &lock_path,
-            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            raw_mode(0o600),
-        )
-        .map_err(errno("open the lock", &lock_path))?;
+        let lock_path = self.lock_file(resolved);
         let started = Instant::now();
         let mut pause = Duration::from_millis(1);
         loop {
-            match rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => return Ok(lock),
-                Err(Errno::WOULDBLOCK) if started.elapsed() < self.lock_wait => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(10));
+            let lock = rustix::fs::open(
+                &lock_path,
+                OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                raw_mode(0o600),
+            )
+            .map_err(errno("open the lock", &lock_path))?;
+            loop {
+                match rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive) {
+                    Ok(()) => break,
+                    Err(Errno::WOULDBLOCK) if started.elapsed() < self.lock_wait => {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(Duration::from_millis(10));
+                    }
+                    Err(Errno::WOULDBLOCK) => {
+                        return Err(PersonFileError::Locked {
+                            file: resolved.to_owned(),
+                            lock: lock_path,
+                            waited: started.elapsed(),
+                        });
+                    }
+                    Err(Errno::INTR) => {}
+                    Err(e) => return Err(errno("lock", &lock_path)(e)),
                 }
-                Err(Errno::WOULDBLOCK) => {
-                    return Err(PersonFileError::Locked {
-                        file: resolved.to_owned(),
-                        lock: lock_path,
-                        waited: started.elapsed(),
+            }
+            let ours = rustix::fs::fstat(&lock).map_err(errno("inspect the lock", &lock_path))?;
+            match rustix::fs::statat(rustix::fs::CWD, &lock_path, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(now) if (now.st_dev, now.st_ino) == (ours.st_dev, ours.st_ino) => {
+                    return Ok(LaunchLock {
+                        _fd: lock,
+                        path: lock_path,
                     });
                 }
-                Err(Errno::INTR) => {}
-                Err(e) => return Err(errno("lock", &lock_path)(e)),
+                // Removed (or replaced) by the launch that held it before: take the new one.
+                Ok(_) | Err(Errno::NOENT) => continue,
+                Err(e) => return Err(errno("inspect the lock", &lock_path)(e)),
             }
         }
+    }
+
+    /// The lock file of the person's file at `resolved` (its real path), in
+    /// [`Policy::person_file_locks`]: `<hash>.lock`, FNV-1a of the path's bytes (fixed by its
+    /// definition, so that every build of the launcher names it alike). Two files whose paths
+    /// share a hash share a lock: their launches wait for each other, nothing more.
+    #[doc(hidden)]
+    pub fn lock_file(&self, resolved: &Path) -> PathBuf {
+        use std::hash::Hasher;
+        let mut hash = fnv::FnvHasher::default();
+        hash.write(resolved.as_os_str().as_bytes());
+        self.policy
+            .person_file_locks()
+            .join(format!("{:016x}.lock", hash.finish()))
     }
 
     /// The checked place of `file`; `Ok(None)` when it must be resolved again. Every path an
@@ -821,14 +854,21 @@ impl PersonFilesGuard {
     }
 }
 
-/// The name of the lock of the person's file at `resolved`: a hash of its real path (FNV-1a,
-/// fixed by its definition, so that every build of the launcher names it alike). Two files whose
-/// paths share a hash share a lock: their launches wait for each other, nothing more.
-fn lock_name(resolved: &Path) -> String {
-    use std::hash::Hasher;
-    let mut hash = fnv::FnvHasher::default();
-    hash.write(resolved.as_os_str().as_bytes());
-    format!("{:016x}.lock", hash.finish())
+/// The launcher's lock on one person's file, held while it lives; removed as it is let go.
+#[derive(Debug)]
+struct LaunchLock {
+    /// The locked file, closed (and the lock let go) after `drop` has removed its name.
+    _fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl Drop for LaunchLock {
+    fn drop(&mut self) {
+        // Removed while still held, so that no launch takes a lock on it afterwards and keeps it
+        // (each checks, once it holds a lock, that the name still names that file). Best effort:
+        // a lock file left behind is taken, checked and removed by the next launch.
+        let _ = rustix::fs::unlink(&self.path);
+    }
 }
 
 /// Makes the folders `place` still lacks, one at a time below its folder, none through a link;
