@@ -1,6 +1,7 @@
 //! The pre-trust writer against real files: preservation, refusal, idempotence, permissions,
-//! and a hundred writers at once (threads and separate processes), including writers killed with
-//! SIGKILL in the middle of a write.
+//! a hundred writers at once (threads and separate processes), including writers killed with
+//! SIGKILL in the middle of a write, and a stand-in for the person's CLI that rewrites the file
+//! between our read and our rename (it takes no lock of ours).
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
@@ -13,15 +14,20 @@ use sandbox_core::{EditAction, FileEdit, FileFormat, PersonFiles};
 use serde_json::{Value, json};
 
 /// The guard of a person whose home holds every temporary folder these tests write in (the
-/// system's temporary folder), with AgentWorks' data at its default place inside that home,
-/// where no test here writes. The attacks on the guard are in `person_files_attacks.rs`.
+/// system's temporary folder), with AgentWorks' data in a folder of that home kept for this
+/// user's runs of these tests (the launcher's locks are written there). The attacks on the guard
+/// are in `person_files_attacks.rs`.
 fn guard() -> PersonFilesGuard {
     static GUARD: std::sync::OnceLock<PersonFilesGuard> = std::sync::OnceLock::new();
     GUARD
         .get_or_init(|| {
             let home = fs::canonicalize(std::env::temp_dir()).unwrap();
+            // SAFETY: geteuid has no failure and touches no memory.
+            let uid = unsafe { libc::geteuid() };
+            let state_root = home.join(format!("cli-sandbox-person-files-tests-{uid}"));
+            fs::create_dir_all(&state_root).unwrap();
             let ctx = launch::Context::load(&launch::Settings {
-                state_root: Some(home.join(".local/share/AgentWorks")),
+                state_root: Some(state_root),
                 home: Some(home),
                 ..Default::default()
             })
@@ -906,4 +912,208 @@ fn a_launch_stops_on_a_settings_file_it_cannot_parse_naming_the_file_and_the_lin
         assert!(stderr.contains("left untouched"), "{cli}: {stderr}");
         assert_untouched(&file, content, ino);
     }
+}
+
+// ---------- a CLI writing the same file, without our lock ----------
+
+/// How the person's CLI stand-in writes its file: as the CLIs do (a new file renamed over it),
+/// or in place, keeping the size and the modification time (the hardest to see).
+#[derive(Debug, Clone, Copy)]
+enum CliWrite {
+    Renamed,
+    InPlace,
+}
+
+/// The stand-in for the person's CLI: rewrites `file` with `text` the way `how` says, taking
+/// no lock of ours.
+fn cli_writes(file: &Path, text: &str, how: CliWrite) {
+    match how {
+        CliWrite::Renamed => {
+            let tmp = file.with_extension("cli-tmp");
+            fs::write(&tmp, text).unwrap();
+            fs::rename(&tmp, file).unwrap();
+        }
+        CliWrite::InPlace => {
+            use std::io::Write;
+            let before = fs::metadata(file).unwrap();
+            assert_eq!(before.len(), text.len() as u64, "in place keeps the size");
+            let mut f = fs::OpenOptions::new().write(true).open(file).unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+            f.set_modified(before.modified().unwrap()).unwrap();
+        }
+    }
+}
+
+/// The person's text with one byte changed where the CLI stand-in writes (same length).
+fn cli_version(text: &str, format: FileFormat) -> String {
+    match format {
+        FileFormat::Toml => text.replacen("the one I like", "the one I LIKE", 1),
+        FileFormat::Json => text.replacen("\"keep\"", "\"KEEP\"", 1),
+    }
+}
+
+/// An edit of `format` whose read is followed, once, by the CLI stand-in's write: the edit is
+/// made again on the CLI's version, so the file holds both (and the person's other bytes).
+#[test]
+fn a_cli_rewriting_the_file_between_our_read_and_rename_loses_nothing() {
+    for how in [CliWrite::Renamed, CliWrite::InPlace] {
+        for format in [FileFormat::Toml, FileFormat::Json] {
+            let (_dir, toml, json_file) = person_home();
+            let (file, our_edit) = match format {
+                FileFormat::Toml => (toml.clone(), codex_trust(&toml, "/rt/chat-cas")),
+                FileFormat::Json => (json_file.clone(), claude_trust(&json_file, "/rt/chat-cas")),
+            };
+            let theirs = cli_version(&fs::read_to_string(&file).unwrap(), format);
+            let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let hook = {
+                let (calls, theirs, file) = (calls.clone(), theirs.clone(), file.clone());
+                move |at: &Path| {
+                    assert_eq!(at, fs::canonicalize(&file).unwrap());
+                    if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                        cli_writes(&file, &theirs, how);
+                    }
+                }
+            };
+            let applied = guard().before_swap(hook).apply(&our_edit).unwrap();
+            assert_eq!(applied, Applied::Written);
+            assert_eq!(
+                calls.load(std::sync::atomic::Ordering::SeqCst),
+                2,
+                "{how:?} {format:?}: the edit was made again once"
+            );
+            let text = fs::read_to_string(&file).unwrap();
+            assert!(
+                text.contains("the one I LIKE") || text.contains("\"KEEP\""),
+                "{how:?} {format:?}: the CLI's write was lost:\n{text}"
+            );
+            assert!(
+                text.contains("/rt/chat-cas"),
+                "{how:?} {format:?}: ours lost:\n{text}"
+            );
+            // Control: without the check, the same write of the CLI's would be lost; the
+            // stand-in really wrote between our read and our rename.
+            assert_ne!(theirs, fs::read_to_string(&file).unwrap());
+        }
+    }
+}
+
+/// The CLI stand-in creates the file between our read (nothing there) and our rename: our
+/// rename never replaces it (`RENAME_NOREPLACE`); the edit is made on the CLI's file.
+#[test]
+fn a_cli_creating_the_file_between_our_read_and_rename_keeps_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trustedFolders.json");
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let hook = {
+        let (calls, file) = (calls.clone(), file.clone());
+        move |_: &Path| {
+            if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                cli_writes(
+                    &file,
+                    "{\n  \"/home/me/code\": \"TRUST_FOLDER\"\n}",
+                    CliWrite::Renamed,
+                );
+            }
+        }
+    };
+    let ours = edit(
+        &file,
+        FileFormat::Json,
+        &["/rt/chat-cas"],
+        json!("TRUST_FOLDER"),
+    );
+    assert_eq!(
+        guard().before_swap(hook).apply(&ours).unwrap(),
+        Applied::Written
+    );
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let value: Value = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        value,
+        json!({"/home/me/code": "TRUST_FOLDER", "/rt/chat-cas": "TRUST_FOLDER"})
+    );
+}
+
+/// A CLI that rewrites the file after every read of ours: the launch gives up after a bounded
+/// number of tries, naming the file, and the file is the CLI's last version, never ours over it;
+/// no temporary file of ours is left.
+#[test]
+fn a_cli_rewriting_the_file_after_every_read_stops_the_edit_and_keeps_the_clis_file() {
+    let (dir, toml, _) = person_home();
+    let n = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let hook = {
+        let (n, toml) = (n.clone(), toml.clone());
+        move |_: &Path| {
+            let i = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            cli_writes(
+                &toml,
+                &format!("{PERSON_TOML}\n[cli]\nn = {i}\n"),
+                CliWrite::Renamed,
+            );
+        }
+    };
+    let err = guard()
+        .before_swap(hook)
+        .apply(&codex_trust(&toml, "/rt/chat-cas"))
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        matches!(err, PersonFileError::KeptRewritten { .. }),
+        "{message}"
+    );
+    assert!(message.contains(&toml.display().to_string()), "{message}");
+    let last = n.load(std::sync::atomic::Ordering::SeqCst) - 1;
+    assert_eq!(
+        fs::read_to_string(&toml).unwrap(),
+        format!("{PERSON_TOML}\n[cli]\nn = {last}\n")
+    );
+    let left: Vec<_> = fs::read_dir(toml.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("config.toml")],
+        "{left:?}"
+    );
+    drop(dir);
+}
+
+/// The launcher's own lock is what launches wait for: held (here by the test, standing in for
+/// another launch), an edit waits for it, then stops naming the file and the lock, and writes
+/// nothing; let go, the same edit is made and the lock file is removed with the lock.
+#[test]
+fn a_launch_waits_for_the_launchers_lock_and_for_nothing_else() {
+    use rustix::fs::{FlockOperation, Mode, OFlags, flock, open};
+    let (_dir, toml, _) = person_home();
+    let before = fs::read(&toml).unwrap();
+    let guard = guard().with_lock_wait(Duration::from_millis(200));
+    let lock_file = guard.lock_file(&fs::canonicalize(&toml).unwrap());
+    fs::create_dir_all(lock_file.parent().unwrap()).unwrap();
+    let held = open(
+        &lock_file,
+        OFlags::RDWR | OFlags::CREATE | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    flock(&held, FlockOperation::NonBlockingLockExclusive).unwrap();
+    let err = guard
+        .apply(&codex_trust(&toml, "/rt/chat-lock"))
+        .unwrap_err();
+    assert!(matches!(err, PersonFileError::Locked { .. }), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains(&lock_file.display().to_string()),
+        "{message}"
+    );
+    assert!(message.contains("config.toml"), "{message}");
+    assert_eq!(fs::read(&toml).unwrap(), before, "written without the lock");
+    // The control: let go, the same edit goes through, and the lock file goes with the lock.
+    drop(held);
+    assert_eq!(
+        guard.apply(&codex_trust(&toml, "/rt/chat-lock")).unwrap(),
+        Applied::Written
+    );
+    assert!(fs::read_to_string(&toml).unwrap().contains("/rt/chat-lock"));
+    assert!(!lock_file.exists(), "{} was left", lock_file.display());
 }

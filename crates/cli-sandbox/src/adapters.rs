@@ -35,7 +35,7 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, Error> {
         crate::print_json(&Answer { adapters: &rows })?;
     } else {
         for r in &rows {
-            println!(
+            outln!(
                 "{:<8} {:<40} {}",
                 r.name,
                 if r.found {

@@ -87,10 +87,10 @@ pub fn check(ctx: &Context, names: &[String]) -> Result<Vec<CliReadiness>, Error
 }
 
 /// The text form, after the machine's report.
-pub fn print_text(clis: &[CliReadiness]) {
+pub fn print_text(clis: &[CliReadiness]) -> Result<(), crate::Error> {
     for cli in clis {
-        println!("{}:", cli.name);
-        println!(
+        outln!("{}:", cli.name);
+        outln!(
             "  installed: {}",
             if cli.installed {
                 format!("yes, {}", cli.program)
@@ -100,13 +100,14 @@ pub fn print_text(clis: &[CliReadiness]) {
         );
         for need in &cli.needs {
             if need.what == "installed" {
-                println!("      {}", need.found);
+                outln!("      {}", need.found);
             } else {
-                println!("  {}: {} ({})", need.what, need.ready.as_str(), need.found);
+                outln!("  {}: {} ({})", need.what, need.ready.as_str(), need.found);
             }
             if need.ready != Ready::Yes {
-                println!("      to do once: {}", need.remedy);
+                outln!("      to do once: {}", need.remedy);
             }
         }
     }
+    Ok(())
 }

@@ -135,11 +135,11 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
     if args.json {
         crate::print_json(&report)?;
     } else {
-        print!("{}", report_text(&report, &machine()));
+        out!("{}", report_text(&report, &machine()));
     }
     if args.keep || state_root.is_some() {
         if !args.json {
-            println!("demo layout kept at {}", report.layout.display());
+            outln!("demo layout kept at {}", report.layout.display());
         }
         if let Some(temp) = temp {
             // Kept on purpose: the person asked to inspect it.
@@ -615,15 +615,17 @@ fn agents(
     if args.json {
         crate::print_json(&report)?;
     } else {
-        println!("backend: {}", backend_words(report.backend));
+        outln!("backend: {}", backend_words(report.backend));
         if !report.sandbox {
-            println!(
-                "!!! CONTROL RUN: the sandbox is OFF; refused actions are expected to succeed"
-            );
+            outln!("!!! CONTROL RUN: the sandbox is OFF; refused actions are expected to succeed");
         }
-        println!(
+        outln!(
             "{:<7} {:<10} {:<24} {:<24} {:<9} actual",
-            "cli", "shape", "tool", "action", "expected"
+            "cli",
+            "shape",
+            "tool",
+            "action",
+            "expected"
         );
         for row in &report.rows {
             let actual = match (row.passed, row.actual) {
@@ -631,7 +633,7 @@ fn agents(
                 (true, Actual::Refused) => "refused".to_owned(),
                 (_, a) => format!("!! {a:?}").to_uppercase(),
             };
-            println!(
+            outln!(
                 "{:<7} {:<10} {:<24} {:<24} {:<9} {actual}{}",
                 row.cli,
                 row.shape,
@@ -646,7 +648,7 @@ fn agents(
             );
         }
         for l in &report.launches {
-            println!(
+            outln!(
                 "launch {} {} ({}): {:.1} s, {} requests, {} of {} tool results{}",
                 l.cli,
                 l.shape,
@@ -659,20 +661,20 @@ fn agents(
             );
         }
         for s in &report.skipped {
-            println!("!!! {s}");
+            outln!("!!! {s}");
         }
         for e in &report.errors {
-            println!("!! {e}");
+            outln!("!! {e}");
         }
-        println!("took {:.1} s", report.seconds);
-        println!(
+        outln!("took {:.1} s", report.seconds);
+        outln!(
             "{} checks: {} passed, {} failed (one per row above)",
             report.passed + report.failed,
             report.passed,
             report.failed
         );
         if keep {
-            println!("demo layout kept at {}", report.layout.display());
+            outln!("demo layout kept at {}", report.layout.display());
         }
     }
     if keep && let Some(temp) = temp {

@@ -58,7 +58,7 @@ pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode,
     if json {
         crate::print_json(&report)?;
     } else {
-        print_text(&report);
+        print_text(&report)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -135,17 +135,17 @@ fn every_promise(by: &str, enforcement: Enforcement) -> Vec<Guarantee> {
         .collect()
 }
 
-fn print_text(r: &Report) {
-    println!("os:       {}", r.os);
+fn print_text(r: &Report) -> Result<(), Error> {
+    outln!("os:       {}", r.os);
     match &r.facts {
         Facts::Linux(l) => {
-            println!(
+            outln!(
                 "landlock: {}",
                 l.landlock_abi
                     .map(|a| format!("ABI {a}"))
                     .unwrap_or_else(|| "missing".into())
             );
-            println!(
+            outln!(
                 "user namespaces: {}",
                 if l.user_namespaces {
                     "yes".to_owned()
@@ -155,38 +155,41 @@ fn print_text(r: &Report) {
             );
         }
         Facts::MacOs(m) => {
-            println!(
+            outln!(
                 "sandbox-exec: {}",
                 if m.sandbox_exec { "present" } else { "missing" }
             );
-            println!("accounts: {}", m.people.join(", "));
-            println!("already sandboxed: {}", m.already_sandboxed);
+            outln!("accounts: {}", m.people.join(", "));
+            outln!("already sandboxed: {}", m.already_sandboxed);
         }
-        Facts::Other { name } => println!("platform: {name}"),
+        Facts::Other { name } => {
+            outln!("platform: {name}");
+        }
     }
-    println!("backend:  {}", crate::launch_cmds::backend_words(r.backend));
-    println!("mode:     {}", r.mode.as_str());
-    println!("reason:   {}", r.reason);
-    println!("notice:   {}", r.notice);
+    outln!("backend:  {}", crate::launch_cmds::backend_words(r.backend));
+    outln!("mode:     {}", r.mode.as_str());
+    outln!("reason:   {}", r.reason);
+    outln!("notice:   {}", r.notice);
     if let Some(refused) = &r.cannot_confine {
-        println!("full CLI: refused: {refused}");
+        outln!("full CLI: refused: {refused}");
     }
-    println!("ways out:");
+    outln!("ways out:");
     for g in &r.ways_out {
         let state = match &g.enforcement {
             Enforcement::Fully => "closed".to_owned(),
             Enforcement::Partly(note) => format!("closed, with a gap: {note}"),
             Enforcement::Not(note) => format!("OPEN: {note}"),
         };
-        println!("  - {}\n      by {}\n      {}", g.what, g.by, state);
+        outln!("  - {}\n      by {}\n      {}", g.what, g.by, state);
     }
-    println!(
+    outln!(
         "refusals recorded: {}\n      {}",
         if r.denials.recorded { "yes" } else { "NO" },
         r.denials.how
     );
     if !r.denials.never.is_empty() {
-        println!("      never: {}", r.denials.never);
+        outln!("      never: {}", r.denials.never);
     }
-    crate::cli_readiness::print_text(&r.clis);
+    crate::cli_readiness::print_text(&r.clis)?;
+    Ok(())
 }

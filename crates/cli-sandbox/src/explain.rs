@@ -47,7 +47,7 @@ pub fn run(settings: &Settings, args: &ExplainArgs) -> Result<ExitCode, Error> {
         crate::print_json(&answer)?;
     } else {
         let rule = serde_json::to_value(&answer.verdict.rule).unwrap_or_default();
-        println!(
+        outln!(
             "{} {} {}: {} by rule `{}`{}",
             if answer.verdict.allowed {
                 "allowed"

@@ -156,28 +156,28 @@ pub fn plan(settings: &Settings, args: &PlanArgs) -> Result<ExitCode, Error> {
         crate::print_json(&launch)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("cli:     {}", launch.cli);
-    println!("backend: {}", backend_words(launch.decision.backend));
-    println!("mode:    {}", launch.decision.mode.as_str());
-    println!("reason:  {}", launch.decision.reason);
-    println!("notice:  {}", launch.decision.notice);
+    outln!("cli:     {}", launch.cli);
+    outln!("backend: {}", backend_words(launch.decision.backend));
+    outln!("mode:    {}", launch.decision.mode.as_str());
+    outln!("reason:  {}", launch.decision.reason);
+    outln!("notice:  {}", launch.decision.notice);
     if !launch.program_found {
-        println!("program: {} (NOT FOUND)", launch.program.display());
+        outln!("program: {} (NOT FOUND)", launch.program.display());
     }
-    println!("cwd:     {}", launch.cwd.display());
+    outln!("cwd:     {}", launch.cwd.display());
     let words: Vec<String> = launch
         .argv
         .iter()
         .map(|a| shell_words::quote(&a.to_string_lossy()).into_owned())
         .collect();
-    println!("argv:    {}", words.join(" "));
+    outln!("argv:    {}", words.join(" "));
     for (k, v) in &launch.env.set {
-        println!("env:     {k}={v}");
+        outln!("env:     {k}={v}");
     }
     for k in &launch.env.remove {
-        println!("env:     unset {k}");
+        outln!("env:     unset {k}");
     }
-    println!(
+    outln!(
         "stdin:   {}",
         match launch.stdin {
             Stdin::Inherit => "inherited",
@@ -185,7 +185,7 @@ pub fn plan(settings: &Settings, args: &PlanArgs) -> Result<ExitCode, Error> {
         }
     );
     for edit in &launch.pre_trust {
-        println!(
+        outln!(
             "pre-trust: {} {} = {}",
             edit.file.display(),
             edit.keys.join("."),
@@ -193,13 +193,13 @@ pub fn plan(settings: &Settings, args: &PlanArgs) -> Result<ExitCode, Error> {
         );
     }
     for file in &launch.files {
-        println!("file:    {}", file.path.display());
+        outln!("file:    {}", file.path.display());
     }
     match &launch.plan_file {
-        Some(file) => println!("wrote:   {} (the plan the helper reads)", file.display()),
-        None => println!("wrote:   nothing"),
+        Some(file) => outln!("wrote:   {} (the plan the helper reads)", file.display()),
+        None => outln!("wrote:   nothing"),
     }
-    println!(
+    outln!(
         "         Nothing else was made: the pre-trust entries, the files and the runtime are \
          written by `cli-sandbox pre-trust` or `run`; the grants' refused folders by the helper."
     );
@@ -214,9 +214,9 @@ pub fn pre_trust(settings: &Settings, args: &PreTrustArgs) -> Result<ExitCode, E
         crate::print_json(&done)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("runtime: {}", done.runtime.display());
+    outln!("runtime: {}", done.runtime.display());
     for edit in &done.edits {
-        println!(
+        outln!(
             "{} {} {}",
             if edit.written { "wrote:  " } else { "kept:   " },
             edit.file.display(),
@@ -224,10 +224,10 @@ pub fn pre_trust(settings: &Settings, args: &PreTrustArgs) -> Result<ExitCode, E
         );
     }
     for file in &done.files {
-        println!("file:    {}", file.display());
+        outln!("file:    {}", file.display());
     }
     if done.edits.is_empty() && done.files.is_empty() {
-        println!("(this launch needs no pre-trust entry)");
+        outln!("(this launch needs no pre-trust entry)");
     }
     Ok(ExitCode::SUCCESS)
 }

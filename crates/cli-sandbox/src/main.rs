@@ -12,6 +12,25 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use launch::{Context, Error, Settings};
 use sandbox_core::{GrantRequest, Op};
 
+/// Writes on stdout, as `print!` does, but a stdout that cannot be written (a full disk, a
+/// closed reader of a command that keeps SIGPIPE ignored, a socket with no peer) is our failure,
+/// returned with `?` (status 125, said on stderr), never a panic.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_out(format_args!($($arg)*))?
+    };
+}
+
+/// [`out!`] with a newline, as `println!`.
+macro_rules! outln {
+    () => {
+        $crate::write_out(format_args!("\n"))?
+    };
+    ($($arg:tt)*) => {
+        $crate::write_out(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
 mod adapters;
 mod cli_readiness;
 mod completions;
@@ -334,6 +353,19 @@ pub fn verbosity_filter(verbose: u8) -> &'static str {
     }
 }
 
+/// Writes `text` on stdout (see [`out!`]).
+pub fn write_out(text: std::fmt::Arguments<'_>) -> Result<(), Error> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_fmt(text)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| Error::Io {
+            what: "the answer cannot be written on stdout (what the command did is done)".into(),
+            source: e,
+        })
+}
+
 /// Prints a value as pretty JSON on stdout, `{"version": JSON_VERSION, ...its fields}`. A path
 /// that is not UTF-8 cannot be JSON text: that is bad input, said as such.
 pub fn print_json(value: &impl serde::Serialize) -> Result<(), Error> {
@@ -352,7 +384,7 @@ pub fn print_json(value: &impl serde::Serialize) -> Result<(), Error> {
             "the answer cannot be written as JSON ({e}): a path in it is not UTF-8; rename it or drop --json"
         ))
     })?;
-    println!("{text}");
+    outln!("{text}");
     Ok(())
 }
 

@@ -86,7 +86,7 @@ pub fn run(args: &ManArgs) -> Result<ExitCode, Error> {
             });
             let text = page(name.as_deref()).map_err(io("a man page".into()))?;
             std::fs::write(&file, text).map_err(io(format!("`{}`", file.display())))?;
-            println!("{}", file.display());
+            outln!("{}", file.display());
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -49,19 +49,19 @@ pub fn run(settings: &Settings, args: &ProfileArgs) -> Result<ExitCode, Error> {
                     plan: &plan,
                 })?;
             } else {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&plan).unwrap_or_default()
                 );
-                println!();
-                println!("What the kernel will enforce:");
+                outln!();
+                outln!("What the kernel will enforce:");
                 for g in &plan.guarantees {
                     let state = match &g.enforcement {
                         Enforcement::Fully => "fully".to_owned(),
                         Enforcement::Partly(n) => format!("partly: {n}"),
                         Enforcement::Not(n) => format!("NOT: {n}"),
                     };
-                    println!("  - {} [{}] by {}", g.what, state, g.by);
+                    outln!("  - {} [{}] by {}", g.what, state, g.by);
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -85,10 +85,10 @@ pub fn run(settings: &Settings, args: &ProfileArgs) -> Result<ExitCode, Error> {
                 }
                 crate::print_json(&json)?;
             } else {
-                print!("{}", profile.text);
-                println!();
+                out!("{}", profile.text);
+                outln!();
                 for (name, value) in &profile.params {
-                    println!(";; -D{name}={value}");
+                    outln!(";; -D{name}={value}");
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -459,6 +459,198 @@ fn a_failure_exits_125_when_stderr_cannot_be_written() {
     }
 }
 
+/// What `step`, `run` and `pre-trust` are given as stderr in
+/// `step_run_and_pre_trust_never_panic_on_their_own_descriptors`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Given {
+    /// A unix datagram socket pair: the sandbox refuses it (the program could send anywhere
+    /// through it), and our message can still be read at the other end.
+    RefusedWithPeer,
+    /// A unix stream socket never connected: the sandbox refuses it, and nothing can be written
+    /// on it (ENOTCONN): no message can be said.
+    RefusedNoPeer,
+    /// A closed descriptor.
+    Closed,
+    /// A pipe nobody reads, full, non-blocking: every write fails with EAGAIN.
+    FullPipe,
+}
+
+/// Closes this process's stderr: a child's, between fork and exec.
+fn close_stderr() -> std::io::Result<()> {
+    // SAFETY: close() takes no pointer; closing descriptor 2 is what the caller asks.
+    unsafe { libc::close(2) };
+    Ok(())
+}
+
+/// The stderr of `given`, and the other end to read our message from where there is one.
+fn given_stderr(
+    given: Given,
+) -> (
+    Option<std::os::fd::OwnedFd>,
+    Option<std::os::unix::net::UnixDatagram>,
+) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    match given {
+        Given::RefusedWithPeer => {
+            let (ours, peer) = std::os::unix::net::UnixDatagram::pair().unwrap();
+            peer.set_nonblocking(true).unwrap();
+            (Some(OwnedFd::from(ours)), Some(peer))
+        }
+        Given::RefusedNoPeer => {
+            // SAFETY: socket() takes no pointer; a non-negative result is a new descriptor.
+            let fd =
+                unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+            // SAFETY: `fd` was just made and is owned by nothing else.
+            (Some(unsafe { OwnedFd::from_raw_fd(fd) }), None)
+        }
+        Given::Closed => (None, None),
+        Given::FullPipe => {
+            let (reader, writer) = std::io::pipe().unwrap();
+            let writer = OwnedFd::from(writer);
+            let flags = rustix::fs::fcntl_getfl(&writer).unwrap();
+            rustix::fs::fcntl_setfl(&writer, flags | rustix::fs::OFlags::NONBLOCK).unwrap();
+            let block = [b'x'; 65536];
+            while rustix::io::write(&writer, &block).is_ok() {}
+            // The reader is kept open by the writer's side only through this leak: a pipe with
+            // no reader would be EPIPE, not full.
+            std::mem::forget(reader);
+            (Some(writer), None)
+        }
+    }
+}
+
+/// `step`, `run` and `pre-trust` never panic on their own descriptors: with stderr a socket the
+/// sandbox refuses (with a peer that reads our message, and with none), closed, or a full
+/// non-blocking pipe, each ends with the status it owes (125 for our failure: bad input, a
+/// refused descriptor; the program's own otherwise), never a panic's 101; where our message can
+/// be written (the refused socket with a peer), it says what was refused and what to give
+/// instead. With stdout that cannot be written (a full disk: `/dev/full`), `pre-trust` says so on
+/// stderr and ends with 125 (it panicked: 101). The control is each launch with stderr a pipe we
+/// read.
+#[test]
+fn step_run_and_pre_trust_never_panic_on_their_own_descriptors() {
+    use std::os::unix::process::CommandExt;
+    if !confined_here("step_run_and_pre_trust_never_panic_on_their_own_descriptors") {
+        return;
+    }
+    let l = layout();
+    let config = l.config_with_program("codex", Path::new("/bin/true"));
+    let chat = l.demo.chat.clone();
+    // (what, arguments, status with a stderr the sandbox accepts, the message's words when
+    // refused)
+    let launches: [(&str, Vec<&str>, i32, &str); 3] = [
+        (
+            "step",
+            vec!["step", "--chat", &chat, "--", "/bin/true"],
+            0,
+            "stderr (descriptor 2)",
+        ),
+        (
+            "step, bad input",
+            vec!["step", "--chat", "bad id!", "--", "/bin/true"],
+            125,
+            "bad id!",
+        ),
+        (
+            "run",
+            vec!["run", "--cli", "codex", "--chat", &chat],
+            0,
+            "stderr (descriptor 2)",
+        ),
+    ];
+    let command = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(cargo_bin("cli-sandbox"));
+        for var in [
+            "AGENTWORKS_STATE_ROOT",
+            "AGENTWORKS_WORKSPACE_DOCS",
+            "XDG_DATA_HOME",
+            "RUST_LOG",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOME", &l.demo.home)
+            .arg("--config")
+            .arg(&config)
+            .arg("--state-root")
+            .arg(&l.demo.state_root)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null());
+        cmd
+    };
+    for (what, args, accepted, words) in &launches {
+        let control = command(args).output().unwrap();
+        assert_eq!(
+            control.status.code(),
+            Some(*accepted),
+            "control {what}: {}",
+            text(&control)
+        );
+        for given in [
+            Given::RefusedWithPeer,
+            Given::RefusedNoPeer,
+            Given::Closed,
+            Given::FullPipe,
+        ] {
+            let (stderr, peer) = given_stderr(given);
+            let mut cmd = command(args);
+            match stderr {
+                Some(fd) => {
+                    cmd.stderr(fd);
+                }
+                None => {
+                    // SAFETY: the hook runs between fork and exec and only closes the child's
+                    // own stderr, which is async-signal-safe and touches no memory.
+                    unsafe {
+                        cmd.pre_exec(close_stderr);
+                    }
+                }
+            }
+            let status = cmd.status().unwrap();
+            let refused = matches!(given, Given::RefusedWithPeer | Given::RefusedNoPeer);
+            let expected = if refused { 125 } else { *accepted };
+            assert_eq!(
+                status.code(),
+                Some(expected),
+                "{what} with {given:?} as stderr: {status:?}"
+            );
+            if let Some(peer) = peer {
+                let mut said = Vec::new();
+                let mut buf = [0u8; 65536];
+                while let Ok(n) = peer.recv(&mut buf) {
+                    said.extend_from_slice(&buf[..n]);
+                }
+                let said = String::from_utf8_lossy(&said);
+                assert!(said.contains(words), "{what} with {given:?}: said {said:?}");
+                assert!(
+                    said.starts_with("cli-sandbox"),
+                    "{what} with {given:?}: said {said:?}"
+                );
+            }
+        }
+    }
+    // stdout that cannot be written: pre-trust did its work, and says that its answer is lost.
+    let out = command(&["pre-trust", "--cli", "codex", "--chat", &chat])
+        .stdout(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot be written on stdout"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let control = command(&["pre-trust", "--cli", "codex", "--chat", &chat])
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(control.status.code(), Some(0), "{}", text(&control));
+}
+
 /// A command that only answers ends by SIGPIPE, as `cat` does, when its reader has gone
 /// (`cli-sandbox man | head -c1`): it used to panic on the broken pipe and exit 101. The control
 /// is the same command with a reader.

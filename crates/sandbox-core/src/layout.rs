@@ -150,6 +150,13 @@ impl Layout {
         self.state_root.join("state/cli-sandbox/plans")
     }
 
+    /// Where the launcher keeps its locks on the person's files (one file per person's file):
+    /// inside the state root, which every chat's sandbox closes, so that no chat can hold one
+    /// and make another chat's launch wait.
+    pub fn person_file_locks_dir(&self) -> PathBuf {
+        self.state_root.join("state/cli-sandbox/locks")
+    }
+
     /// The roots this layout protects: the app folder, the state root and workspace-docs, with
     /// nested duplicates kept (a nested root is still named so that its own ancestors are pinned).
     pub fn protected_roots(&self) -> Vec<PathBuf> {

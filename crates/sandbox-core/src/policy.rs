@@ -546,6 +546,10 @@ pub struct Policy {
     runtime: PathBuf,
     /// The folder that holds every chat's runtime (closed like the rest of the state root).
     runtimes_dir: PathBuf,
+    /// The launcher's locks on the person's files (closed like the rest of the state root; not
+    /// a rule of its own, so not in the JSON answers).
+    #[serde(skip)]
+    person_file_locks: PathBuf,
     grants: Vec<Grant>,
     refused: Vec<RefusedPattern>,
     /// Refused to execute and to read (a copy of a readable program runs just the same).
@@ -603,6 +607,13 @@ impl Policy {
     /// The folder that holds every chat's runtime (closed like the rest of the state root).
     pub fn runtimes_dir(&self) -> &Path {
         &self.runtimes_dir
+    }
+
+    /// The folder of the launcher's locks on the person's files
+    /// ([`Layout::person_file_locks_dir`]): closed like the rest of the state root, so that no
+    /// chat can take one.
+    pub fn person_file_locks(&self) -> &Path {
+        &self.person_file_locks
     }
 
     /// The chat's grants: canonical folders inside protected roots, sorted by path, one per
@@ -888,6 +899,7 @@ impl Policy {
             home: layout.home.clone(),
             protected,
             runtimes_dir: layout.runtimes_dir(),
+            person_file_locks: layout.person_file_locks_dir(),
             runtime,
             grants,
             refused,

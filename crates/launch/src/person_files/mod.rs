@@ -18,13 +18,31 @@
 //!   resolving: another launch may have replaced it meanwhile (it does, a hundred launches at
 //!   once), and what matters is that it sits, by its name and not as a link, in the checked
 //!   folder.
-//! - **Lock.** An exclusive `flock` on that folder, held from the read to the rename, waited for
-//!   at most [`LOCK_WAIT`] (a chat can take the same lock; it must not hang other launches). The
-//!   folder's inode stays put while files in it are replaced, so every launcher waits on the same
-//!   lock; a lock on the file itself would be lost at the first rename, and a separate lock file
-//!   would litter the person's folder. The CLIs themselves do not take this lock: a CLI that
-//!   rewrites its own file at the same instant can still lose our entry or theirs (we write once,
-//!   before the CLI starts).
+//! - **Lock, where no chat reaches.** Launches wait for each other on the launcher's own lock,
+//!   an exclusive `flock` on a file of the state root's `state/cli-sandbox/locks/`
+//!   ([`Policy::person_file_locks`]), one per person's file, named by a hash of the file's real
+//!   path, held from the read to the rename and waited for at most [`LOCK_WAIT`], and removed
+//!   as it is let go (a launch that waited on a removed one takes the name's new one). Every chat's
+//!   sandbox closes the state root ([`Policy::decide`]: the Linux namespace plan masks it, the
+//!   Landlock-only fallback grants nothing in it, the Seatbelt profile denies it), and the guard
+//!   asks that rule before it takes the lock, so no chat can hold one and make another chat's
+//!   launch wait or fail. No lock is taken on anything a chat can open: not the person's file,
+//!   not its folder (which earlier versions locked: every chat can open the home and hold that
+//!   lock for as long as it runs, and every other launch then waited 30 s and failed).
+//! - **Compare and swap, against everyone else.** The person's own CLIs write the same files
+//!   and take no lock of ours (nor could they be made to; checked against the pinned CLIs:
+//!   Codex `flock`s only files of its own under `~/.codex` (`installation_id`, `*.lock`), never
+//!   the folder or `config.toml`; Claude Code and Gemini CLI take no `flock`, they make a
+//!   `<file>.lock` folder beside the file (`proper-lockfile`), a lock any chat can make too, so
+//!   it is not waited for either). So the edit is optimistic: read the file and its `fstat`,
+//!   compute, write the temporary file, and just before the rename check that the file at the
+//!   name is still the one read (the same inode, size, modification and change times, and
+//!   bytes); if it is not, read it again and redo the edit (up to sixteen times), so that what
+//!   the CLI wrote is kept. A file that did not exist is created with `RENAME_NOREPLACE`, which
+//!   never replaces one made meanwhile. What is left: a CLI that replaces the file in the
+//!   microseconds between that last check and the rename loses its write (no rename on Linux or
+//!   macOS compares before it replaces), and one that rewrites the file in place while we
+//!   rename loses it too; we write once, before the CLI starts.
 //! - **Preserve.** TOML goes through `toml_edit`, which keeps every other byte (comments, order,
 //!   odd spacing). JSON goes through `serde_json` with `preserve_order`: every key and value is
 //!   kept in its order, the indentation is re-used, the layout around them is rewritten. (JSON
@@ -82,6 +100,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -100,9 +119,13 @@ use resolve::{Located, Unresolved};
 /// How many times a resolution is started again when something changed under it.
 const ATTEMPTS: usize = 8;
 
-/// How long a launch waits for the lock of a settings folder before it gives up. A chat can
-/// take that lock too (`flock` on a folder of the home it can open), and must not hang the
-/// launches of other chats by holding it.
+/// How many times an edit is made again when another program (the person's CLI) rewrote the
+/// file between our read and our rename.
+const REWRITES: usize = 16;
+
+/// How long a launch waits for the launcher's lock on a person's file before it gives up. Only
+/// another launch can hold it (no chat reaches the folder it is in), for the milliseconds of
+/// its edit: a wait this long means a launcher that hangs.
 pub const LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// Where the person's files may be read and written for one chat, and the code that does it:
@@ -116,6 +139,17 @@ pub struct PersonFilesGuard {
     uid: u32,
     resolution: Resolution,
     lock_wait: Duration,
+    before_swap: Option<BeforeSwap>,
+}
+
+/// What the tests run between an edit's read and its swap, where another writer would strike.
+#[derive(Clone)]
+struct BeforeSwap(std::sync::Arc<dyn Fn(&Path) + Send + Sync>);
+
+impl fmt::Debug for BeforeSwap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BeforeSwap(..)")
+    }
 }
 
 /// The person's files as they are on this machine, and the launcher's own environment, for the
@@ -253,15 +287,18 @@ pub enum PersonFileError {
         /// Why it is refused.
         why: Box<Refusal>,
     },
-    /// Another process held the folder's lock for longer than the launcher waits.
+    /// Another launch held the launcher's lock on the file for longer than the launcher waits.
     #[error(
-        "cannot lock `{}`: another process has held its lock for {:.1} s (another launch, the CLI, or a chat); nothing was written: end that process and launch again",
-        folder.display(),
+        "cannot lock `{}`: another launch has held the launcher's lock on it (`{}`) for {:.1} s; nothing was written: end that launch and launch again",
+        file.display(),
+        lock.display(),
         waited.as_secs_f64()
     )]
     Locked {
-        /// The folder whose lock file is held.
-        folder: PathBuf,
+        /// The person's file, resolved.
+        file: PathBuf,
+        /// The lock file, in the state root.
+        lock: PathBuf,
         /// How long the launcher waited.
         waited: Duration,
     },
@@ -274,6 +311,31 @@ pub enum PersonFileError {
     NotText {
         /// The person's file.
         file: PathBuf,
+    /// Another program rewrote the file between each read and rename, every time.
+    #[error(
+        "`{}` was rewritten by another program each of the {times} times the launch edited it; nothing was written: launch again once that program has stopped writing it",
+        file.display()
+    )]
+    KeptRewritten {
+        /// The person's file, resolved.
+        file: PathBuf,
+        /// How many times the edit was made.
+        times: usize,
+    },
+    /// The folder of the launcher's locks is open to the chat: a chat could hold the locks.
+    #[error(
+        "cannot edit `{}`: the launcher's lock folder `{}` is open to the chat ({} is allowed), so a chat could hold the lock and stop other launches; nothing was written: grant no folder that holds AgentWorks' state",
+        file.display(),
+        dir.display(),
+        op.as_str()
+    )]
+    LockOpen {
+        /// The person's file.
+        file: PathBuf,
+        /// The folder of the locks.
+        dir: PathBuf,
+        /// An operation the policy allows the chat there.
+        op: Op,
     },
     /// A read, a write or a rename failed.
     #[error("cannot {action} `{}`: {source}", path.display())]
@@ -434,10 +496,11 @@ impl PersonFilesGuard {
             uid: rustix::process::geteuid().as_raw(),
             resolution: Resolution::default(),
             lock_wait: LOCK_WAIT,
+            before_swap: None,
         }
     }
 
-    /// Waits at most `wait` for a folder's lock (instead of [`LOCK_WAIT`]).
+    /// Waits at most `wait` for the launcher's lock on a file (instead of [`LOCK_WAIT`]).
     pub fn with_lock_wait(mut self, wait: Duration) -> PersonFilesGuard {
         self.lock_wait = wait;
         self
@@ -458,6 +521,14 @@ impl PersonFilesGuard {
         if check_absolute_clean("named place", path).is_ok() && !self.named.contains(&place) {
             self.named.push(place);
         }
+    }
+
+    /// For the tests: `hook` runs with the file's real path after each read of an edit and
+    /// before its swap, where another program's write would meet ours.
+    #[doc(hidden)]
+    pub fn before_swap(mut self, hook: impl Fn(&Path) + Send + Sync + 'static) -> PersonFilesGuard {
+        self.before_swap = Some(BeforeSwap(std::sync::Arc::new(hook)));
+        self
     }
 
     #[doc(hidden)]
@@ -494,7 +565,8 @@ impl PersonFilesGuard {
         Err(self.refused(path, Refusal::KeptChanging))
     }
 
-    /// Writes `edit` into its file under the folder lock, atomically; see the module docs.
+    /// Writes `edit` into its file under the launcher's lock on it, by compare and swap,
+    /// atomically; see the module docs.
     pub fn apply(&self, edit: &FileEdit) -> Result<Applied, PersonFileError> {
         let bad = |why: &str| PersonFileError::BadEdit {
             file: edit.file.clone(),
@@ -533,32 +605,139 @@ impl PersonFilesGuard {
         if mode_bits(&dir_stat) & 0o1000 == 0 {
             self.check_owner(file, &dir_path, dir_stat.st_uid, true)?;
         }
-        lock(&dir, &dir_path, self.lock_wait)?;
-        // The lock is released when `dir` is closed, on every path out of here.
-
         let resolved = dir_path.join(&name);
-        let (old_text, old_stat) =
-            match open_existing(&dir, &name).map_err(errno("read", &resolved))? {
-                Existing::Missing => (None, None),
-                Existing::Changed => return Ok(None),
-                Existing::File(handle, stat) => {
-                    self.check_file(file, &resolved, &stat)?;
-                    (Some(read_text(handle, &resolved)?), Some(stat))
+        // Launches of every chat wait for each other here, and for nothing a chat can hold.
+        let _lock = self.launch_lock(file, &resolved)?;
+        // The lock is released when `_lock` is closed, on every path out of here.
+
+        // Against writers that take no lock of ours (the person's own CLIs): compare and swap.
+        for _ in 0..REWRITES {
+            let (old_text, old_stat) =
+                match open_existing(&dir, &name).map_err(errno("read", &resolved))? {
+                    Existing::Missing => (None, None),
+                    Existing::Changed => return Ok(None),
+                    Existing::File(handle, stat) => {
+                        self.check_file(file, &resolved, &stat)?;
+                        (Some(read_text(handle, &resolved)?), Some(stat))
+                    }
+                };
+            let new_text = match edit.format {
+                FileFormat::Toml => {
+                    formats::edit_toml(file, old_text.as_deref().unwrap_or(""), edit)?
                 }
+                FileFormat::Json => formats::edit_json(file, old_text.as_deref(), edit)?,
             };
-        let new_text = match edit.format {
-            FileFormat::Toml => formats::edit_toml(file, old_text.as_deref().unwrap_or(""), edit)?,
-            FileFormat::Json => formats::edit_json(file, old_text.as_deref(), edit)?,
-        };
-        let Some(new_text) = new_text else {
-            return Ok(Some(Applied::AlreadyThere));
-        };
-        let (mode, owner) = match &old_stat {
-            Some(stat) => (mode_bits(stat) & 0o7777, Some((stat.st_uid, stat.st_gid))),
-            None => (edit.create_mode, None),
-        };
-        replace(&dir, &dir_path, &name, new_text.as_bytes(), mode, owner)?;
-        Ok(Some(Applied::Written))
+            let Some(new_text) = new_text else {
+                return Ok(Some(Applied::AlreadyThere));
+            };
+            let (mode, owner) = match &old_stat {
+                Some(stat) => (mode_bits(stat) & 0o7777, Some((stat.st_uid, stat.st_gid))),
+                None => (edit.create_mode, None),
+            };
+            let mut tmp =
+                write_temporary(&dir, &dir_path, &name, new_text.as_bytes(), mode, owner)?;
+            if let Some(BeforeSwap(hook)) = &self.before_swap {
+                hook(&resolved);
+            }
+            let seen = match (&old_text, &old_stat) {
+                (Some(text), Some(stat)) => Some((text.as_bytes(), stat)),
+                _ => None,
+            };
+            match swap(&dir, &dir_path, &name, &mut tmp, seen)? {
+                Swapped::Done => return Ok(Some(Applied::Written)),
+                Swapped::Rewritten => continue,
+                Swapped::Linked => return Ok(None),
+            }
+        }
+        Err(PersonFileError::KeptRewritten {
+            file: resolved,
+            times: REWRITES,
+        })
+    }
+
+    /// The launcher's own lock on the person's file `resolved` (its real place), taken
+    /// exclusively: a file in [`Policy::person_file_locks`], inside the state root that every
+    /// chat's sandbox closes, named by a hash of the file's real path ([`Self::lock_file`]).
+    /// Waited for at most `lock_wait`: only another launch holds it, for the few milliseconds of
+    /// its edit. The file is removed again as the lock is let go (so that a folder of locks does
+    /// not grow by one per chat), which is why a lock taken is kept only if the name still
+    /// names the file it was taken on: a launch that waited on a file removed meanwhile takes
+    /// the lock again on the name's new file.
+    fn launch_lock(&self, file: &Path, resolved: &Path) -> Result<LaunchLock, PersonFileError> {
+        let dir = self.policy.person_file_locks();
+        // The one thing the lock stands on: no chat reaches it. Asked of the rule itself, so
+        // that a configuration that opened it (a grant over the state root) stops the launch
+        // instead of handing the chats a lock they could hold.
+        if let Some(op) = [Op::Read, Op::Write, Op::List]
+            .into_iter()
+            .find(|op| self.policy.decide(*op, dir).allowed)
+        {
+            return Err(PersonFileError::LockOpen {
+                file: file.to_owned(),
+                dir: dir.to_owned(),
+                op,
+            });
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io_err("create the lock folder", dir))?;
+        let lock_path = self.lock_file(resolved);
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let lock = rustix::fs::open(
+                &lock_path,
+                OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                raw_mode(0o600),
+            )
+            .map_err(errno("open the lock", &lock_path))?;
+            loop {
+                match rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive) {
+                    Ok(()) => break,
+                    Err(Errno::WOULDBLOCK) if started.elapsed() < self.lock_wait => {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(Duration::from_millis(10));
+                    }
+                    Err(Errno::WOULDBLOCK) => {
+                        return Err(PersonFileError::Locked {
+                            file: resolved.to_owned(),
+                            lock: lock_path,
+                            waited: started.elapsed(),
+                        });
+                    }
+                    Err(Errno::INTR) => {}
+                    Err(e) => return Err(errno("lock", &lock_path)(e)),
+                }
+            }
+            let ours = rustix::fs::fstat(&lock).map_err(errno("inspect the lock", &lock_path))?;
+            match rustix::fs::statat(rustix::fs::CWD, &lock_path, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(now) if (now.st_dev, now.st_ino) == (ours.st_dev, ours.st_ino) => {
+                    return Ok(LaunchLock {
+                        _fd: lock,
+                        path: lock_path,
+                    });
+                }
+                // Removed (or replaced) by the launch that held it before: take the new one.
+                Ok(_) | Err(Errno::NOENT) => continue,
+                Err(e) => return Err(errno("inspect the lock", &lock_path)(e)),
+            }
+        }
+    }
+
+    /// The lock file of the person's file at `resolved` (its real path), in
+    /// [`Policy::person_file_locks`]: `<hash>.lock`, FNV-1a of the path's bytes (fixed by its
+    /// definition, so that every build of the launcher names it alike). Two files whose paths
+    /// share a hash share a lock: their launches wait for each other, nothing more.
+    #[doc(hidden)]
+    pub fn lock_file(&self, resolved: &Path) -> PathBuf {
+        use std::hash::Hasher;
+        let mut hash = fnv::FnvHasher::default();
+        hash.write(resolved.as_os_str().as_bytes());
+        self.policy
+            .person_file_locks()
+            .join(format!("{:016x}.lock", hash.finish()))
     }
 
     /// The checked place of `file`; `Ok(None)` when it must be resolved again. Every path an
@@ -685,27 +864,20 @@ impl PersonFilesGuard {
     }
 }
 
-/// Takes the folder's exclusive lock, waiting at most `wait` for whoever holds it (polling,
-/// so that a holder that never lets go costs a clear error, not a hung launch).
-fn lock(dir: &OwnedFd, dir_path: &Path, wait: Duration) -> Result<(), PersonFileError> {
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match rustix::fs::flock(dir, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => return Ok(()),
-            Err(Errno::WOULDBLOCK) if started.elapsed() < wait => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(10));
-            }
-            Err(Errno::WOULDBLOCK) => {
-                return Err(PersonFileError::Locked {
-                    folder: dir_path.to_owned(),
-                    waited: started.elapsed(),
-                });
-            }
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(errno("lock the folder", dir_path)(e)),
-        }
+/// The launcher's lock on one person's file, held while it lives; removed as it is let go.
+#[derive(Debug)]
+struct LaunchLock {
+    /// The locked file, closed (and the lock let go) after `drop` has removed its name.
+    _fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl Drop for LaunchLock {
+    fn drop(&mut self) {
+        // Removed while still held, so that no launch takes a lock on it afterwards and keeps it
+        // (each checks, once it holds a lock, that the name still names that file). Best effort:
+        // a lock file left behind is taken, checked and removed by the next launch.
+        let _ = rustix::fs::unlink(&self.path);
     }
 }
 
@@ -843,17 +1015,17 @@ fn temporary<'a>(
     ))
 }
 
-/// Replaces `name` in `dir` by a file holding `text`: temporary file, mode and owner, fsync,
-/// `renameat`, fsync of the folder.
-fn replace(
-    dir: &OwnedFd,
+/// A temporary file beside `name` in `dir` holding `text`, with the mode and owner asked for,
+/// flushed to the disk: ready to be renamed over `name`.
+fn write_temporary<'a>(
+    dir: &'a OwnedFd,
     dir_path: &Path,
     name: &OsStr,
     text: &[u8],
     mode: u32,
     owner: Option<(u32, u32)>,
-) -> Result<(), PersonFileError> {
-    let (mut file, mut tmp) = temporary(dir, dir_path, name)?;
+) -> Result<Temporary<'a>, PersonFileError> {
+    let (mut file, tmp) = temporary(dir, dir_path, name)?;
     let tmp_path = dir_path.join(&tmp.name);
     rustix::fs::fchmod(&file, raw_mode(mode))
         .map_err(errno("set the permissions of", &tmp_path))?;
@@ -870,12 +1042,86 @@ fn replace(
     }
     file.write_all(text).map_err(io_err("write", &tmp_path))?;
     file.sync_all().map_err(io_err("flush", &tmp_path))?;
+    Ok(tmp)
+}
+
+/// What [`swap`] did.
+enum Swapped {
+    /// The temporary file is the person's file now.
+    Done,
+    /// Another program wrote the file since it was read: read it again and redo the edit.
+    Rewritten,
+    /// A symlink sits at the name now: resolve again.
+    Linked,
+}
+
+/// Renames `tmp` over `name` if the file there is still the one read (`seen`: its bytes and
+/// its `fstat`; `None`: there was none), then flushes the folder. A file created meanwhile
+/// is never replaced (`RENAME_NOREPLACE`, atomic); a file replaced or rewritten meanwhile is
+/// seen by its identity, size, times and bytes.
+fn swap(
+    dir: &OwnedFd,
+    dir_path: &Path,
+    name: &OsStr,
+    tmp: &mut Temporary<'_>,
+    seen: Option<(&[u8], &rustix::fs::Stat)>,
+) -> Result<Swapped, PersonFileError> {
     let target = dir_path.join(name);
-    rustix::fs::renameat(dir, tmp.name.as_os_str(), dir, name)
-        .map_err(errno("replace", &target))?;
+    match seen {
+        None => {
+            match rustix::fs::renameat_with(
+                dir,
+                tmp.name.as_os_str(),
+                dir,
+                name,
+                rustix::fs::RenameFlags::NOREPLACE,
+            ) {
+                Ok(()) => {}
+                Err(Errno::EXIST) => return Ok(Swapped::Rewritten),
+                // A file system without `RENAME_NOREPLACE`: look, then rename.
+                Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => {
+                    match open_existing(dir, name).map_err(errno("read", &target))? {
+                        Existing::Missing => {}
+                        Existing::Changed => return Ok(Swapped::Linked),
+                        Existing::File(..) => return Ok(Swapped::Rewritten),
+                    }
+                    rustix::fs::renameat(dir, tmp.name.as_os_str(), dir, name)
+                        .map_err(errno("replace", &target))?;
+                }
+                Err(e) => return Err(errno("replace", &target)(e)),
+            }
+        }
+        Some((bytes, stat)) => {
+            match open_existing(dir, name).map_err(errno("read", &target))? {
+                Existing::Missing => return Ok(Swapped::Rewritten),
+                Existing::Changed => return Ok(Swapped::Linked),
+                Existing::File(mut now, now_stat) => {
+                    if !same_version(stat, &now_stat) {
+                        return Ok(Swapped::Rewritten);
+                    }
+                    let mut now_bytes = Vec::with_capacity(bytes.len());
+                    now.read_to_end(&mut now_bytes)
+                        .map_err(io_err("read", &target))?;
+                    if now_bytes != bytes {
+                        return Ok(Swapped::Rewritten);
+                    }
+                }
+            }
+            rustix::fs::renameat(dir, tmp.name.as_os_str(), dir, name)
+                .map_err(errno("replace", &target))?;
+        }
+    }
     tmp.renamed = true;
     rustix::fs::fsync(dir).map_err(errno("flush the folder", dir_path))?;
-    Ok(())
+    Ok(Swapped::Done)
+}
+
+/// Whether two `fstat`s are of the same file in the same version: the same inode, size,
+/// modification and change times (a write or a rename changes one of them).
+fn same_version(a: &rustix::fs::Stat, b: &rustix::fs::Stat) -> bool {
+    (a.st_dev, a.st_ino, a.st_size) == (b.st_dev, b.st_ino, b.st_size)
+        && (a.st_mtime, a.st_mtime_nsec) == (b.st_mtime, b.st_mtime_nsec)
+        && (a.st_ctime, a.st_ctime_nsec) == (b.st_ctime, b.st_ctime_nsec)
 }
 
 /// `bits` as the platform's mode type (`u16` on macOS, `u32` on Linux).

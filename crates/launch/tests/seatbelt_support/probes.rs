@@ -49,7 +49,8 @@ pub fn seatbelt_ops(op: Op) -> &'static [&'static str] {
 
 /// The `(op, path)` questions to ask of a world: every folder and file in it, entries that do
 /// not exist yet, case variants of refused names, every ancestor of the protected roots and the
-/// blocked programs. List is asked of folders only (a file's "list" is a read).
+/// blocked programs, the launcher's lock folder and a lock in it. List is asked of folders only
+/// (a file's "list" is a read).
 pub fn probes(world: &World) -> Vec<(Op, PathBuf)> {
     let policy = &world.policy;
     let mut paths: BTreeSet<PathBuf> = BTreeSet::new();
@@ -82,6 +83,9 @@ pub fn probes(world: &World) -> Vec<(Op, PathBuf)> {
         paths.extend(root.ancestors().map(Path::to_path_buf));
     }
     paths.extend(policy.blocked_programs().iter().cloned());
+    // The launcher's locks on the person's files: no chat may open one to hold it.
+    paths.insert(policy.person_file_locks().to_owned());
+    paths.insert(policy.person_file_locks().join("0123456789abcdef.lock"));
     let mut out = Vec::new();
     for path in paths {
         for op in Op::ALL {

@@ -148,6 +148,27 @@ fn protected_roots_are_closed() {
     assert_eq!(rule(Op::List, DOCS), (false, "closed"));
 }
 
+/// The launcher's locks on the person's files are closed to every chat, whatever its grants:
+/// a chat that could take one would make other chats' launches wait (`person_files`).
+#[test]
+fn the_launchers_locks_on_the_persons_files_are_closed() {
+    let locks = format!("{STATE}/state/cli-sandbox/locks");
+    for p in [
+        policy(),
+        build(&[]).unwrap(),
+        build(&[&format!("{DOCS}/workflows:rw")]).unwrap(),
+    ] {
+        assert_eq!(p.person_file_locks(), Path::new(&locks));
+        for path in [locks.clone(), format!("{locks}/0123456789abcdef.lock")] {
+            for op in [Op::Read, Op::Write, Op::Exec, Op::List, Op::Move] {
+                let v = p.decide(op, Path::new(&path));
+                assert!(!v.allowed, "{op:?} {path}: {v:?}");
+            }
+            assert_eq!(p.decide(Op::Write, Path::new(&path)).rule.name(), "closed");
+        }
+    }
+}
+
 #[test]
 fn refused_patterns_win_inside_grants_even_when_created_later() {
     for path in [
