@@ -152,10 +152,13 @@ pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
 /// Linux: the helper applied in this very process (no second exec on the launch path).
 #[cfg(target_os = "linux")]
 fn confined_exec(
-    _ctx: &Context,
+    ctx: &Context,
     policy: &sandbox_core::Policy,
     argv: &[OsString],
 ) -> Result<ExitCode, Error> {
+    // The step applies its plan itself and runs no helper; a helper named where a chat could
+    // replace it is refused all the same, as every other launch of the provider's refuses it.
+    launch::wrap::check_named_helper(ctx, policy)?;
     let plan = launch::linux::compile(policy, launch::linux::this_kernel())?;
     launch::phase!("compile the plan");
     let _span = tracing::info_span!("helper", chat = %plan.chat).entered();

@@ -506,6 +506,12 @@ pub struct Policy {
     runtime: PathBuf,
     /// The folder that holds every chat's runtime (closed like the rest of the state root).
     runtimes_dir: PathBuf,
+    /// The folders inside which some chat, this one or another, may be given a folder to write:
+    /// workspace-docs, the runtimes, and each protected root outside the app folder and the
+    /// state root (`Policy::could_replace` asks it: what another chat's grant holds is a chat's
+    /// to change too). Not part of what a plan prints.
+    #[serde(skip)]
+    grantable: Vec<PathBuf>,
     grants: Vec<Grant>,
     refused: Vec<RefusedPattern>,
     /// Refused to execute and to read (a copy of a readable program runs just the same).
@@ -842,10 +848,21 @@ impl Policy {
             Vec::new()
         };
 
+        let mut grantable = vec![layout.workspace_docs.clone(), layout.runtimes_dir()];
+        grantable.extend(
+            protected
+                .iter()
+                .filter(|r| {
+                    !is_within_plain(r, &layout.app_folder)
+                        && !is_within_plain(r, &layout.state_root)
+                })
+                .cloned(),
+        );
         let policy = Policy {
             os: req.os,
             chat: req.chat.clone(),
             home: layout.home.clone(),
+            grantable,
             protected,
             runtimes_dir: layout.runtimes_dir(),
             runtime,
@@ -1068,6 +1085,15 @@ impl Policy {
     pub fn writable_and_readable(&self) -> impl Iterator<Item = (&Path, Access)> + '_ {
         std::iter::once((self.runtime.as_path(), Access::ReadWrite))
             .chain(self.grants.iter().map(|g| (g.path.as_path(), g.access)))
+    }
+
+    /// Whether some chat, this one or another, may be given `path` to write: it lies strictly
+    /// inside workspace-docs, the runtimes' folder or another protected root where grants may
+    /// be (see [`Policy::could_replace`]).
+    pub fn some_chat_may_be_granted(&self, path: &Path) -> bool {
+        self.grantable
+            .iter()
+            .any(|g| path != g.as_path() && is_within(path, g))
     }
 
     /// Whether `path` lies inside (or is) one of the protected roots.

@@ -1057,3 +1057,152 @@ fn a_layout_written_by_hand_with_a_root_named_through_a_link_is_refused() {
     // The control: the layout `Layout::resolve` made builds.
     assert!(request(&layout(&fs)).is_ok());
 }
+
+// ---------- a program a chat could replace (`Policy::could_replace`) ----------
+
+/// The entries a path goes through, each folder root's 0755 and the program root's 0755 unless
+/// `owners` says otherwise (path, uid, mode).
+fn on_the_way(program: &str, owners: &[(&str, u32, u32)]) -> Vec<crate::OnDisk> {
+    let program = Path::new(program);
+    let mut paths: Vec<&Path> = program.ancestors().collect();
+    paths.reverse();
+    paths
+        .into_iter()
+        .map(|p| {
+            let (uid, mode) = owners
+                .iter()
+                .find(|(o, _, _)| Path::new(o) == p)
+                .map_or((0, 0o755), |(_, uid, mode)| (*uid, *mode));
+            crate::OnDisk {
+                path: p.to_owned(),
+                uid,
+                mode,
+                dir: p != program,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_root_owned_program_in_a_root_owned_system_folder_cannot_be_replaced_by_any_chat() {
+    let entries = on_the_way("/usr/local/libexec/cli-sandbox-helper", &[]);
+    assert_eq!(policy().could_replace(&entries), None);
+    let root = build_privileged(&[], &Config::default());
+    assert_eq!(root.could_replace(&entries), None);
+}
+
+#[test]
+fn a_program_in_the_home_is_a_chats_to_replace_whoever_owns_the_program() {
+    // `cargo install` puts it in ~/.cargo/bin: the home and every folder in it are the person's.
+    let owners = [
+        (HOME, 1000, 0o755),
+        ("/home/ann/.cargo", 1000, 0o755),
+        ("/home/ann/.cargo/bin", 1000, 0o755),
+    ];
+    for uid in [0, 1000] {
+        let mut entries = on_the_way("/home/ann/.cargo/bin/cli-sandbox", &owners);
+        entries.last_mut().unwrap().uid = uid;
+        let why = policy().could_replace(&entries).expect("replaceable");
+        assert_eq!(why.place, Path::new("/home/ann/.cargo"), "{why:?}");
+    }
+    // A root chat writes the whole home by the policy, owners aside.
+    let entries = on_the_way("/home/ann/.cargo/bin/cli-sandbox", &[]);
+    let root = build_privileged(&[], &Config::default());
+    assert!(root.could_replace(&entries).is_some());
+    assert_eq!(policy().could_replace(&entries), None, "all root's, 0755");
+}
+
+#[test]
+fn a_system_folder_writable_by_its_group_or_everyone_or_owned_by_a_user_lets_a_chat_replace_it() {
+    for (mode, uid) in [(0o775, 0), (0o777, 0), (0o755, 1000)] {
+        let entries = on_the_way("/opt/tools/cli-sandbox", &[("/opt/tools", uid, mode)]);
+        let why = policy().could_replace(&entries).expect("replaceable");
+        assert_eq!(
+            why.place,
+            Path::new("/opt/tools/cli-sandbox"),
+            "{mode:o} {uid}"
+        );
+        // A root chat may not write there, but the chats of a launcher that is not root may.
+        let root = build_privileged(&[], &Config::default());
+        assert!(root.could_replace(&entries).is_some(), "{mode:o} {uid}");
+    }
+    // The program itself writable by everyone, or a user's: its content is changed in place.
+    for (mode, uid) in [(0o757, 0), (0o755, 1000)] {
+        let entries = on_the_way(
+            "/opt/tools/cli-sandbox",
+            &[("/opt/tools/cli-sandbox", uid, mode)],
+        );
+        assert!(policy().could_replace(&entries).is_some(), "{mode:o} {uid}");
+    }
+}
+
+#[test]
+fn in_a_sticky_folder_only_a_root_owned_entry_is_safe_from_other_users() {
+    let safe = on_the_way("/var/cache/x/cli-sandbox", &[("/var/cache", 0, 0o1777)]);
+    assert_eq!(policy().could_replace(&safe), None);
+    let theirs = on_the_way(
+        "/var/cache/x/cli-sandbox",
+        &[("/var/cache", 0, 0o1777), ("/var/cache/x", 1000, 0o755)],
+    );
+    assert!(policy().could_replace(&theirs).is_some());
+    // As root the temporary folders are the chat's by the policy: sticky or not.
+    let root = build_privileged(&[], &Config::default());
+    let in_tmp = on_the_way("/tmp/x/cli-sandbox", &[("/tmp", 0, 0o1777)]);
+    assert!(root.could_replace(&in_tmp).is_some());
+    assert_eq!(policy().could_replace(&in_tmp), None, "root's, for a user");
+}
+
+#[test]
+fn a_symlink_on_the_way_counts_as_much_as_the_program() {
+    // /usr/local/bin/cli-sandbox -> a link in the home, retargeted by a chat at will.
+    let mut entries = on_the_way("/usr/local/bin/cli-sandbox", &[]);
+    entries.extend(on_the_way(
+        "/home/ann/bin/cli-sandbox",
+        &[(HOME, 1000, 0o755), ("/home/ann/bin", 1000, 0o755)],
+    ));
+    assert!(policy().could_replace(&entries).is_some());
+}
+
+#[test]
+fn the_launchers_own_folder_in_the_state_root_is_closed_to_every_chat() {
+    // The kept copy: the home is the person's, but the state root is protected and every folder
+    // above it pinned, so no chat renames a folder on the way.
+    let copy = format!("{STATE}/state/cli-sandbox/helper/cli-sandbox-0");
+    let owners: Vec<(&str, u32, u32)> = Path::new(&copy)
+        .ancestors()
+        .filter(|p| p.starts_with(HOME))
+        .map(|p| (p.to_str().unwrap(), 1000, 0o755))
+        .collect();
+    let entries = on_the_way(&copy, &owners);
+    assert_eq!(policy().could_replace(&entries), None);
+    let root = build_privileged(&[], &Config::default());
+    assert_eq!(root.could_replace(&entries), None);
+    // In a grant, by contrast, the chat writes.
+    let in_grant = format!("{DOCS}/workflows/wf-1/cli-sandbox");
+    let owners: Vec<(&str, u32, u32)> = Path::new(&in_grant)
+        .ancestors()
+        .filter(|p| p.starts_with(HOME))
+        .map(|p| (p.to_str().unwrap(), 1000, 0o755))
+        .collect();
+    let entries = on_the_way(&in_grant, &owners);
+    let why = policy()
+        .could_replace(&entries)
+        .expect("in a read-write grant");
+    assert!(why.place.starts_with(DOCS), "{why:?}");
+    // So in what another chat may be granted, or in another chat's runtime: that chat replaces
+    // it for every later launch, whatever this one grants.
+    for path in [
+        format!("{DOCS}/workflows/wf-2/cli-sandbox"),
+        format!("{RUNTIMES}/chat-2/cli-sandbox"),
+    ] {
+        let owners: Vec<(&str, u32, u32)> = Path::new(&path)
+            .ancestors()
+            .filter(|p| p.starts_with(HOME))
+            .map(|p| (p.to_str().unwrap(), 1000, 0o755))
+            .collect();
+        let entries = on_the_way(&path, &owners);
+        assert!(policy().could_replace(&entries).is_some(), "{path}");
+        let root = build_privileged(&[], &Config::default());
+        assert!(root.could_replace(&entries).is_some(), "{path}");
+    }
+}
