@@ -55,6 +55,6 @@ pub use policy::{
     GrantRequest, Hardened, KERNEL_SECRETS_LINUX, KERNEL_TUNABLES_LINUX, Mode, Op,
     PERSISTENCE_COMMON, PERSISTENCE_EMPTY_IS_ABSENT, PERSISTENCE_LINUX, PERSISTENCE_MACOS, Policy,
     PolicyRequest, RefusedEntries, RefusedPattern, Rule, Shape, Verdict, WRITABLE_AS_ROOT,
-    WRITABLE_AS_ROOT_MACOS,
+    WRITABLE_AS_ROOT_MACOS, git_protected,
 };
 pub use replace::{OnDisk, Replaceable};

@@ -1206,3 +1206,93 @@ fn the_launchers_own_folder_in_the_state_root_is_closed_to_every_chat() {
         assert!(root.could_replace(&entries).is_some(), "{path}");
     }
 }
+
+// ---------- git's own files inside read-write grants (`Rule::Git`) ----------
+
+#[test]
+fn gits_hooks_and_configuration_are_read_only_inside_a_read_write_grant() {
+    let wf = format!("{DOCS}/workflows/wf-1");
+    let p = policy();
+    for relative in [
+        ".git",
+        ".git/hooks",
+        ".git/hooks/post-checkout",
+        ".git/config",
+        ".git/config.worktree",
+        ".git/commondir",
+        ".gitmodules",
+        "sub/.gitmodules",
+        "nested/repo/.git/hooks/pre-commit",
+        "nested/repo/.git/config",
+        "nested/repo/.git",
+        ".git/modules/lib/hooks/post-checkout",
+        ".git/modules/lib/config",
+        ".git/modules/a/b/config",
+        ".git/worktrees/w1/config.worktree",
+        ".git/worktrees/w1/commondir",
+    ] {
+        let path = format!("{wf}/{relative}");
+        for op in [Op::Write, Op::Move] {
+            let v = p.decide(op, Path::new(&path));
+            assert_eq!((v.allowed, v.rule.name()), (false, "git"), "{op:?} {path}");
+        }
+        // Read, listed and run as before: git outside and inside reads them.
+        let v = p.decide(Op::Read, Path::new(&path));
+        assert!(v.allowed, "{path}");
+    }
+    // What git writes as it works stays writable.
+    for relative in [
+        ".git/index",
+        ".git/HEAD",
+        ".git/objects/ab/cdef",
+        ".git/refs/heads/main",
+        ".git/logs/HEAD",
+        ".git/COMMIT_EDITMSG",
+        ".git/config.lock",
+        ".git/modules/lib/index",
+        ".git/worktrees/w1/HEAD",
+        ".gitignore",
+        "config",
+        "hooks/x",
+        ".github/workflows/ci.yml",
+    ] {
+        let path = format!("{wf}/{relative}");
+        let v = p.decide(Op::Write, Path::new(&path));
+        assert_eq!((v.allowed, v.rule.name()), (true, "granted"), "{path}");
+    }
+    // A read-only grant refuses every write by its own rule; the runtime is the chat's own.
+    let ro = format!("{DOCS}/workflows/wf-3/.git/config");
+    assert_eq!(p.decide(Op::Write, Path::new(&ro)).rule.name(), "granted");
+    let runtime = format!("{RUNTIMES}/chat-1/.git/config");
+    assert!(p.decide(Op::Write, Path::new(&runtime)).allowed);
+}
+
+#[test]
+fn git_writable_opts_one_grant_out_and_unknown_keys_stay_errors() {
+    let wf = format!("{DOCS}/workflows/wf-1");
+    let mut config = Config::default();
+    config.policy.git_writable = vec![wf.clone().into()];
+    let p = build_with(&[&format!("{wf}:rw")], &config).unwrap();
+    for relative in [".git/hooks/x", ".git/config", ".gitmodules", ".git"] {
+        let path = format!("{wf}/{relative}");
+        assert!(p.decide(Op::Write, Path::new(&path)).allowed, "{path}");
+    }
+    assert_eq!(p.git_closed_grants().count(), 0);
+    let text = "[policy]\ngit_writeable = []\n";
+    assert!(Config::parse(text, "test", &[]).is_err());
+    let text = format!("[policy]\ngit_writable = [{wf:?}]\n");
+    assert!(Config::parse(&text, "test", &[]).is_ok());
+}
+
+#[test]
+fn on_macos_gits_names_match_whatever_their_case() {
+    for (path, fold, expected) in [
+        ("/w/.GIT/CONFIG", true, true),
+        ("/w/.Git/Hooks/x", true, true),
+        ("/w/.GITMODULES", true, true),
+        ("/w/.GIT/CONFIG", false, false),
+        ("/w/.git/index", true, false),
+    ] {
+        assert_eq!(git_protected(Path::new(path), fold), expected, "{path}");
+    }
+}
