@@ -360,3 +360,235 @@ fn the_launchers_kept_copy_is_one_per_content_and_old_ones_are_removed() {
     assert!(!old.exists(), "the older copy was kept");
     assert_eq!(sha256(&expected), sha256(&cli_sandbox()));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Git's own files in a read-write grant (issue 24, requirement 4): what git run outside later
+// acts on (hooks, `core.fsmonitor` in `.git/config`, submodules' URLs) is read-only inside.
+
+const PYTHON: &str = "/usr/bin/python3";
+
+/// Tries each write and prints `NAME ok` or `NAME refused`, one a line. Arguments: the
+/// repository, its nested repository, its worktree (whose `.git` is a `gitdir:` file).
+const GIT_WRITES: &str = r##"
+import os, sys
+repo, inner, worktree = sys.argv[1:4]
+gitdir = os.path.join(repo, ".git/worktrees", os.path.basename(worktree))
+def attempt(name, action):
+    try:
+        action()
+        print(name, "ok")
+    except OSError as e:
+        print(name, "refused", e.errno)
+def write(path, text, mode="w"):
+    return lambda: open(path, mode).write(text)
+attempt("hook", write(repo + "/.git/hooks/post-checkout", "#!/bin/sh\ntouch /tmp/pwned\n"))
+attempt("config", write(repo + "/.git/config", "[core]\n\tfsmonitor = touch /tmp/pwned\n", "a"))
+attempt("gitmodules", write(repo + "/.gitmodules", "[submodule \"x\"]\n\tpath = x\n\turl = /tmp/x\n", "a"))
+attempt("nested-hook", write(inner + "/.git/hooks/pre-commit", "#!/bin/sh\n"))
+attempt("nested-config", write(inner + "/.git/config", "[core]\n\tfsmonitor = x\n", "a"))
+attempt("worktree-gitfile", write(worktree + "/.git", "gitdir: /tmp/elsewhere\n"))
+attempt("worktree-commondir", write(gitdir + "/commondir", "/tmp/elsewhere\n"))
+attempt("hooks-renamed", lambda: os.rename(repo + "/.git/hooks", repo + "/.git/hooks-old"))
+attempt("gitdir-renamed", lambda: os.rename(repo + "/.git", repo + "/.git-old"))
+"##;
+
+const GIT_ATTEMPTS: [&str; 9] = [
+    "hook",
+    "config",
+    "gitmodules",
+    "nested-hook",
+    "nested-config",
+    "worktree-gitfile",
+    "worktree-commondir",
+    "hooks-renamed",
+    "gitdir-renamed",
+];
+
+/// A lab for the git tests: the demo layout with `[policy]` additions, the user's.
+struct GitLab {
+    _dir: tempfile::TempDir,
+    demo: Demo,
+    user: Option<TestUser>,
+    repo: PathBuf,
+    inner: PathBuf,
+    worktree: PathBuf,
+}
+
+fn git(args: &[&str], at: &Path) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(at)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", text(&out));
+}
+
+impl GitLab {
+    fn new(user: &Option<TestUser>, extra: &str) -> GitLab {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let demo = Demo::create(&dir.path().join("layout")).unwrap();
+        let mut config = std::fs::read_to_string(&demo.config).unwrap();
+        config.push_str(extra);
+        std::fs::write(&demo.config, config).unwrap();
+        let repo = demo.granted.join("repo");
+        let inner = repo.join("vendor/inner");
+        let worktree = demo.granted.join("repo-wt");
+        std::fs::create_dir_all(&inner).unwrap();
+        git(&["init", "-q"], &repo);
+        git(&["init", "-q"], &inner);
+        std::fs::write(repo.join("README"), "x\n").unwrap();
+        // An existing .gitmodules (one created during the chat is the gap SECURITY.md states).
+        std::fs::write(repo.join(".gitmodules"), "").unwrap();
+        git(&["add", "README", ".gitmodules"], &repo);
+        git(&["commit", "-q", "-m", "first"], &repo);
+        git(
+            &["worktree", "add", "-q", worktree.to_str().unwrap()],
+            &repo,
+        );
+        if let Some(user) = user {
+            user.own(&demo.root);
+        }
+        GitLab {
+            _dir: dir,
+            demo,
+            user: user.clone(),
+            repo,
+            inner,
+            worktree,
+        }
+    }
+
+    /// The chat's namespace plan for this kernel, written into the layout.
+    fn plan(&self) -> PathBuf {
+        let mut ctx = launch::Context::load(&self.demo.settings()).unwrap();
+        ctx.privileged = self.user.is_none();
+        let grant = sandbox_core::GrantRequest::parse(&self.demo.grant_arg()).unwrap();
+        let policy = ctx.policy(&self.demo.chat, &[grant]).unwrap();
+        ctx.ensure_runtime(&policy).unwrap();
+        let plan = launch::linux::compile(&policy, launch::linux::this_kernel()).unwrap();
+        assert!(plan.namespaces.is_some(), "not the namespace plan");
+        let file = self.demo.root.join("git-plan.json");
+        std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        file
+    }
+
+    fn command(&self, confined: bool, argv: &[&str]) -> Command {
+        let mut cmd = if confined {
+            let mut cmd = command_as(self.user.as_ref(), cli_sandbox());
+            cmd.arg("exec").arg("--policy").arg(self.plan()).arg("--");
+            cmd.args(argv);
+            cmd
+        } else {
+            let mut cmd = command_as(self.user.as_ref(), argv[0]);
+            cmd.args(&argv[1..]);
+            cmd
+        };
+        cmd.env("HOME", &self.demo.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .current_dir(&self.demo.runtime)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Each of [`GIT_ATTEMPTS`] with whether it succeeded.
+    fn attempts(&self, confined: bool) -> Vec<(String, bool)> {
+        let argv = [
+            PYTHON,
+            "-c",
+            GIT_WRITES,
+            self.repo.to_str().unwrap(),
+            self.inner.to_str().unwrap(),
+            self.worktree.to_str().unwrap(),
+        ];
+        let out = self.command(confined, &argv).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        let results: Vec<(String, bool)> = said
+            .lines()
+            .filter_map(|l| {
+                let mut words = l.split_whitespace();
+                Some((words.next()?.to_owned(), words.next()? == "ok"))
+            })
+            .collect();
+        assert_eq!(results.len(), GIT_ATTEMPTS.len(), "{said}");
+        results
+    }
+}
+
+#[test]
+fn gits_hooks_and_configuration_in_a_read_write_grant_are_read_only_inside_and_writable_outside() {
+    let test = "gits_hooks_and_configuration_in_a_read_write_grant_are_read_only_inside_and_writable_outside";
+    if !confinement_available(test) {
+        return;
+    }
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        // Inside: every write refused, and what the chat saw is what the disk holds.
+        let lab = GitLab::new(&user, "");
+        let config_before = std::fs::read(lab.repo.join(".git/config")).unwrap();
+        for (name, ok) in lab.attempts(true) {
+            if ok {
+                failures.push(format!("{}: inside, {name} was written", who(&user)));
+            }
+        }
+        if std::fs::read(lab.repo.join(".git/config")).unwrap() != config_before
+            || lab.repo.join(".git/hooks/post-checkout").exists()
+            || std::fs::metadata(lab.repo.join(".gitmodules")).unwrap().len() != 0
+            || !lab.repo.join(".git/HEAD").exists()
+        {
+            failures.push(format!("{}: inside, the repository changed", who(&user)));
+        }
+        // Git itself still works inside: status, a commit (index, objects, refs, logs).
+        let script = format!(
+            "cd {} && git status --short && echo y > more && git add more && git -c user.name=t -c user.email=t@t commit -q -m second && git log --oneline | wc -l",
+            lab.repo.display()
+        );
+        let out = lab
+            .command(true, &["/bin/sh", "-c", &script])
+            .output()
+            .unwrap();
+        if !out.status.success() || !String::from_utf8_lossy(&out.stdout).contains('2') {
+            failures.push(format!("{}: git inside: {}", who(&user), text(&out)));
+        }
+        // The control: the same writes outside the sandbox succeed (after the commit, so that
+        // the renamed .git does not stop it).
+        for (name, ok) in lab.attempts(false) {
+            if !ok {
+                failures.push(format!("{}: outside, {name} was refused", who(&user)));
+            }
+        }
+        // With the grant opted out, the chat writes them.
+        let opted = GitLab::new(
+            &user, "", // the opt-out is added below, once the grant's path is known
+        );
+        let mut config = std::fs::read_to_string(&opted.demo.config).unwrap();
+        config = config.replacen(
+            "[policy]\n",
+            &format!(
+                "[policy]\ngit_writable = [{:?}]\n",
+                opted.demo.granted.display().to_string()
+            ),
+            1,
+        );
+        std::fs::write(&opted.demo.config, config).unwrap();
+        for (name, ok) in opted.attempts(true) {
+            if !ok {
+                failures.push(format!(
+                    "{}: opted out, inside, {name} was refused",
+                    who(&user)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
