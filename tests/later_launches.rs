@@ -543,7 +543,10 @@ fn gits_hooks_and_configuration_in_a_read_write_grant_are_read_only_inside_and_w
         }
         if std::fs::read(lab.repo.join(".git/config")).unwrap() != config_before
             || lab.repo.join(".git/hooks/post-checkout").exists()
-            || std::fs::metadata(lab.repo.join(".gitmodules")).unwrap().len() != 0
+            || std::fs::metadata(lab.repo.join(".gitmodules"))
+                .unwrap()
+                .len()
+                != 0
             || !lab.repo.join(".git/HEAD").exists()
         {
             failures.push(format!("{}: inside, the repository changed", who(&user)));
