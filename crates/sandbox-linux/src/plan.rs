@@ -1154,6 +1154,12 @@ fn git_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> GitInNamespace {
     if grants.is_empty() {
         return out;
     }
+    // A grant inside another is walked with it.
+    let outermost: Vec<&Path> = grants
+        .iter()
+        .copied()
+        .filter(|g| !grants.iter().any(|o| o != g && g.starts_with(o)))
+        .collect();
     let mut links: Vec<PathBuf> = Vec::new();
     let mut gitdirs: Vec<PathBuf> = Vec::new();
     let in_closed_grant = |path: &Path| {
@@ -1162,12 +1168,19 @@ fn git_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> GitInNamespace {
                 .decide(sandbox_core::Op::Write, &path.join("x"))
                 .allowed
     };
-    for grant in &grants {
+    for grant in &outermost {
         let mut folders = vec![grant.to_path_buf()];
         while let Some(folder) = folders.pop() {
+            // Refused patterns name entries at a grant's top only (and a grant inside this one
+            // is walked as its own when it is read-write): the policy is asked there alone,
+            // not of each of the walk's entries.
+            let top = policy
+                .grants()
+                .binary_search_by(|g| g.path.as_path().cmp(&folder))
+                .is_ok();
             for (name, kind) in disk.entries(&folder) {
                 let path = folder.join(&name);
-                if !policy.decide(sandbox_core::Op::Read, &path).allowed {
+                if top && !policy.decide(sandbox_core::Op::Read, &path).allowed {
                     continue;
                 }
                 if name == ".gitmodules" {
