@@ -1168,17 +1168,20 @@ fn git_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> GitInNamespace {
                 .decide(sandbox_core::Op::Write, &path.join("x"))
                 .allowed
     };
-    for grant in &outermost {
-        let mut folders = vec![grant.to_path_buf()];
-        while let Some(folder) = folders.pop() {
-            // Refused patterns name entries at a grant's top only (and a grant inside this one
-            // is walked as its own when it is read-write): the policy is asked there alone,
-            // not of each of the walk's entries.
+    // Level by level, each level's folders listed in one call: the real disk lists many side
+    // by side (`LaunchDisk::entries_of`).
+    let mut level: Vec<PathBuf> = outermost.iter().map(|g| g.to_path_buf()).collect();
+    while !level.is_empty() {
+        let listings = disk.entries_of(&level.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+        let mut next = Vec::new();
+        for (folder, entries) in level.iter().zip(listings) {
+            // Refused patterns name entries at a grant's top only: the policy is asked there
+            // (this grant's, or one inside it), not of each of the walk's entries.
             let top = policy
                 .grants()
-                .binary_search_by(|g| g.path.as_path().cmp(&folder))
+                .binary_search_by(|g| g.path.as_path().cmp(folder))
                 .is_ok();
-            for (name, kind) in disk.entries(&folder) {
+            for (name, kind) in entries {
                 let path = folder.join(&name);
                 if top && !policy.decide(sandbox_core::Op::Read, &path).allowed {
                     continue;
@@ -1210,10 +1213,11 @@ fn git_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> GitInNamespace {
                     continue;
                 }
                 if kind == EntryKind::Dir {
-                    folders.push(path);
+                    next.push(path);
                 }
             }
         }
+        level = next;
     }
     gitdirs.sort();
     gitdirs.dedup();
