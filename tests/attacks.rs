@@ -1259,6 +1259,8 @@ fn dropping_the_providers_tokio_child_ends_the_chat() {
     let heartbeat = lab.demo.outside.join("heartbeat");
     let mut ctx = lab.context();
     ctx.helper = Some(cli_sandbox());
+    // The build under test, wherever the clone lies (under /tmp a root chat could replace it).
+    ctx.accept_replaceable_helper = Some(cli_sandbox());
     let spec = structured_claude(&lab.demo.chat);
     let (args, mut cmd) =
         launch::wrap::LaunchCommand::build(&ctx, &spec, &launch::facts::probe()).expect("build");
@@ -1777,6 +1779,7 @@ fn the_next_launch_of_a_library_caller() {
         workspace_docs: None,
         config: Some(config),
         helper: None,
+        accept_replaceable_helper: None,
     };
     let ctx = launch::Context::load(&settings).unwrap();
     let spec = structured_claude("chat-next");

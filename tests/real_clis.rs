@@ -482,6 +482,8 @@ fn confined_in_tmux(
 ) -> Tmux {
     let mut settings = demo.settings();
     settings.helper = Some(cli_sandbox_tests::cli_sandbox());
+    // The build under test, wherever the clone lies (under /tmp a root chat could replace it).
+    settings.accept_replaceable_helper = Some(cli_sandbox_tests::cli_sandbox());
     let mut ctx = launch::Context::load(&settings).unwrap();
     ctx.config.cli.insert(
         cli.to_owned(),

@@ -155,6 +155,9 @@ pub fn describe(plan: &launch::linux::plan::LinuxPlan, file: &Path) {
                     MountStep::ReadOnly { path, .. } => {
                         tracing::debug!(path = %path.display(), "mount: read-only")
                     }
+                    MountStep::Keep { path, .. } => {
+                        tracing::debug!(path = %path.display(), "mount: kept (bound onto itself after the masks)")
+                    }
                 }
             }
         }

@@ -120,6 +120,7 @@ impl Globals {
             workspace_docs: self.workspace_docs.clone(),
             config: self.config.clone(),
             helper: None,
+            accept_replaceable_helper: None,
         }
     }
 }

@@ -152,7 +152,7 @@ pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
 /// Linux: the helper applied in this very process (no second exec on the launch path).
 #[cfg(target_os = "linux")]
 fn confined_exec(
-    _ctx: &Context,
+    ctx: &Context,
     policy: &sandbox_core::Policy,
     argv: &[OsString],
 ) -> Result<ExitCode, Error> {
@@ -163,6 +163,9 @@ fn confined_exec(
     if let Some(e) = sandbox_core::platform::cannot_confine(&facts, full[0], &full) {
         return Err(Error::CannotConfine(e));
     }
+    // The step applies its plan itself and runs no helper; a helper named where a chat could
+    // replace it is refused all the same, as every other launch of the provider's refuses it.
+    launch::wrap::check_named_helper(ctx, policy)?;
     let plan = launch::linux::compile(policy, launch::linux::this_kernel())?;
     launch::phase!("compile the plan");
     let _span = tracing::info_span!("helper", chat = %plan.chat).entered();

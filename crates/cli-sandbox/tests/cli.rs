@@ -1163,7 +1163,8 @@ fn without_v_nothing_is_logged_and_v_or_rust_log_show_each_launch_step() {
 
 /// Without `-v` a warning is still written, the same line as with `RUST_LOG=warn` (the quiet
 /// subscriber is built only at the first warning, `logging.rs`), and nothing more. The warning:
-/// a helper named where a chat can replace it (the demo home, which every chat writes).
+/// a helper named where a chat can replace it (the demo home, which every chat writes), which the
+/// caller accepted by its exact path (else the launch is refused: `tests/later_launches.rs`).
 #[test]
 fn without_v_a_warning_is_written_as_the_warn_filter_writes_it() {
     let l = layout();
@@ -1173,12 +1174,14 @@ fn without_v_a_warning_is_written_as_the_warn_filter_writes_it() {
     let quiet = l
         .cli()
         .env("CLI_SANDBOX_HELPER", &helper)
+        .env("CLI_SANDBOX_ACCEPT_REPLACEABLE_HELPER", &helper)
         .args(flags)
         .output()
         .unwrap();
     let filtered = l
         .cli()
         .env("CLI_SANDBOX_HELPER", &helper)
+        .env("CLI_SANDBOX_ACCEPT_REPLACEABLE_HELPER", &helper)
         .env("RUST_LOG", "warn")
         .args(flags)
         .output()

@@ -511,6 +511,7 @@ fn describe(rule: &Rule) -> String {
         Rule::Blocked { .. } => "blocked program".into(),
         Rule::Refused { pattern, .. } => format!("refused pattern {pattern}"),
         Rule::Pinned { .. } => "pinned (a protected root or its ancestor)".into(),
+        Rule::Git { .. } => "git's own files in a read-write grant (hooks, config)".into(),
         Rule::Runtime { .. } => "the chat's runtime".into(),
         Rule::Granted { access, .. } => format!("granted {}", access.as_str()),
         Rule::Closed { root } => format!("closed ({})", root.display()),

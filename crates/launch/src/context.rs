@@ -27,6 +27,12 @@ pub struct Settings {
     pub config: Option<PathBuf>,
     /// The `cli-sandbox` binary that runs the Linux helper (see [`crate::wrap::helper_binary`]).
     pub helper: Option<PathBuf>,
+    /// A helper the provider runs although a chat could replace it (see
+    /// [`crate::wrap::helper_for`]), named exactly (the path as given, or where it resolves);
+    /// then `CLI_SANDBOX_ACCEPT_REPLACEABLE_HELPER`. Any other helper in such a place is refused
+    /// ([`crate::Error::HelperReplaceable`]). Meant for a machine where no chat runs as anyone
+    /// who could write there; the launch logs a warning each time.
+    pub accept_replaceable_helper: Option<PathBuf>,
 }
 
 /// The configuration and layout in force for this process.
@@ -41,6 +47,8 @@ pub struct Context {
     /// The `cli-sandbox` binary that applies a Linux plan ([`Settings::helper`], else
     /// `CLI_SANDBOX_HELPER`); `None`: a Linux launch says it is missing.
     pub helper: Option<PathBuf>,
+    /// [`Settings::accept_replaceable_helper`], else `CLI_SANDBOX_ACCEPT_REPLACEABLE_HELPER`.
+    pub accept_replaceable_helper: Option<PathBuf>,
     /// The configuration read from [`Settings::config`] (every default without one).
     pub config: Config,
     /// Where the home, the app folder and workspace-docs are, canonical.
@@ -151,6 +159,10 @@ impl Context {
             os,
             privileged: launcher_is_root(),
             helper: settings.helper.clone(),
+            accept_replaceable_helper: settings
+                .accept_replaceable_helper
+                .clone()
+                .or_else(|| env_path("CLI_SANDBOX_ACCEPT_REPLACEABLE_HELPER")),
             config,
             layout,
             named,

@@ -135,6 +135,7 @@ impl Demo {
             workspace_docs: Some(self.workspace_docs.clone()),
             config: Some(self.config.clone()),
             helper: None,
+            accept_replaceable_helper: None,
         }
     }
 

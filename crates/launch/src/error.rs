@@ -56,6 +56,20 @@ pub enum Error {
         /// What the system said.
         source: io::Error,
     },
+    /// The Linux helper lies where a chat could replace it: it starts unconfined, so the next
+    /// launch would run the chat's program outside the sandbox. Refused unless the provider
+    /// accepts that exact path ([`crate::Settings::accept_replaceable_helper`]).
+    #[error(
+        "the helper `{helper}` could be replaced by a chat (`{place}`: {why}), and the helper runs unconfined: install cli-sandbox where only root writes (`sudo install -m 0755 cli-sandbox cli-sandbox-helper /usr/local/bin/`) and name that one (CLI_SANDBOX_HELPER or the launch's helper setting), or accept this exact path with CLI_SANDBOX_ACCEPT_REPLACEABLE_HELPER={helper} (the launch's accept_replaceable_helper setting) where no chat runs as a user who could write there"
+    )]
+    HelperReplaceable {
+        /// The helper as named.
+        helper: PathBuf,
+        /// The entry a chat could change: the helper, a folder above it, a link on the way.
+        place: PathBuf,
+        /// How, in words.
+        why: String,
+    },
     /// Input the launch cannot use, with what to do (said in the message).
     #[error("{0}")]
     BadInput(String),
@@ -87,6 +101,7 @@ impl Error {
                 | Error::Adapter(_)
                 | Error::UnknownCli { .. }
                 | Error::BadInput(_)
+                | Error::HelperReplaceable { .. }
         ) || matches!(self, Error::Plan(e) if e.is_bad_input())
     }
 

@@ -37,6 +37,7 @@
 //!     workspace_docs: Some(demo.workspace_docs.clone()),
 //!     config: None,
 //!     helper: Some(helper),
+//!     accept_replaceable_helper: None,
 //! };
 //! let ctx = Context::load(&settings)?;
 //! let spec = LaunchSpec::new("codex", "chat-1")

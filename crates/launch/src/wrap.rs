@@ -208,33 +208,159 @@ pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
 }
 
 /// The helper this chat's launch runs, checked: it starts unconfined, so a chat that could
-/// replace it (it, or a folder above it, writable by the chat's uid; for a root chat, outside the
-/// read-only system) would run a program of its choice unconfined at the next launch. When the
-/// helper is this very binary or the [`HELPER_NAME`] beside it (`cli-sandbox run`, `plan`, the
-/// contract) and lies in such a place (`cargo install` puts both in the home), the launch runs a
-/// copy of this binary that the launcher keeps in the state root, which every chat's sandbox
-/// closes: copied from the image this process runs, never from the file beside it, which a chat
-/// could have replaced already. A helper the caller names in such a place is the caller's
-/// choice: it is used, with a warning.
+/// replace it (change it, or rename, remove or retarget any entry its path goes through: a
+/// folder above it, a symlink on the way) would run a program of its choice unconfined at the
+/// next launch. Who could is decided in one place, [`Policy::could_replace`], from the chat's
+/// policy and what the disk says of each entry (owner, mode).
+///
+/// When the helper is this very binary or the [`HELPER_NAME`] beside it (`cli-sandbox run`,
+/// `plan`, the contract) and lies in such a place, the launch runs a copy of this binary that
+/// the launcher keeps in the state root, which every chat's sandbox closes: copied from the
+/// image this process runs, never from the file beside it, which a chat could have replaced
+/// already. Any other helper in such a place is refused ([`Error::HelperReplaceable`], exit 125
+/// on the command line), unless the provider accepts that exact path
+/// ([`crate::Settings::accept_replaceable_helper`]; then with a warning).
 pub fn helper_for(ctx: &Context, policy: &Policy) -> Result<PathBuf, Error> {
     let helper = helper_binary(ctx.helper.as_deref())?;
-    let canonical = std::fs::canonicalize(&helper).map_err(|e| {
+    let (canonical, replaceable) = check_helper(&helper, policy)?;
+    let Some(replaceable) = replaceable else {
+        return Ok(canonical);
+    };
+    if is_this_binary(&canonical) || is_beside_this_binary(&canonical) {
+        return kept_copy_of_this_binary(ctx);
+    }
+    accepted_by_name(ctx, &helper, &canonical, replaceable)?;
+    Ok(canonical)
+}
+
+/// The helper that `CLI_SANDBOX_HELPER` or the settings name, checked as [`helper_for`] checks
+/// it, for a launch that applies its plan in its own process (`cli-sandbox step` on Linux): it
+/// runs no helper, but a provider that names one a chat could replace runs it in its other
+/// launches, so the step refuses it too rather than say nothing. `Ok` when none is named.
+pub fn check_named_helper(ctx: &Context, policy: &Policy) -> Result<(), Error> {
+    let named = ctx
+        .helper
+        .clone()
+        .or_else(|| std::env::var_os("CLI_SANDBOX_HELPER").map(PathBuf::from));
+    let Some(helper) = named.filter(|h| !h.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    let (canonical, replaceable) = check_helper(&helper, policy)?;
+    match replaceable {
+        None => Ok(()),
+        Some(replaceable) => accepted_by_name(ctx, &helper, &canonical, replaceable),
+    }
+}
+
+/// `helper` resolved, and how a chat of `policy` could replace it (`None`: it cannot).
+fn check_helper(
+    helper: &Path,
+    policy: &Policy,
+) -> Result<(PathBuf, Option<sandbox_core::Replaceable>), Error> {
+    let (canonical, entries) = entries_on_the_way(helper).map_err(|e| {
         Error::BadInput(format!(
             "the helper `{}` cannot be found ({e}): install cli-sandbox and point the launch at it",
             helper.display()
         ))
     })?;
-    if !a_chat_could_replace(&canonical, policy) {
-        return Ok(canonical);
-    }
-    if is_this_binary(&canonical) || is_beside_this_binary(&canonical) {
-        return kept_copy_of_this_binary(ctx);
+    Ok((canonical, policy.could_replace(&entries)))
+}
+
+/// A helper a chat could replace, run only when the provider named this very path as accepted
+/// (as given, or where it resolves); else [`Error::HelperReplaceable`].
+fn accepted_by_name(
+    ctx: &Context,
+    helper: &Path,
+    canonical: &Path,
+    replaceable: sandbox_core::Replaceable,
+) -> Result<(), Error> {
+    let accepted = ctx
+        .accept_replaceable_helper
+        .as_deref()
+        .is_some_and(|a| a == helper || a == canonical);
+    if !accepted {
+        return Err(Error::HelperReplaceable {
+            helper: helper.to_owned(),
+            place: replaceable.place,
+            why: replaceable.why,
+        });
     }
     tracing::warn!(
         helper = %canonical.display(),
-        "the helper lies where a chat can replace it (it or a folder above it is writable by the chats' user): a chat could run its own program unconfined at the next launch; install cli-sandbox outside such places"
+        place = %replaceable.place.display(),
+        why = %replaceable.why,
+        "the helper lies where a chat can replace it, and the launch runs it because the provider accepted this path by name: a chat could run its own program unconfined at the next launch"
     );
-    Ok(canonical)
+    Ok(())
+}
+
+/// Resolves `path` (made absolute from the working folder) one name at a time, as the kernel
+/// does, and lists every entry the resolution went through with its owner and mode: each folder
+/// from `/` down, each symlink (its own entry, then the names of its target), the program last.
+/// A chat that can change any of them can make the same path name another program. Gives the
+/// canonical path too.
+pub fn entries_on_the_way(path: &Path) -> std::io::Result<(PathBuf, Vec<sandbox_core::OnDisk>)> {
+    use std::collections::VecDeque;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Component;
+    /// Links followed before the resolution is refused, as the kernel's limit (ELOOP).
+    const MAX_LINKS: usize = 40;
+    let absolute = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        std::env::current_dir()?.join(path)
+    };
+    let on_disk = |p: &Path| -> std::io::Result<sandbox_core::OnDisk> {
+        let meta = std::fs::symlink_metadata(p)?;
+        Ok(sandbox_core::OnDisk {
+            path: p.to_owned(),
+            uid: meta.uid(),
+            mode: meta.mode() & 0o7777,
+            dir: meta.is_dir(),
+        })
+    };
+    let owned = |c: Component<'_>| -> Option<std::ffi::OsString> {
+        match c {
+            Component::RootDir => Some("/".into()),
+            Component::ParentDir => Some("..".into()),
+            Component::Normal(name) => Some(name.to_owned()),
+            Component::CurDir | Component::Prefix(_) => None,
+        }
+    };
+    let mut pending: VecDeque<std::ffi::OsString> =
+        absolute.components().filter_map(owned).collect();
+    let mut at = PathBuf::from("/");
+    let mut entries = vec![on_disk(&at)?];
+    let mut links = 0;
+    while let Some(name) = pending.pop_front() {
+        if name == "/" {
+            at = PathBuf::from("/");
+            continue;
+        }
+        if name == ".." {
+            // `at` is a real folder (every link on the way was followed), so its parent is
+            // what `..` names.
+            at.pop();
+            continue;
+        }
+        let next = at.join(&name);
+        let entry = on_disk(&next)?;
+        let is_link = std::fs::symlink_metadata(&next)?.file_type().is_symlink();
+        entries.push(entry);
+        if is_link {
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
+            }
+            let target = std::fs::read_link(&next)?;
+            for part in target.components().rev().filter_map(owned) {
+                pending.push_front(part);
+            }
+        } else {
+            at = next;
+        }
+    }
+    Ok((at, entries))
 }
 
 /// Whether `path` is the image this process runs (the same file, by device and inode).
@@ -277,77 +403,132 @@ fn is_beside_this_binary(path: &Path) -> bool {
         .is_some_and(|beside| beside == path)
 }
 
-/// Whether a confined chat of `policy` could replace `path` or a folder above it.
-fn a_chat_could_replace(path: &Path, policy: &Policy) -> bool {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    if policy.system_read_only() {
-        // A root chat writes only where the policy says; its permissions are root's.
-        return path
-            .ancestors()
-            .any(|p| policy.decide(sandbox_core::Op::Write, p).allowed && p != Path::new("/"))
-            || policy.decide(sandbox_core::Op::Move, path).allowed;
-    }
-    let me = rustix::process::geteuid().as_raw();
-    // Inside a protected root nothing is the chat's: its sandbox closes it (the launcher's own
-    // folders there, the kept copy among them, are written by the launcher only).
-    let writable = |p: &Path| {
-        !policy.is_protected(p)
-            && (rustix::fs::access(p, rustix::fs::Access::WRITE_OK).is_ok()
-                || std::fs::metadata(p).is_ok_and(|m| m.uid() == me))
-    };
-    if writable(path) {
-        return true;
-    }
-    // A folder the chat may write lets it put another file in the helper's place, but a sticky
-    // one only for entries of its own.
-    let mut child = path;
-    for folder in path.ancestors().skip(1) {
-        let sticky = std::fs::metadata(folder).is_ok_and(|m| m.permissions().mode() & 0o1000 != 0);
-        let child_is_mine = std::fs::symlink_metadata(child).is_ok_and(|m| m.uid() == me);
-        if writable(folder) && (!sticky || child_is_mine) {
-            return true;
-        }
-        child = folder;
-    }
-    false
+/// The folder of the launcher's kept copies, in the state root (closed to every chat).
+pub fn kept_copies_folder(ctx: &Context) -> PathBuf {
+    ctx.layout.state_root.join("state/cli-sandbox/helper")
 }
 
-/// This binary, copied once into `<state root>/state/cli-sandbox/helper/`, named by the running
-/// image's device, inode, size and time (a new build gets a new copy); read from
-/// `/proc/self/exe`, the image this process runs, not whatever the path holds now.
+/// This binary, copied into [`kept_copies_folder`] once per content: named
+/// `cli-sandbox-<SHA-256 of the image>`, so that two builds of the same content share one copy
+/// and a new content gets a new one. Read from `/proc/self/exe`, the image this process runs,
+/// not whatever the path holds now. Hashing the image (tens of megabytes) at every launch
+/// would cost each launch milliseconds, so the digest is kept beside the copies in a note named
+/// by the image's device, inode, size and time (`image-...`), the same key the copies were
+/// named by before: the image is read in full once per installed file. When a new copy is made,
+/// every other copy and note in the folder is removed (a launch of another build that is
+/// starting at that very moment would then find its helper gone and fail with "cannot be run";
+/// it is not started unconfined).
 fn kept_copy_of_this_binary(ctx: &Context) -> Result<PathBuf, Error> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::fs::MetadataExt;
     let io = |what: String| move |e: std::io::Error| Error::Io { what, source: e };
     let running = std::fs::File::open("/proc/self/exe").map_err(io("this binary".into()))?;
     let meta = running.metadata().map_err(io("this binary".into()))?;
-    let dir = ctx.layout.state_root.join("state/cli-sandbox/helper");
+    let dir = kept_copies_folder(ctx);
     crate::context::ensure_dir(&dir)?;
-    let path = dir.join(format!(
-        "cli-sandbox-{:x}-{:x}-{:x}-{:x}",
+    let note = dir.join(format!(
+        "image-{:x}-{:x}-{:x}-{:x}",
         meta.dev(),
         meta.ino(),
         meta.size(),
         meta.mtime_nsec() ^ (meta.mtime() << 30)
     ));
-    if path.exists() {
-        return Ok(path);
+    if let Ok(name) = std::fs::read_to_string(&note)
+        && is_copy_name(&name)
+        && dir.join(&name).is_file()
+    {
+        return Ok(dir.join(name));
     }
-    let in_state_root = |what: &Path, e| {
+    let digest = digest_of(&running).map_err(io("this binary".into()))?;
+    let name = format!("cli-sandbox-{digest}");
+    let path = dir.join(&name);
+    if !path.is_file() {
+        write_atomically(&dir, &path, |tmp| {
+            std::io::copy(&mut &running, tmp)?;
+            tmp.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        })?;
+    }
+    write_atomically(&dir, &note, |tmp| {
+        std::io::Write::write_all(tmp, name.as_bytes())
+    })?;
+    remove_other_copies(
+        &dir,
+        &[
+            &name,
+            note.file_name().unwrap_or_default().to_str().unwrap_or(""),
+        ],
+    );
+    Ok(path)
+}
+
+/// `cli-sandbox-` and 64 hexadecimal digits.
+fn is_copy_name(name: &str) -> bool {
+    name.strip_prefix("cli-sandbox-")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The SHA-256 of a file's content, in hexadecimal, read from its start.
+fn digest_of(file: &std::fs::File) -> std::io::Result<String> {
+    use sha2::Digest;
+    use std::io::{Read, Seek};
+    let mut file = file;
+    file.seek(std::io::SeekFrom::Start(0))?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    let digest = hasher.finalize();
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        hex.push_str(&format!("{byte:02x}"));
+    }
+    // Read from the start again by whoever copies it next.
+    file.seek(std::io::SeekFrom::Start(0))?;
+    Ok(hex)
+}
+
+/// A file of the launcher's written whole or not at all: a new temporary file in `dir`, then
+/// renamed over `path`.
+fn write_atomically(
+    dir: &Path,
+    path: &Path,
+    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> Result<(), Error> {
+    // A state root this user cannot write is bad input naming it and the remedy.
+    let io = |e: std::io::Error| {
         Error::from(sandbox_linux::in_state_root(format!(
             "the kept copy of this binary `{}`",
-            what.display()
+            path.display()
         ))(e))
     };
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| in_state_root(&dir, e))?;
-    std::io::copy(&mut &running, &mut tmp).map_err(|e| in_state_root(&path, e))?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o755))
-        .map_err(io(path.display().to_string()))?;
-    tmp.persist(&path).map_err(|e| Error::Io {
-        what: path.display().to_string(),
-        source: e.error,
-    })?;
-    Ok(path)
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    fill(tmp.as_file_mut()).map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// Removes every kept copy and note in `dir` but those named in `keep` (a copy of an older
+/// build is never run again: the next launch of that build makes its own). A failure to remove
+/// one leaves it for the next time; it is in a folder no chat reaches.
+fn remove_other_copies(dir: &Path, keep: &[&str]) {
+    let Ok(listing) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in listing.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let ours = name.starts_with("cli-sandbox-") || name.starts_with("image-");
+        if ours
+            && !keep.contains(&name)
+            && let Err(e) = std::fs::remove_file(entry.path())
+        {
+            tracing::debug!(copy = %entry.path().display(), error = %e, "an old kept copy was not removed");
+        }
+    }
 }
 
 impl PreparedLaunch {

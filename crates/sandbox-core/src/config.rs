@@ -52,6 +52,11 @@ pub struct PolicyConfig {
     /// Off by default: the person's home stays open.
     #[serde(default)]
     pub harden: bool,
+    /// Read-write grants in which git's own files stay writable to the chat (`.git/hooks`,
+    /// `.git/config`, `.gitmodules`: read-only inside every other read-write grant, see
+    /// [`crate::Rule::Git`]); each names a grant's folder exactly, as granted.
+    #[serde(default)]
+    pub git_writable: Vec<PathBuf>,
     /// When the launcher runs as root: places outside the home and the temporary folders that a
     /// chat may still write (everything else of the system is read-only to a root chat).
     #[serde(default)]

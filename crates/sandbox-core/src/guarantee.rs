@@ -36,6 +36,9 @@ pub enum Promise {
     Blocked,
     /// Persistence paths of the home are not written (`harden`).
     Persistence,
+    /// A repository's hooks and configuration inside a read-write grant are not written
+    /// (`.git/hooks`, `.git/config`, `.gitmodules`): what git outside would run.
+    GitMetadata,
     /// Processes outside cannot be signalled or traced; their environment cannot be read.
     OutsideProcesses,
     /// Every process of the chat ends with it: when the program exits, when its terminal hangs
@@ -72,12 +75,13 @@ pub enum Promise {
 
 impl Promise {
     /// Every promise, in the order reports list them.
-    pub const ALL: [Promise; 19] = [
+    pub const ALL: [Promise; 20] = [
         Promise::ProtectedRoot,
         Promise::Pinned,
         Promise::Refused,
         Promise::Blocked,
         Promise::Persistence,
+        Promise::GitMetadata,
         Promise::OutsideProcesses,
         Promise::ChatEnds,
         Promise::Mounts,
@@ -102,6 +106,7 @@ impl Promise {
             Promise::Refused => "refused",
             Promise::Blocked => "blocked",
             Promise::Persistence => "persistence",
+            Promise::GitMetadata => "git-metadata",
             Promise::OutsideProcesses => "outside-processes",
             Promise::ChatEnds => "chat-ends",
             Promise::Mounts => "mounts",
@@ -132,6 +137,9 @@ impl Promise {
             Promise::Blocked => "blocked programs (openers, the session bus's tools) cannot run",
             Promise::Persistence => {
                 "persistence paths of the home not written, replaced or removed, also after a save by rename outside (`harden`): nothing at the home's top but the CLIs' state files, nor the listed places below it (shell, git, ssh, tmux, ~/bin, ~/.local/bin, ~/.cargo/bin, Python's user site-packages, npm's, cargo's, aws's, kubectl's and docker's settings, editors' and debuggers' start files, autostart entries, systemd user units)"
+            }
+            Promise::GitMetadata => {
+                "a repository's hooks and configuration inside a read-write grant (.git/hooks, .git/config, .gitmodules) not written, replaced or removed: git run outside later would act on them"
             }
             Promise::OutsideProcesses => {
                 "processes outside cannot be signalled or traced, and their environment cannot be read"

@@ -34,6 +34,7 @@ mod person;
 pub mod platform;
 mod policy;
 pub mod readiness;
+mod replace;
 
 pub use adapter::{
     AdapterError, ArgsAndEdits, ArgvParts, CliAdapter, CliLaunch, EditAction, EnvChanges, FileEdit,
@@ -56,6 +57,7 @@ pub use policy::{
     HOME_TOP_STATE_TEMP_MACOS, Hardened, KERNEL_SECRETS_LINUX, KERNEL_TUNABLES_LINUX, Mode, Op,
     PERSISTENCE_COMMON, PERSISTENCE_EMPTY_IS_ABSENT, PERSISTENCE_LINUX, PERSISTENCE_MACOS, Policy,
     PolicyRequest, RefusedEntries, RefusedPattern, Rule, Shape, Verdict, WRITABLE_AS_ROOT,
-    WRITABLE_AS_ROOT_MACOS,
+    WRITABLE_AS_ROOT_MACOS, git_protected,
 };
 pub use readiness::{Readiness, Ready};
+pub use replace::{OnDisk, Replaceable};

@@ -550,6 +550,12 @@ pub struct Policy {
     /// a rule of its own, so not in the JSON answers).
     #[serde(skip)]
     person_file_locks: PathBuf,
+    /// The folders inside which some chat, this one or another, may be given a folder to write:
+    /// workspace-docs, the runtimes, and each protected root outside the app folder and the
+    /// state root (`Policy::could_replace` asks it: what another chat's grant holds is a chat's
+    /// to change too). Not part of what a plan prints.
+    #[serde(skip)]
+    grantable: Vec<PathBuf>,
     grants: Vec<Grant>,
     refused: Vec<RefusedPattern>,
     /// Refused to execute and to read (a copy of a readable program runs just the same).
@@ -559,6 +565,9 @@ pub struct Policy {
     /// Persistence paths closed to writing and moving (`harden = true`; empty otherwise);
     /// sorted. None lies inside or around a protected root: those are closed already.
     hardened: Vec<Hardened>,
+    /// Read-write grants in which git's own files stay writable (`[policy] git_writable`),
+    /// canonical; in every other read-write grant they are read-only ([`Rule::Git`]).
+    git_writable: Vec<PathBuf>,
     /// Kernel tunables: read, never written ([`KERNEL_TUNABLES_LINUX`]; none on macOS).
     kernel_tunables: Vec<PathBuf>,
     /// Kernel files that tell about every process or the kernel's memory: not read
@@ -643,6 +652,20 @@ impl Policy {
     /// sorted. None lies inside or around a protected root: those are closed already.
     pub fn hardened(&self) -> &[Hardened] {
         &self.hardened
+    }
+
+    /// Read-write grants in which git's own files stay writable (`[policy] git_writable`);
+    /// canonical.
+    pub fn git_writable(&self) -> &[PathBuf] {
+        &self.git_writable
+    }
+
+    /// The read-write grants whose repositories' hooks and configuration are read-only
+    /// ([`Rule::Git`]): every read-write grant but those of `[policy] git_writable`.
+    pub fn git_closed_grants(&self) -> impl Iterator<Item = &Grant> + '_ {
+        self.grants
+            .iter()
+            .filter(|g| g.access == Access::ReadWrite && !self.git_writable.contains(&g.path))
     }
 
     /// Kernel tunables: read, never written ([`KERNEL_TUNABLES_LINUX`]; none on macOS).
@@ -740,6 +763,14 @@ pub enum Rule {
         /// The protected root.
         root: PathBuf,
     },
+    /// Git's own files inside a read-write grant: what git run later, outside the sandbox,
+    /// would act on (hooks, `core.fsmonitor` and the other commands a configuration names,
+    /// submodules' URLs). Read, never written, renamed or removed; see [`git_protected`].
+    /// `[policy] git_writable` names the grants where it does not hold.
+    Git {
+        /// The innermost grant that holds the path.
+        grant: PathBuf,
+    },
     /// This chat's own runtime (read-write).
     Runtime {
         /// The runtime.
@@ -782,6 +813,7 @@ impl Rule {
             Rule::Blocked { .. } => "blocked",
             Rule::Refused { .. } => "refused",
             Rule::Pinned { .. } => "pinned",
+            Rule::Git { .. } => "git",
             Rule::Runtime { .. } => "runtime",
             Rule::Granted { .. } => "granted",
             Rule::Closed { .. } => "closed",
@@ -871,6 +903,14 @@ impl Policy {
             Vec::new()
         };
 
+        let mut git_writable = Vec::new();
+        for place in &req.config.policy.git_writable {
+            let place = canonicalize_lenient("git_writable grant", place, resolver)?;
+            if !git_writable.contains(&place) {
+                git_writable.push(place);
+            }
+        }
+
         let (kernel_tunables, kernel_secrets) = match req.os {
             Os::Linux => (
                 KERNEL_TUNABLES_LINUX.iter().map(PathBuf::from).collect(),
@@ -893,10 +933,21 @@ impl Policy {
             Vec::new()
         };
 
+        let mut grantable = vec![layout.workspace_docs.clone(), layout.runtimes_dir()];
+        grantable.extend(
+            protected
+                .iter()
+                .filter(|r| {
+                    !is_within_plain(r, &layout.app_folder)
+                        && !is_within_plain(r, &layout.state_root)
+                })
+                .cloned(),
+        );
         let policy = Policy {
             os: req.os,
             chat: req.chat.clone(),
             home: layout.home.clone(),
+            grantable,
             protected,
             runtimes_dir: layout.runtimes_dir(),
             person_file_locks: layout.person_file_locks_dir(),
@@ -906,6 +957,7 @@ impl Policy {
             blocked_programs,
             unix_socket_allow,
             hardened,
+            git_writable,
             kernel_tunables,
             kernel_secrets,
             system_read_only: req.privileged,
@@ -996,7 +1048,7 @@ impl Policy {
     }
 
     /// The reference semantics: may a confined process do `op` on `path` (absolute, canonical)?
-    /// Precedence, highest first: blocked > refused > pinned > runtime/granted > closed >
+    /// Precedence, highest first: blocked > refused > pinned > git > runtime/granted > closed >
     /// hardened > kernel > system > open.
     pub fn decide(&self, op: Op, path: &Path) -> Verdict {
         let refuse = |rule| Verdict {
@@ -1030,6 +1082,18 @@ impl Policy {
             && let Some(root) = self.protected.iter().find(|r| is_within(r, path))
         {
             return refuse(Rule::Pinned { root: root.clone() });
+        }
+
+        if matches!(op, Op::Write | Op::Move)
+            && let Some(grant) = grant
+            && grant.access == Access::ReadWrite
+            && !self.git_writable.contains(&grant.path)
+            && !is_within(path, &self.runtime)
+            && git_protected(path, self.os == Os::MacOs)
+        {
+            return refuse(Rule::Git {
+                grant: grant.path.clone(),
+            });
         }
 
         if is_within(path, &self.runtime) {
@@ -1126,10 +1190,77 @@ impl Policy {
             .chain(self.grants.iter().map(|g| (g.path.as_path(), g.access)))
     }
 
+    /// Whether some chat, this one or another, may be given `path` to write: it lies strictly
+    /// inside workspace-docs, the runtimes' folder or another protected root where grants may
+    /// be (see [`Policy::could_replace`]).
+    pub fn some_chat_may_be_granted(&self, path: &Path) -> bool {
+        self.grantable
+            .iter()
+            .any(|g| path != g.as_path() && is_within(path, g))
+    }
+
     /// Whether `path` lies inside (or is) one of the protected roots.
     pub fn is_protected(&self, path: &Path) -> bool {
         self.protected.iter().any(|r| is_within(path, r))
     }
+}
+
+/// The names of git's own files that a chat must not write inside a read-write grant, found
+/// by name in `path` (absolute): each `.git` entry itself (a folder, or a `gitdir:` file of a
+/// worktree or submodule: renamed or replaced, it brings hooks of the chat's); in the folder
+/// it is, `hooks/` and everything in it, `config`, `config.worktree` and `commondir` (which
+/// names where the hooks and configuration are); the same in each submodule's and worktree's
+/// folder under it (`.git/modules/NAME/`, `.git/worktrees/NAME/`, NAME of one or more names);
+/// and `.gitmodules` anywhere (with anything beneath it). By name, so a repository made during
+/// the chat (`git init`, a clone) is covered by the rule as well; the backends say what they
+/// enforce of it. `fold_case`: names match whatever their ASCII case (macOS).
+///
+/// A branch or a module whose own name ends in `hooks` or `config` under `.git/modules/` is
+/// caught too (a rare name; refusing more is the safe side).
+pub fn git_protected(path: &Path, fold_case: bool) -> bool {
+    let names: Vec<&[u8]> = path
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n.as_bytes()),
+            _ => None,
+        })
+        .collect();
+    let is = |name: &[u8], want: &str| {
+        if fold_case {
+            name.eq_ignore_ascii_case(want.as_bytes())
+        } else {
+            name == want.as_bytes()
+        }
+    };
+    let last_is_setting = |name: &[u8]| {
+        ["config", "config.worktree", "commondir"]
+            .iter()
+            .any(|w| is(name, w))
+    };
+    if names.iter().any(|n| is(n, ".gitmodules")) {
+        return true;
+    }
+    for (i, name) in names.iter().enumerate() {
+        if !is(name, ".git") {
+            continue;
+        }
+        let rest = &names[i + 1..];
+        match rest {
+            [] => return true,
+            [first, ..] if is(first, "hooks") => return true,
+            [only] if last_is_setting(only) => return true,
+            [first, _, more @ ..] if is(first, "modules") || is(first, "worktrees") => {
+                let deeper = more.len();
+                for (j, name) in more.iter().enumerate() {
+                    if is(name, "hooks") || (j + 1 == deeper && last_is_setting(name)) {
+                        return true;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The layout's fields are public (a provider may write one), and every rule below compares

@@ -99,6 +99,26 @@ impl LaunchDisk for RealDisk {
         Some(entry_kind(path.symlink_metadata().ok()?.file_type()))
     }
 
+    fn read_start(&self, path: &Path, limit: usize) -> Option<Vec<u8>> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        file.take(limit as u64).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
+    }
+
+    fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::canonicalize(path).ok()
+    }
+
     fn target_kind(&self, path: &Path) -> Option<EntryKind> {
         use std::os::unix::fs::FileTypeExt;
         let ft = std::fs::metadata(path).ok()?.file_type();

@@ -250,6 +250,19 @@ pub(super) fn compile(
             )),
         ));
     }
+    if policy.git_closed_grants().next().is_some() {
+        // Landlock only allows: closing `.git/hooks` inside a read-write grant would mean
+        // freezing every folder from the grant down to each repository (nothing could be
+        // created or renamed in them: a chat's work in the repository stops), and a missing
+        // one could not be made read-only at all. Not built; said.
+        guarantees.push(Guarantee::new(
+            Promise::GitMetadata,
+            "Landlock alone: not closed",
+            Enforcement::Not(
+                "without user namespaces a repository's .git/hooks, .git/config and .gitmodules in a read-write grant stay writable: closing them with Landlock alone would freeze every folder from the grant down to the repository: grant repositories read-only, or launch where user namespaces can be made".into(),
+            ),
+        ));
+    }
     guarantees.push(Guarantee::new(
         Promise::Refused,
         "Landlock: each grant's own folder frozen, its other entries granted",

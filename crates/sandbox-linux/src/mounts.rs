@@ -20,7 +20,8 @@
 //! 7. **Masks.** An empty read-only tmpfs over each protected root, this chat's folders attached
 //!    back inside it from pass 2 (read-only grants made read-only with every mount beneath).
 //! 8. **Entries.** Refused entries and blocked programs covered by unreadable stand-ins;
-//!    hardened paths bound read-only onto themselves.
+//!    hardened paths and git's own files in read-write grants bound read-only onto themselves,
+//!    each repository's `.git` folder bound onto itself (kept: not renamed).
 //! 9. **Seal.** The mount at `/dev` is made read-only (its `shm` folder, bound onto itself,
 //!    stays writable).
 //!
@@ -320,6 +321,9 @@ impl StandIns {
                 make_read_only(Some(tree.as_fd()), path)?;
                 attach_tree(&tree, path)
             }
+            // A copy of the entry's own tree attached onto it, writable as it was: a mount
+            // point, which a rename or a removal inside refuses (EBUSY).
+            MountStep::Keep { path, dir } => attach_tree(&clone_tree(path, *dir)?, path),
             MountStep::Pin { .. } | MountStep::Mask { .. } => Ok(()),
         }
     }

@@ -61,6 +61,16 @@ pub enum MountStep {
         /// A folder (covered by an empty folder), else a file (by an empty file).
         dir: bool,
     },
+    /// Bind an entry of a chat's folder onto itself, writable, after the masks (pass 8): what is
+    /// in it stays writable, but as a mount point it cannot be renamed or removed (EBUSY). A
+    /// repository's `.git` folder in a read-write grant, so that no folder of the chat's is put
+    /// in its place.
+    Keep {
+        /// The entry.
+        path: PathBuf,
+        /// A folder, else a file.
+        dir: bool,
+    },
     /// Bind an entry onto itself read-only (a persistence path with `harden`, a kernel tunable):
     /// it can be read, not written, and as a mount point it cannot be removed or replaced
     /// (EBUSY).
@@ -377,7 +387,8 @@ impl LinuxPlan {
                 match step {
                     MountStep::Pin { path }
                     | MountStep::Hide { path, .. }
-                    | MountStep::ReadOnly { path, .. } => out.push(path),
+                    | MountStep::ReadOnly { path, .. }
+                    | MountStep::Keep { path, .. } => out.push(path),
                     MountStep::Mask { root, bind_back } => {
                         out.push(root);
                         out.extend(bind_back.iter().map(|b| b.path.as_path()));
@@ -666,6 +677,17 @@ pub trait LaunchDisk {
     /// What a path is once symlinks are followed: `Some(Dir)` or `Some(File)`, `None` when it
     /// dangles or is neither a regular file, a folder nor a character device.
     fn target_kind(&self, path: &Path) -> Option<EntryKind>;
+    /// The first bytes (at most `limit`) of a regular file, read without following a symlink
+    /// at its own name; `None` when it cannot be read (a fake disk reads nothing).
+    fn read_start(&self, path: &Path, limit: usize) -> Option<Vec<u8>> {
+        let _ = (path, limit);
+        None
+    }
+    /// The canonical form of `path`, `None` when it does not resolve.
+    fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        let _ = path;
+        None
+    }
 }
 
 /// What the machine offers, as far as the plan is concerned.
@@ -833,6 +855,16 @@ pub fn compile(
         guarantees.push(hardened.guarantee);
     }
 
+    let git = git_in_namespace(policy, disk);
+    let mut create_home_dirs = hardened.create;
+    let mut create_home_files = hardened.create_files;
+    if let Some(guarantee) = git.guarantee {
+        mounts.extend(git.mounts);
+        create_home_dirs.extend(git.create);
+        create_home_files.extend(git.create_files);
+        guarantees.push(guarantee);
+    }
+
     let mut hidden_programs = 0;
     for program in policy.blocked_programs() {
         if disk.kind(program) == Some(EntryKind::File) {
@@ -941,7 +973,7 @@ pub fn compile(
         workdir: policy.runtime().to_owned(),
         create_dirs,
         create_home_dirs,
-        create_home_files: hardened.create_files,
+        create_home_files,
         namespaces: Some(NamespacePlan {
             mounts,
             minimal_dev: true,
@@ -1146,6 +1178,209 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
         frozen_in_home.join(", ")
     );
     out
+}
+
+/// What the rule on git's own files ([`sandbox_core::Rule::Git`]) adds to the namespace plan.
+struct GitInNamespace {
+    mounts: Vec<MountStep>,
+    create: Vec<PathBuf>,
+    create_files: Vec<PathBuf>,
+    /// `None` when no read-write grant closes git's files.
+    guarantee: Option<Guarantee>,
+}
+
+/// The `gitdir:` file of a worktree or submodule is this short; more is not such a file.
+const GITDIR_FILE_LIMIT: usize = 4096;
+
+/// Each read-write grant (but those of `[policy] git_writable`) is walked at plan time, every
+/// folder of it but the refused entries and what symlinks lead to, for git's own files: each
+/// repository's `.git` folder is kept (a mount point: not renamed), its `hooks/` and `config`
+/// bound read-only (made empty first when missing: git reads an empty `hooks/` and an empty
+/// `config` as none), its `config.worktree` and `commondir` when present, and the same in each
+/// submodule's folder under `.git/modules/` and each worktree's under `.git/worktrees/`; a
+/// `.git` file (`gitdir: PATH`, a worktree or a submodule) is bound read-only, and the folder
+/// it names is treated as a `.git` folder when it lies in such a grant; each `.gitmodules` is
+/// bound read-only. What the walk cannot close is said in the guarantee: a repository made
+/// during the chat, a `.gitmodules` or a `commondir` created during the chat, symlinks.
+fn git_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> GitInNamespace {
+    let mut out = GitInNamespace {
+        mounts: Vec::new(),
+        create: Vec::new(),
+        create_files: Vec::new(),
+        guarantee: None,
+    };
+    let grants: Vec<&Path> = policy
+        .git_closed_grants()
+        .map(|g| g.path.as_path())
+        .collect();
+    if grants.is_empty() {
+        return out;
+    }
+    // A grant inside another is walked with it.
+    let outermost: Vec<&Path> = grants
+        .iter()
+        .copied()
+        .filter(|g| !grants.iter().any(|o| o != g && g.starts_with(o)))
+        .collect();
+    let mut links: Vec<PathBuf> = Vec::new();
+    let mut gitdirs: Vec<PathBuf> = Vec::new();
+    let in_closed_grant = |path: &Path| {
+        grants.iter().any(|g| path.starts_with(g))
+            && policy
+                .decide(sandbox_core::Op::Write, &path.join("x"))
+                .allowed
+    };
+    // Level by level, each level's folders listed in one call: the real disk lists many side
+    // by side (`LaunchDisk::entries_of`).
+    let mut level: Vec<PathBuf> = outermost.iter().map(|g| g.to_path_buf()).collect();
+    while !level.is_empty() {
+        let listings = disk.entries_of(&level.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+        let mut next = Vec::new();
+        for (folder, entries) in level.iter().zip(listings) {
+            // Refused patterns name entries at a grant's top only: the policy is asked there
+            // (this grant's, or one inside it), not of each of the walk's entries.
+            let top = policy
+                .grants()
+                .binary_search_by(|g| g.path.as_path().cmp(folder))
+                .is_ok();
+            for (name, kind) in entries {
+                let path = folder.join(&name);
+                if top && !policy.decide(sandbox_core::Op::Read, &path).allowed {
+                    continue;
+                }
+                if name == ".gitmodules" {
+                    match kind {
+                        EntryKind::File => {
+                            out.mounts.push(MountStep::ReadOnly { path, dir: false })
+                        }
+                        EntryKind::Symlink => links.push(path),
+                        EntryKind::Dir => out.mounts.push(MountStep::ReadOnly { path, dir: true }),
+                    }
+                    continue;
+                }
+                if name == ".git" {
+                    match kind {
+                        EntryKind::Dir => gitdirs.push(path),
+                        EntryKind::File => {
+                            if let Some(target) = gitdir_file_target(disk, &path)
+                                && in_closed_grant(&target)
+                                && disk.kind(&target) == Some(EntryKind::Dir)
+                            {
+                                gitdirs.push(target);
+                            }
+                            out.mounts.push(MountStep::ReadOnly { path, dir: false });
+                        }
+                        EntryKind::Symlink => links.push(path),
+                    }
+                    continue;
+                }
+                if kind == EntryKind::Dir {
+                    next.push(path);
+                }
+            }
+        }
+        level = next;
+    }
+    gitdirs.sort();
+    gitdirs.dedup();
+    let mut missing_commondir = false;
+    let mut seen = Vec::new();
+    while let Some(gitdir) = gitdirs.pop() {
+        if seen.contains(&gitdir) {
+            continue;
+        }
+        seen.push(gitdir.clone());
+        out.mounts.push(MountStep::Keep {
+            path: gitdir.clone(),
+            dir: true,
+        });
+        let is_worktree = gitdir
+            .parent()
+            .is_some_and(|p| p.file_name().is_some_and(|n| n == "worktrees"));
+        for (name, must) in [
+            ("hooks", !is_worktree),
+            ("config", !is_worktree),
+            ("config.worktree", false),
+            ("commondir", false),
+        ] {
+            let path = gitdir.join(name);
+            let dir = name == "hooks";
+            match disk.kind(&path) {
+                Some(EntryKind::Symlink) => links.push(path),
+                Some(kind) => out.mounts.push(MountStep::ReadOnly {
+                    path,
+                    dir: kind == EntryKind::Dir,
+                }),
+                None if must => {
+                    if dir {
+                        out.create.push(path.clone());
+                    } else {
+                        out.create_files.push(path.clone());
+                    }
+                    out.mounts.push(MountStep::ReadOnly { path, dir });
+                }
+                None => missing_commondir |= name == "commondir" && !is_worktree,
+            }
+        }
+        // Submodules' folders (a name may hold `/`: a folder with HEAD is one) and worktrees'.
+        let mut below = vec![gitdir.join("modules")];
+        while let Some(folder) = below.pop() {
+            for (name, kind) in disk.entries(&folder) {
+                let path = folder.join(&name);
+                if kind != EntryKind::Dir {
+                    continue;
+                }
+                if disk.kind(&path.join("HEAD")).is_some() {
+                    gitdirs.push(path);
+                } else {
+                    below.push(path);
+                }
+            }
+        }
+        for (name, kind) in disk.entries(&gitdir.join("worktrees")) {
+            if kind == EntryKind::Dir {
+                gitdirs.push(gitdir.join("worktrees").join(name));
+            }
+        }
+    }
+    let mut gaps = vec![
+        "a repository made during the chat (git init, a clone) and a .gitmodules, or a commondir in a repository's own .git folder, created during the chat are not closed: they are closed from the next launch on, which finds them".to_owned(),
+        "a process outside that replaces one of these files by a rename during the chat (git config run outside saves .git/config so) detaches its read-only mount inside: the new file is writable from inside until the chat ends".to_owned(),
+    ];
+    if missing_commondir {
+        gaps[0].push_str(" (a repository here has no commondir now)");
+    }
+    if !links.is_empty() {
+        let names: Vec<String> = links.iter().map(|l| l.display().to_string()).collect();
+        gaps.push(format!(
+            "these are symlinks, which are left as they are (what they point to is closed only where the policy closes it): {}",
+            names.join(", ")
+        ));
+    }
+    out.guarantee = Some(Guarantee::new(
+        Promise::GitMetadata,
+        format!(
+            "mount namespace: in {} read-write grant(s), {} repository folder(s) found at launch kept in place (mount points), their hooks/ and config bound read-only (made empty when missing), each .gitmodules and gitdir file bound read-only",
+            grants.len(),
+            seen.len()
+        ),
+        Enforcement::Partly(gaps.join("; ")),
+    ));
+    out
+}
+
+/// The folder a `gitdir: PATH` file names (relative to the file's folder), canonical.
+fn gitdir_file_target(disk: &dyn LaunchDisk, file: &Path) -> Option<PathBuf> {
+    let bytes = disk.read_start(file, GITDIR_FILE_LIMIT)?;
+    let text = std::str::from_utf8(&bytes).ok()?;
+    let named = text.strip_prefix("gitdir:")?.trim();
+    let named = Path::new(named);
+    let full = if named.is_absolute() {
+        named.to_owned()
+    } else {
+        file.parent()?.join(named)
+    };
+    disk.canonical(&full)
 }
 
 /// `disk.kind(path)`, looked at once: the answer in `seen` when there is one (paths compared by

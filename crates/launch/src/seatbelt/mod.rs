@@ -525,6 +525,27 @@ impl Writer {
                             }
                         }
                     }
+                    let git_closed = access == Access::ReadWrite
+                        && !path.starts_with(policy.runtime())
+                        && !policy.git_writable().iter().any(|w| w == path);
+                    if git_closed {
+                        // Before the refused patterns: where both match, the later rule (the
+                        // refused one) decides, as `decide()` puts refused first.
+                        if !self.params.contains_key(GIT_PARAM) {
+                            self.params.insert(GIT_PARAM.into(), git_regex());
+                        }
+                        self.note(
+                            ";; Git's own files in a read-write grant (hooks, config, .gitmodules): not written or moved.",
+                        );
+                        let filter = format!(
+                            "(require-all {} (regex (param \"{GIT_PARAM}\")))",
+                            subpath(&name)
+                        );
+                        // `file-write*` covers moving (`file-write-unlink`) too; naming that
+                        // operation on its own would outweigh the refused patterns' rule under
+                        // a reading that puts an operation's own rules first.
+                        self.rule("deny", WRITE, &[filter], Some("git"));
+                    }
                     if !policy.refused().is_empty() {
                         let depth = path.components().count() - 1;
                         let regex_name = match refused_at.get(&depth) {
@@ -898,6 +919,37 @@ fn refused_regex(depth: usize, patterns: &[RefusedPattern]) -> String {
     // The entry and everything beneath it, whatever the pattern (`RefusedPattern`'s rule).
     out.push_str(")(/|$)");
     out
+}
+
+/// The parameter that holds [`git_regex`].
+const GIT_PARAM: &str = "GIT_OWN_FILES";
+
+/// The names of git's own files that `sandbox_core::git_protected` refuses, as one regex over
+/// the whole path (held inside a grant by the rule's `subpath`), letters folded as the refused
+/// patterns' are: a `.gitmodules` anywhere (and beneath it); a `.git` entry itself; its
+/// `hooks/` and beneath; its `config`, `config.worktree`, `commondir`; the same under
+/// `.git/modules/NAME/` and `.git/worktrees/NAME/` (NAME one or more names).
+fn git_regex() -> String {
+    let folded = |text: &str| {
+        let mut out = String::new();
+        for c in text.chars() {
+            push_folded(&mut out, c);
+        }
+        out
+    };
+    let git = folded(".git");
+    let settings = format!(
+        "({}|{}|{})",
+        folded("config"),
+        folded("config.worktree"),
+        folded("commondir")
+    );
+    let hooks = folded("hooks");
+    let nested = format!("{git}/({}|{})/.+/", folded("modules"), folded("worktrees"));
+    format!(
+        "^.*/({}(/|$)|{git}$|{git}/{hooks}(/|$)|{git}/{settings}$|{nested}{hooks}(/|$)|{nested}{settings}$)",
+        folded(".gitmodules")
+    )
 }
 
 /// The characters SBPL's `regex-quote` escapes with a backslash.

@@ -1178,4 +1178,241 @@ fn harden_closes_the_places_a_list_missed_and_the_homes_top_as_a_class() {
     assert!(!p.home_top_closed());
     assert!(p.home_state_folders().is_empty());
     assert_eq!(rule(Op::Write, "/home/ann/.curlrc"), (true, "open"));
+// ---------- a program a chat could replace (`Policy::could_replace`) ----------
+
+/// The entries a path goes through, each folder root's 0755 and the program root's 0755 unless
+/// `owners` says otherwise (path, uid, mode).
+fn on_the_way(program: &str, owners: &[(&str, u32, u32)]) -> Vec<crate::OnDisk> {
+    let program = Path::new(program);
+    let mut paths: Vec<&Path> = program.ancestors().collect();
+    paths.reverse();
+    paths
+        .into_iter()
+        .map(|p| {
+            let (uid, mode) = owners
+                .iter()
+                .find(|(o, _, _)| Path::new(o) == p)
+                .map_or((0, 0o755), |(_, uid, mode)| (*uid, *mode));
+            crate::OnDisk {
+                path: p.to_owned(),
+                uid,
+                mode,
+                dir: p != program,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_root_owned_program_in_a_root_owned_system_folder_cannot_be_replaced_by_any_chat() {
+    let entries = on_the_way("/usr/local/libexec/cli-sandbox-helper", &[]);
+    assert_eq!(policy().could_replace(&entries), None);
+    let root = build_privileged(&[], &Config::default());
+    assert_eq!(root.could_replace(&entries), None);
+}
+
+#[test]
+fn a_program_in_the_home_is_a_chats_to_replace_whoever_owns_the_program() {
+    // `cargo install` puts it in ~/.cargo/bin: the home and every folder in it are the person's.
+    let owners = [
+        (HOME, 1000, 0o755),
+        ("/home/ann/.cargo", 1000, 0o755),
+        ("/home/ann/.cargo/bin", 1000, 0o755),
+    ];
+    for uid in [0, 1000] {
+        let mut entries = on_the_way("/home/ann/.cargo/bin/cli-sandbox", &owners);
+        entries.last_mut().unwrap().uid = uid;
+        let why = policy().could_replace(&entries).expect("replaceable");
+        assert_eq!(why.place, Path::new("/home/ann/.cargo"), "{why:?}");
+    }
+    // A root chat writes the whole home by the policy, owners aside.
+    let entries = on_the_way("/home/ann/.cargo/bin/cli-sandbox", &[]);
+    let root = build_privileged(&[], &Config::default());
+    assert!(root.could_replace(&entries).is_some());
+    assert_eq!(policy().could_replace(&entries), None, "all root's, 0755");
+}
+
+#[test]
+fn a_system_folder_writable_by_its_group_or_everyone_or_owned_by_a_user_lets_a_chat_replace_it() {
+    for (mode, uid) in [(0o775, 0), (0o777, 0), (0o755, 1000)] {
+        let entries = on_the_way("/opt/tools/cli-sandbox", &[("/opt/tools", uid, mode)]);
+        let why = policy().could_replace(&entries).expect("replaceable");
+        assert_eq!(
+            why.place,
+            Path::new("/opt/tools/cli-sandbox"),
+            "{mode:o} {uid}"
+        );
+        // A root chat may not write there, but the chats of a launcher that is not root may.
+        let root = build_privileged(&[], &Config::default());
+        assert!(root.could_replace(&entries).is_some(), "{mode:o} {uid}");
+    }
+    // The program itself writable by everyone, or a user's: its content is changed in place.
+    for (mode, uid) in [(0o757, 0), (0o755, 1000)] {
+        let entries = on_the_way(
+            "/opt/tools/cli-sandbox",
+            &[("/opt/tools/cli-sandbox", uid, mode)],
+        );
+        assert!(policy().could_replace(&entries).is_some(), "{mode:o} {uid}");
+    }
+}
+
+#[test]
+fn in_a_sticky_folder_only_a_root_owned_entry_is_safe_from_other_users() {
+    let safe = on_the_way("/var/cache/x/cli-sandbox", &[("/var/cache", 0, 0o1777)]);
+    assert_eq!(policy().could_replace(&safe), None);
+    let theirs = on_the_way(
+        "/var/cache/x/cli-sandbox",
+        &[("/var/cache", 0, 0o1777), ("/var/cache/x", 1000, 0o755)],
+    );
+    assert!(policy().could_replace(&theirs).is_some());
+    // As root the temporary folders are the chat's by the policy: sticky or not.
+    let root = build_privileged(&[], &Config::default());
+    let in_tmp = on_the_way("/tmp/x/cli-sandbox", &[("/tmp", 0, 0o1777)]);
+    assert!(root.could_replace(&in_tmp).is_some());
+    assert_eq!(policy().could_replace(&in_tmp), None, "root's, for a user");
+}
+
+#[test]
+fn a_symlink_on_the_way_counts_as_much_as_the_program() {
+    // /usr/local/bin/cli-sandbox -> a link in the home, retargeted by a chat at will.
+    let mut entries = on_the_way("/usr/local/bin/cli-sandbox", &[]);
+    entries.extend(on_the_way(
+        "/home/ann/bin/cli-sandbox",
+        &[(HOME, 1000, 0o755), ("/home/ann/bin", 1000, 0o755)],
+    ));
+    assert!(policy().could_replace(&entries).is_some());
+}
+
+#[test]
+fn the_launchers_own_folder_in_the_state_root_is_closed_to_every_chat() {
+    // The kept copy: the home is the person's, but the state root is protected and every folder
+    // above it pinned, so no chat renames a folder on the way.
+    let copy = format!("{STATE}/state/cli-sandbox/helper/cli-sandbox-0");
+    let owners: Vec<(&str, u32, u32)> = Path::new(&copy)
+        .ancestors()
+        .filter(|p| p.starts_with(HOME))
+        .map(|p| (p.to_str().unwrap(), 1000, 0o755))
+        .collect();
+    let entries = on_the_way(&copy, &owners);
+    assert_eq!(policy().could_replace(&entries), None);
+    let root = build_privileged(&[], &Config::default());
+    assert_eq!(root.could_replace(&entries), None);
+    // In a grant, by contrast, the chat writes.
+    let in_grant = format!("{DOCS}/workflows/wf-1/cli-sandbox");
+    let owners: Vec<(&str, u32, u32)> = Path::new(&in_grant)
+        .ancestors()
+        .filter(|p| p.starts_with(HOME))
+        .map(|p| (p.to_str().unwrap(), 1000, 0o755))
+        .collect();
+    let entries = on_the_way(&in_grant, &owners);
+    let why = policy()
+        .could_replace(&entries)
+        .expect("in a read-write grant");
+    assert!(why.place.starts_with(DOCS), "{why:?}");
+    // So in what another chat may be granted, or in another chat's runtime: that chat replaces
+    // it for every later launch, whatever this one grants.
+    for path in [
+        format!("{DOCS}/workflows/wf-2/cli-sandbox"),
+        format!("{RUNTIMES}/chat-2/cli-sandbox"),
+    ] {
+        let owners: Vec<(&str, u32, u32)> = Path::new(&path)
+            .ancestors()
+            .filter(|p| p.starts_with(HOME))
+            .map(|p| (p.to_str().unwrap(), 1000, 0o755))
+            .collect();
+        let entries = on_the_way(&path, &owners);
+        assert!(policy().could_replace(&entries).is_some(), "{path}");
+        let root = build_privileged(&[], &Config::default());
+        assert!(root.could_replace(&entries).is_some(), "{path}");
+    }
+}
+
+// ---------- git's own files inside read-write grants (`Rule::Git`) ----------
+
+#[test]
+fn gits_hooks_and_configuration_are_read_only_inside_a_read_write_grant() {
+    let wf = format!("{DOCS}/workflows/wf-1");
+    let p = policy();
+    for relative in [
+        ".git",
+        ".git/hooks",
+        ".git/hooks/post-checkout",
+        ".git/config",
+        ".git/config.worktree",
+        ".git/commondir",
+        ".gitmodules",
+        "sub/.gitmodules",
+        "nested/repo/.git/hooks/pre-commit",
+        "nested/repo/.git/config",
+        "nested/repo/.git",
+        ".git/modules/lib/hooks/post-checkout",
+        ".git/modules/lib/config",
+        ".git/modules/a/b/config",
+        ".git/worktrees/w1/config.worktree",
+        ".git/worktrees/w1/commondir",
+    ] {
+        let path = format!("{wf}/{relative}");
+        for op in [Op::Write, Op::Move] {
+            let v = p.decide(op, Path::new(&path));
+            assert_eq!((v.allowed, v.rule.name()), (false, "git"), "{op:?} {path}");
+        }
+        // Read, listed and run as before: git outside and inside reads them.
+        let v = p.decide(Op::Read, Path::new(&path));
+        assert!(v.allowed, "{path}");
+    }
+    // What git writes as it works stays writable.
+    for relative in [
+        ".git/index",
+        ".git/HEAD",
+        ".git/objects/ab/cdef",
+        ".git/refs/heads/main",
+        ".git/logs/HEAD",
+        ".git/COMMIT_EDITMSG",
+        ".git/config.lock",
+        ".git/modules/lib/index",
+        ".git/worktrees/w1/HEAD",
+        ".gitignore",
+        "config",
+        "hooks/x",
+        ".github/workflows/ci.yml",
+    ] {
+        let path = format!("{wf}/{relative}");
+        let v = p.decide(Op::Write, Path::new(&path));
+        assert_eq!((v.allowed, v.rule.name()), (true, "granted"), "{path}");
+    }
+    // A read-only grant refuses every write by its own rule; the runtime is the chat's own.
+    let ro = format!("{DOCS}/workflows/wf-3/.git/config");
+    assert_eq!(p.decide(Op::Write, Path::new(&ro)).rule.name(), "granted");
+    let runtime = format!("{RUNTIMES}/chat-1/.git/config");
+    assert!(p.decide(Op::Write, Path::new(&runtime)).allowed);
+}
+
+#[test]
+fn git_writable_opts_one_grant_out_and_unknown_keys_stay_errors() {
+    let wf = format!("{DOCS}/workflows/wf-1");
+    let mut config = Config::default();
+    config.policy.git_writable = vec![wf.clone().into()];
+    let p = build_with(&[&format!("{wf}:rw")], &config).unwrap();
+    for relative in [".git/hooks/x", ".git/config", ".gitmodules", ".git"] {
+        let path = format!("{wf}/{relative}");
+        assert!(p.decide(Op::Write, Path::new(&path)).allowed, "{path}");
+    }
+    assert_eq!(p.git_closed_grants().count(), 0);
+    let text = "[policy]\ngit_writeable = []\n";
+    assert!(Config::parse(text, "test", &[]).is_err());
+    let text = format!("[policy]\ngit_writable = [{wf:?}]\n");
+    assert!(Config::parse(&text, "test", &[]).is_ok());
+}
+
+#[test]
+fn on_macos_gits_names_match_whatever_their_case() {
+    for (path, fold, expected) in [
+        ("/w/.GIT/CONFIG", true, true),
+        ("/w/.Git/Hooks/x", true, true),
+        ("/w/.GITMODULES", true, true),
+        ("/w/.GIT/CONFIG", false, false),
+        ("/w/.git/index", true, false),
+    ] {
+        assert_eq!(git_protected(Path::new(path), fold), expected, "{path}");
+    }
 }
