@@ -53,6 +53,6 @@ pub use policy::{
     Access, BLOCKED_PROGRAMS_LINUX, BLOCKED_PROGRAMS_MACOS, DEFAULT_REFUSED, EntryKind, Grant,
     GrantRequest, Hardened, KERNEL_SECRETS_LINUX, KERNEL_TUNABLES_LINUX, Mode, Op,
     PERSISTENCE_COMMON, PERSISTENCE_EMPTY_IS_ABSENT, PERSISTENCE_LINUX, PERSISTENCE_MACOS, Policy,
-    PolicyRequest, RefusedEntries, RefusedPattern, Rule, Shape, Verdict, WRITABLE_AS_ROOT,
-    WRITABLE_AS_ROOT_MACOS,
+    PolicyRequest, RefusedEntries, RefusedPattern, Rule, SQLITE_SIDECARS, Shape, Verdict,
+    WRITABLE_AS_ROOT, WRITABLE_AS_ROOT_MACOS,
 };
