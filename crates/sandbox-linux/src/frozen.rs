@@ -270,13 +270,13 @@ pub(super) fn compile(
     guarantees.push(if abi >= ABI_SCOPING {
         Guarantee::new(
             Promise::OutsideProcesses,
-            "Landlock signal scoping (ABI 6) and its ptrace restriction",
-            Enforcement::Partly(format!("no PID namespace: {visible}")),
+            "Landlock signal scoping (ABI 6) and its ptrace restriction; seccomp: prlimit64 and the scheduling and priority calls (setpriority, sched_setscheduler, sched_setparam, sched_setattr, sched_setaffinity, ioprio_set) only on the calling process itself",
+            Enforcement::Partly(format!("no PID namespace: {visible}; a program may not renice or pin its own threads or children by pid either")),
         )
     } else {
         Guarantee::new(
             Promise::OutsideProcesses,
-            "Landlock's ptrace restriction",
+            "Landlock's ptrace restriction; seccomp: prlimit64 and the scheduling and priority calls only on the calling process itself",
             Enforcement::Partly(format!(
                 "no PID namespace, and Landlock ABI {abi} has no signal scoping (ABI 6): every process of the chat's uid outside can be signalled (the launcher, the person's shell, other chats); {visible}"
             )),
@@ -320,6 +320,7 @@ pub(super) fn compile(
     let landlock = common.landlock(rules);
     let seccomp = SeccompPlan {
         refuse_shared_ipc: true,
+        refuse_others_scheduling: true,
         ..common.seccomp
     };
     Ok(LinuxPlan {

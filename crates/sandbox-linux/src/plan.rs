@@ -252,6 +252,15 @@ pub struct SeccompPlan {
     /// process outside, which signal scoping does not see.
     #[serde(default)]
     pub refuse_others_limits: bool,
+    /// Refuse the scheduling and priority calls on anything but the calling process itself:
+    /// `setpriority` and `ioprio_set` other than `PRIO_PROCESS`/`IOPRIO_WHO_PROCESS` with 0, and
+    /// `sched_setscheduler`, `sched_setparam`, `sched_setattr`, `sched_setaffinity` with a pid
+    /// other than 0. Set where the chat has no PID namespace (the Landlock-only plan): the
+    /// kernel lets a uid renice, idle, pin or deprioritise any process of that uid (or the
+    /// whole uid at once), outside too, and the effect outlasts the chat; a filter cannot tell
+    /// the chat's pids from others, so only the forms that name the caller pass.
+    #[serde(default)]
+    pub refuse_others_scheduling: bool,
 }
 
 impl SeccompPlan {
@@ -281,6 +290,7 @@ impl SeccompPlan {
             refuse_exploit_surface: true,
             refuse_shared_ipc: false,
             refuse_others_limits: true,
+            refuse_others_scheduling: false,
             refuse_other_abis: true,
         }
     }
