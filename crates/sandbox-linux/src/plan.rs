@@ -837,13 +837,6 @@ pub fn compile(
             hidden_programs += 1;
         }
     }
-    guarantees.push(Guarantee::new(
-        Promise::Blocked,
-        format!("each present one ({hidden_programs}) covered by an empty unreadable file"),
-        Enforcement::Partly(
-            "a copy brought in under another name would run; the session bus it needs is closed (unix sockets)".into(),
-        ),
-    ));
 
     let kernel_steps = kernel_mounts(policy, disk);
     guarantees.push(Guarantee::new(
@@ -887,11 +880,32 @@ pub fn compile(
     ));
 
     let common = Common::new(policy, abi);
-    let mut rules = vec![LandlockRule {
-        path: PathBuf::from("/"),
-        rights: common.open_rights.clone(),
-    }];
+    let (mut rules, not_text, not_frozen) = open_tree_but_blocked(policy, disk, &common);
     rules.extend(common.unix_rules.iter().cloned());
+    let mut not_text_note = if not_text > 0 {
+        format!("; {not_text} entries beside them whose names are not UTF-8 cannot be opened")
+    } else {
+        String::new()
+    };
+    if !not_frozen.is_empty() {
+        not_text_note.push_str(&format!(
+            "; {} lie where the chat creates files, so their folders are not frozen: each holds by its stand-in alone, which a process outside undoes by renaming a file over its name",
+            not_frozen
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    guarantees.push(Guarantee::new(
+        Promise::Blocked,
+        format!(
+            "each present one ({hidden_programs}) covered by an empty unreadable file; Landlock: their folders frozen (listable), every other entry there granted, so a program renamed over a blocked one's name or made there during the chat has no right"
+        ),
+        Enforcement::Partly(format!(
+            "a copy brought in under another name would run; the session bus it needs is closed (unix sockets); nothing can be created or renamed directly in their folders and their ancestors, and a program installed or upgraded there during the chat cannot be run{not_text_note}"
+        )),
+    ));
     guarantees.push(if abi >= ABI_SCOPING {
         Guarantee::new(
             Promise::OutsideProcesses,
@@ -943,6 +957,54 @@ pub fn compile(
         seccomp: common.seccomp,
         guarantees,
     })
+}
+
+/// The namespace plan's Landlock rules: the open rights everywhere but in the folders that hold
+/// the blocked programs and their ancestors (`/usr/bin`, `/usr`, `/`), which are frozen: each
+/// gets the right to be listed alone, and each of their other entries the open rights by a rule
+/// of its own. A rule is on an inode: the stand-in mounted over a blocked program's name is
+/// detached when a process outside renames a new file over that name (a package upgrade), and
+/// a program made there during the chat has no stand-in, but neither has a rule. Listing is
+/// all a frozen folder keeps: it grants nothing on the files inside. A blocked program inside a
+/// place the chat creates entries in (the home, the temporary folders, the writable places, its
+/// own folders) is left
+/// to its stand-in alone: freezing the home would break every CLI's settings. Also the count of
+/// entries left closed because their names are not text, and those programs.
+fn open_tree_but_blocked<'p>(
+    policy: &'p Policy,
+    disk: &dyn LaunchDisk,
+    common: &Common,
+) -> (Vec<LandlockRule>, usize, Vec<&'p Path>) {
+    // The temporary folders whatever the uid (an ordinary user's policy lists no writable
+    // places: everything its permissions allow is).
+    let mut spared: Vec<&Path> = vec![policy.home(), policy.runtime()];
+    spared.extend(sandbox_core::WRITABLE_AS_ROOT.iter().map(Path::new));
+    spared.extend(policy.writable().iter().map(PathBuf::as_path));
+    spared.extend(policy.grants().iter().map(|g| g.path.as_path()));
+    let (frozen, not_frozen) = super::frozen::blocked_folders(policy, disk, &spared);
+    let mut rules = Vec::new();
+    let mut not_text = 0;
+    if frozen.is_empty() {
+        rules.push(LandlockRule {
+            path: PathBuf::from("/"),
+            rights: common.open_rights.clone(),
+        });
+        return (rules, not_text, not_frozen);
+    }
+    for dir in &frozen {
+        rules.push(LandlockRule {
+            path: dir.clone(),
+            rights: vec![FsRight::ReadDir],
+        });
+        for (name, _) in disk.entries(dir) {
+            let child = dir.join(&name);
+            if frozen.contains(&child) || policy.blocked_programs().contains(&child) {
+                continue;
+            }
+            super::frozen::rule_for(disk, child, &common.open_rights, &mut rules, &mut not_text);
+        }
+    }
+    (rules, not_text, not_frozen)
 }
 
 /// How many slashes a path has: the depth of a canonical one (one less than its number of
