@@ -284,7 +284,7 @@ pub(super) fn compile(
         Promise::Refused,
         "Landlock: each grant's own folder frozen, its other entries granted",
         Enforcement::Partly(
-            "nothing new can be created directly at a grant's top; a symlink named like a refused entry leads where it points (Landlock judges the target, which is granted or closed at its own path), its name is not closed".into(),
+            "nothing new can be created directly at a grant's top, and an entry there that a process outside creates or replaces by rename during the chat (an allowed file saved atomically among them) is closed to the chat from then on; a symlink named like a refused entry leads where it points (Landlock judges the target, which is granted or closed at its own path), its name is not closed".into(),
         ),
     ));
     guarantees.push(Guarantee::new(

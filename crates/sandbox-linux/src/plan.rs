@@ -811,14 +811,17 @@ pub fn compile(
     if !policy.grants().is_empty() {
         guarantees.push(Guarantee::new(
             Promise::Refused,
-            "mount namespace: each covered by an empty unreadable entry of its kind (a symlink by a file); folder patterns created empty first",
-            if made_later {
-                Enforcement::Partly(
-                    "an entry matching a wildcard or file pattern (*.db) that the chat creates itself in a read-write grant during the chat is not covered: it holds only what the chat wrote".into(),
-                )
-            } else {
-                Enforcement::Fully
-            },
+            "mount namespace: each covered by an empty unreadable entry of its kind (a symlink by a file); folder patterns created empty first; a database's SQLite sidecars with it",
+            // A stand-in is a mount on a name: the kernel detaches it in every namespace when a
+            // process outside renames over or removes that name (tests/entries_hold.rs).
+            Enforcement::Partly(format!(
+                "a refused entry that a process outside replaces by rename during the chat (an atomic save, a swapped folder, a WAL begun anew) or creates (a new late.db, a *.db made by rename) is not covered, in read-only grants too{}",
+                if made_later {
+                    "; nor is one that the chat creates itself in a read-write grant (it holds only what the chat wrote)"
+                } else {
+                    ""
+                }
+            )),
         ));
     }
 
