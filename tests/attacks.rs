@@ -1156,6 +1156,176 @@ fn without_namespaces_a_chat_cannot_kill_a_process_outside_with_a_cpu_limit() {
     no_failures(test, failures);
 }
 
+/// One scheduling or priority call on a process outside (`argv[2]`, its group `argv[3]`), by the
+/// form named in `argv[1]`; or `self`, the forms that name the caller (which stay allowed).
+/// x86_64's numbers for the calls Python does not wrap (`ioprio_set` 251, `sched_setattr` 314).
+const RESCHEDULE: &str = r#"
+import ctypes, os, struct, sys
+form, pid, pgid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+libc = ctypes.CDLL(None, use_errno=True)
+def call(nr, *args):
+    if libc.syscall(nr, *args) != 0:
+        e = ctypes.get_errno(); raise OSError(e, os.strerror(e))
+IDLE_IO = 3 << 13
+try:
+    if form == "nice": os.setpriority(os.PRIO_PROCESS, pid, 19)
+    elif form == "nice-group": os.setpriority(os.PRIO_PGRP, pgid, 19)
+    elif form == "nice-user": os.setpriority(os.PRIO_USER, os.getuid(), 19)
+    elif form == "idle": os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+    elif form == "idle-attr": call(314, pid, struct.pack("<IIQiIQQQ", 48, os.SCHED_IDLE, 0, 0, 0, 0, 0, 0), 0)
+    elif form == "pin": os.sched_setaffinity(pid, {0})
+    elif form == "io-idle": call(251, 1, pid, IDLE_IO)
+    elif form == "io-group": call(251, 2, pgid, IDLE_IO)
+    elif form == "io-user": call(251, 3, os.getuid(), IDLE_IO)
+    elif form == "self":
+        os.setpriority(os.PRIO_PROCESS, 0, 5)
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+        os.sched_setaffinity(0, os.sched_getaffinity(0))
+        call(251, 1, 0, (2 << 13) | 4)
+        print("self", os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0))
+    print("done", flush=True)
+except OSError as e:
+    print(form, e)
+"#;
+
+/// What the kernel says of a process's scheduling: its nice value, its policy, the CPUs it may
+/// run on and its IO priority class.
+fn scheduling_of(pid: u32) -> (i64, i64, String, i64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // Fields 19 (nice) and 41 (policy) of proc_pid_stat(5), counted from the state (field 3).
+    let field = |n: usize| {
+        fields
+            .get(n - 3)
+            .and_then(|f| f.parse().ok())
+            .unwrap_or(-99)
+    };
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let cpus = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap_or("")
+        .trim()
+        .to_owned();
+    // SAFETY: ioprio_get reads a number; it touches no memory of this process.
+    let io = unsafe { libc::syscall(libc::SYS_ioprio_get, 1, pid as libc::c_long) };
+    (
+        field(19),
+        field(41),
+        cpus,
+        if io < 0 { -1 } else { io >> 13 },
+    )
+}
+
+#[test]
+fn without_namespaces_a_chat_cannot_reschedule_a_process_outside() {
+    let test = "without_namespaces_a_chat_cannot_reschedule_a_process_outside";
+    if !confinement_available(test) {
+        return;
+    }
+    if !cfg!(target_arch = "x86_64") {
+        say(&format!(
+            "\n!!! {test}: the probe's ioprio_set and sched_setattr numbers are x86_64's\n"
+        ));
+        return;
+    }
+    let several_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        let lab = Lab::new(user.as_ref());
+        // What each form changes, as the kernel reports it of the victim.
+        let changed = |form: &str,
+                       before: &(i64, i64, String, i64),
+                       after: &(i64, i64, String, i64)| match form {
+            "nice" | "nice-group" | "nice-user" => after.0 == 19 && before.0 != 19,
+            "idle" | "idle-attr" => after.1 == i64::from(libc::SCHED_IDLE),
+            "pin" => after.2 == "0" && before.2 != "0",
+            _ => after.3 == 3,
+        };
+        for form in [
+            "nice",
+            "nice-group",
+            "nice-user",
+            "idle",
+            "idle-attr",
+            "pin",
+            "io-idle",
+            "io-group",
+            "io-user",
+        ] {
+            // As root the uid forms would reach every root process of the machine (this test's
+            // among them): the ordinary user's alone, whose every process is the test's.
+            if form.ends_with("-user") && lab.user.is_none() {
+                continue;
+            }
+            if form == "pin" && !several_cpus {
+                say(&format!(
+                    "\n!!! {test}: one CPU, so pinning to CPU 0 changes nothing\n"
+                ));
+                continue;
+            }
+            let victim = || {
+                let mut cmd = command_as(lab.user.as_ref(), PYTHON);
+                cmd.args(["-c", "import time; time.sleep(60)"])
+                    .process_group(0);
+                Killed(cmd.spawn().unwrap())
+            };
+            // The control: the same uid, unconfined, changes the victim.
+            let control = victim();
+            let pid = control.0.id();
+            let before = scheduling_of(pid);
+            let out = run(lab.unconfined(&python(
+                RESCHEDULE,
+                &[form, &pid.to_string(), &pid.to_string()],
+            )));
+            let after = scheduling_of(pid);
+            assert!(
+                changed(form, &before, &after),
+                "control {} {form}: {before:?} -> {after:?}\n{}",
+                lab.who(),
+                text(&out)
+            );
+            drop(control);
+            for plan in Plan::BOTH {
+                let target = victim();
+                let pid = target.0.id();
+                let before = scheduling_of(pid);
+                let out = run(lab.confined(
+                    plan,
+                    &[],
+                    &python(RESCHEDULE, &[form, &pid.to_string(), &pid.to_string()]),
+                ));
+                let after = scheduling_of(pid);
+                if changed(form, &before, &after) || before != after {
+                    failures.push(format!(
+                        "{} {}: {form} changed a process outside: {before:?} -> {after:?}\n{}",
+                        plan.name(),
+                        lab.who(),
+                        text(&out)
+                    ));
+                }
+            }
+        }
+        // The forms that name the caller stay the program's own.
+        for plan in Plan::BOTH {
+            let out = run(lab.confined(plan, &[], &python(RESCHEDULE, &["self", "0", "0"])));
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            if !stdout.contains("self 5 3") || !stdout.contains("done") {
+                failures.push(format!(
+                    "{} {}: the program could not change its own scheduling\n{}",
+                    plan.name(),
+                    lab.who(),
+                    text(&out)
+                ));
+            }
+        }
+    }
+    no_failures(test, failures);
+}
+
 // ---------------------------------------------------------------------------------------------
 // How a launch ends.
 

@@ -269,7 +269,7 @@ type Field = fn(&mut SeccompPlan) -> &mut bool;
 /// each one in turn, and without any.
 fn each_field_changed(base: &SeccompPlan) -> Vec<(String, SeccompPlan)> {
     let mut out = Vec::new();
-    let flips: [(&str, Field); 10] = [
+    let flips: [(&str, Field); 11] = [
         ("unix_pairs_stream_only", |p| &mut p.unix_pairs_stream_only),
         ("refuse_io_uring", |p| &mut p.refuse_io_uring),
         ("refuse_namespace_and_mount_calls", |p| {
@@ -284,6 +284,9 @@ fn each_field_changed(base: &SeccompPlan) -> Vec<(String, SeccompPlan)> {
         ("refuse_other_abis", |p| &mut p.refuse_other_abis),
         ("refuse_shared_ipc", |p| &mut p.refuse_shared_ipc),
         ("refuse_others_limits", |p| &mut p.refuse_others_limits),
+        ("refuse_others_scheduling", |p| {
+            &mut p.refuse_others_scheduling
+        }),
     ];
     for (name, field) in flips {
         let mut plan = base.clone();

@@ -56,8 +56,8 @@ pub use policy::{
     GrantRequest, HARDEN_LEAVES_OPEN, HOME_STATE_FOLDERS, HOME_TOP_STATE_FILES,
     HOME_TOP_STATE_TEMP_MACOS, Hardened, KERNEL_SECRETS_LINUX, KERNEL_TUNABLES_LINUX, Mode, Op,
     PERSISTENCE_COMMON, PERSISTENCE_EMPTY_IS_ABSENT, PERSISTENCE_LINUX, PERSISTENCE_MACOS, Policy,
-    PolicyRequest, RefusedEntries, RefusedPattern, Rule, Shape, Verdict, WRITABLE_AS_ROOT,
-    WRITABLE_AS_ROOT_MACOS, git_protected,
+    PolicyRequest, RefusedEntries, RefusedPattern, Rule, SQLITE_SIDECARS, Shape, Verdict,
+    WRITABLE_AS_ROOT, WRITABLE_AS_ROOT_MACOS, git_protected,
 };
 pub use readiness::{Readiness, Ready};
 pub use replace::{OnDisk, Replaceable};

@@ -182,19 +182,32 @@ impl RefusedPattern {
         self.name().contains(['*', '?'])
     }
 
-    /// Whether an entry name at a grant's top matches. Names are bytes: a name that is not
-    /// UTF-8 (`caf\xe9.db`) is matched like any other.
+    /// The suffixes of SQLite's files beside a database this pattern may name ([`SQLITE_SIDECARS`]):
+    /// none for a folder pattern (`planning/`), which names no database.
+    pub fn sidecars(&self) -> &'static [&'static str] {
+        if self.is_dir() { &[] } else { SQLITE_SIDECARS }
+    }
+
+    /// Whether an entry name at a grant's top matches: the pattern's name, or (for a file
+    /// pattern) that name followed by one of SQLite's sidecar suffixes ([`SQLITE_SIDECARS`]).
+    /// Names are bytes: a name that is not UTF-8 (`caf\xe9.db`) is matched like any other.
     pub fn matches_name(&self, name: impl AsRef<OsStr>) -> bool {
-        glob_match(self.name().as_bytes(), name.as_ref().as_bytes(), false)
+        self.matches_bytes(name.as_ref().as_bytes(), false)
     }
 
     /// [`RefusedPattern::matches_name`] for a policy built for `os` (macOS folds ASCII case).
     pub fn matches_name_on(&self, os: Os, name: impl AsRef<OsStr>) -> bool {
-        glob_match(
-            self.name().as_bytes(),
-            name.as_ref().as_bytes(),
-            os == Os::MacOs,
-        )
+        self.matches_bytes(name.as_ref().as_bytes(), os == Os::MacOs)
+    }
+
+    /// The one matching of a name against the pattern and its sidecar forms.
+    fn matches_bytes(&self, name: &[u8], fold_case: bool) -> bool {
+        let pattern = self.name().as_bytes();
+        glob_match(pattern, name, fold_case)
+            || self.sidecars().iter().any(|suffix| {
+                let with_suffix = [pattern, suffix.as_bytes()].concat();
+                glob_match(&with_suffix, name, fold_case)
+            })
     }
 
     /// Whether `path`, relative to a grant's top, is refused by this pattern.
@@ -215,12 +228,9 @@ impl RefusedPattern {
         };
         // Bytes, not text: a name that is not UTF-8 must not slip past `*.db`. The entry is
         // refused with everything beneath it, whatever its kind: a folder named `raw.db` holds
-        // the database as surely as a file does.
-        glob_match(
-            self.name().as_bytes(),
-            first.as_os_str().as_bytes(),
-            fold_case,
-        )
+        // the database as surely as a file does; its sidecars (`raw.db-wal`) hold its newest
+        // rows and are a way to write into it (SQLite replays a WAL at the next open).
+        self.matches_bytes(first.as_os_str().as_bytes(), fold_case)
     }
 }
 
@@ -281,6 +291,16 @@ pub struct RefusedEntries {
     /// entry holds only what the chat itself wrote.
     pub made_later: bool,
 }
+
+/// The suffixes SQLite appends to a database's name for the files it keeps beside it: the
+/// write-ahead log and its index (`-wal`, `-shm`), the rollback journal (`-journal`), the WAL2
+/// branch's second log (`-wal2`) and a multi-database transaction's super-journal (`-mj` and
+/// random hex digits). A refused file pattern refuses these with the database (`raw.db` also
+/// closes `raw.db-wal`): the newest rows of a database held open by its writer are in its WAL,
+/// and a WAL or journal written by the chat is replayed into the database at its next open. The
+/// one list every backend reads (the Linux plans through [`Policy::refused_entries`] and
+/// [`Policy::decide`], the Seatbelt profile's regexes through [`RefusedPattern::sidecars`]).
+pub const SQLITE_SIDECARS: &[&str] = &["-wal", "-shm", "-journal", "-wal2", "-mj*"];
 
 /// The refused patterns every policy starts with: the folder guard's list.
 pub const DEFAULT_REFUSED: &[&str] = &["planning/", "*.sqlite", "*.sqlite3", "*.db"];

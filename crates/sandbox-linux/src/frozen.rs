@@ -63,6 +63,67 @@ fn read_only_place(policy: &Policy, path: &Path) -> bool {
     kernel_place(path) || system
 }
 
+/// The rule that grants `rights` beneath `path`, pushed onto `rules`, for an entry beside a
+/// frozen folder. A rule on a symlink lands on its target: a link to a frozen folder (`/bin` ->
+/// `usr/bin`) or one planted in a grant (`wf/x` -> `../other-workflow`) would open what it
+/// points at, so links get no rule (their targets are covered where they really are). The plan
+/// is JSON, which holds text: an entry whose name is not UTF-8 gets no rule, so it stays closed
+/// (what a rule would do is grant); `not_text` counts them. A file gets only the rights that
+/// apply to files.
+pub(super) fn rule_for(
+    disk: &dyn LaunchDisk,
+    path: PathBuf,
+    rights: &[FsRight],
+    rules: &mut Vec<LandlockRule>,
+    not_text: &mut usize,
+) {
+    if disk.kind(&path) == Some(EntryKind::Symlink) {
+        return;
+    }
+    if path.to_str().is_none() {
+        *not_text += 1;
+        return;
+    }
+    let rights: Vec<FsRight> = match disk.target_kind(&path) {
+        Some(EntryKind::Dir) => rights.to_vec(),
+        Some(_) => rights
+            .iter()
+            .copied()
+            .filter(|r| r.applies_to_files())
+            .collect(),
+        None => return,
+    };
+    if !rights.is_empty() {
+        rules.push(LandlockRule { path, rights });
+    }
+}
+
+/// The folders that hold the blocked programs, each with its ancestors: frozen in both plans, so
+/// that a program put in a blocked one's place during the chat (a package upgrade writes the new
+/// file beside it and renames it over; a first install creates it) gets no rule and stays
+/// closed, whatever happens to the name. Every blocked program whose folder exists counts, there
+/// or not at launch, but those whose folder lies inside one of `spared` (the places the namespace
+/// plan keeps open to creating entries): those are returned apart.
+pub(super) fn blocked_folders<'p>(
+    policy: &'p Policy,
+    disk: &dyn LaunchDisk,
+    spared: &[&Path],
+) -> (BTreeSet<PathBuf>, Vec<&'p Path>) {
+    let mut frozen = BTreeSet::new();
+    let mut not_frozen = Vec::new();
+    for program in policy.blocked_programs() {
+        let Some(folder) = program.parent().filter(|f| disk.exists(f)) else {
+            continue;
+        };
+        if spared.iter().any(|place| folder.starts_with(place)) {
+            not_frozen.push(program.as_path());
+        } else {
+            frozen.extend(program.ancestors().skip(1).map(Path::to_owned));
+        }
+    }
+    (frozen, not_frozen)
+}
+
 pub(super) fn compile(
     policy: &Policy,
     kernel: Kernel,
@@ -84,6 +145,13 @@ pub(super) fn compile(
     for path in &closed {
         frozen.extend(path.ancestors().skip(1).map(Path::to_owned));
     }
+    // A blocked program missing at launch is closed too, if it is made during the chat.
+    frozen.extend(
+        blocked_folders(policy, disk, &[])
+            .0
+            .into_iter()
+            .filter(|f| !closed_roots.iter().any(|r| f.starts_with(r))),
+    );
     // Persistence paths (harden): read-only where they exist; their folders frozen, so that a
     // missing one cannot be created and none can be replaced.
     let read_only: Vec<&Path> = policy
@@ -110,31 +178,8 @@ pub(super) fn compile(
         .collect();
     let mut rules: Vec<LandlockRule> = Vec::new();
     let mut not_text = 0usize;
-    // A rule on a symlink lands on its target: a link to a frozen folder (`/bin` -> `usr/bin`)
-    // or one planted in a grant (`wf/x` -> `../other-workflow`) would open what it points at.
-    // Links get no rule; their targets are covered where they really are.
     let mut rule = |path: PathBuf, rights: &[FsRight]| {
-        if disk.kind(&path) == Some(EntryKind::Symlink) {
-            return;
-        }
-        // The plan is JSON, which holds text: an entry whose name is not UTF-8 gets no rule,
-        // so it stays closed (what a rule would do is grant).
-        if path.to_str().is_none() {
-            not_text += 1;
-            return;
-        }
-        let rights: Vec<FsRight> = match disk.target_kind(&path) {
-            Some(EntryKind::Dir) => rights.to_vec(),
-            Some(_) => rights
-                .iter()
-                .copied()
-                .filter(|r| r.applies_to_files())
-                .collect(),
-            None => return,
-        };
-        if !rights.is_empty() {
-            rules.push(LandlockRule { path, rights });
-        }
+        rule_for(disk, path, rights, &mut rules, &mut not_text);
     };
 
     for dir in &frozen {
@@ -267,7 +312,7 @@ pub(super) fn compile(
         Promise::Refused,
         "Landlock: each grant's own folder frozen, its other entries granted",
         Enforcement::Partly(
-            "nothing new can be created directly at a grant's top; a symlink named like a refused entry leads where it points (Landlock judges the target, which is granted or closed at its own path), its name is not closed".into(),
+            "nothing new can be created directly at a grant's top, and an entry there that a process outside creates or replaces by rename during the chat (an allowed file saved atomically among them) is closed to the chat from then on; a symlink named like a refused entry leads where it points (Landlock judges the target, which is granted or closed at its own path), its name is not closed".into(),
         ),
     ));
     guarantees.push(Guarantee::new(
@@ -298,13 +343,13 @@ pub(super) fn compile(
     guarantees.push(if abi >= ABI_SCOPING {
         Guarantee::new(
             Promise::OutsideProcesses,
-            "Landlock signal scoping (ABI 6) and its ptrace restriction",
-            Enforcement::Partly(format!("no PID namespace: {visible}")),
+            "Landlock signal scoping (ABI 6) and its ptrace restriction; seccomp: prlimit64 and the scheduling and priority calls (setpriority, sched_setscheduler, sched_setparam, sched_setattr, sched_setaffinity, ioprio_set) only on the calling process itself",
+            Enforcement::Partly(format!("no PID namespace: {visible}; a program may not renice or pin its own threads or children by pid either")),
         )
     } else {
         Guarantee::new(
             Promise::OutsideProcesses,
-            "Landlock's ptrace restriction",
+            "Landlock's ptrace restriction; seccomp: prlimit64 and the scheduling and priority calls only on the calling process itself",
             Enforcement::Partly(format!(
                 "no PID namespace, and Landlock ABI {abi} has no signal scoping (ABI 6): every process of the chat's uid outside can be signalled (the launcher, the person's shell, other chats); {visible}"
             )),
@@ -350,6 +395,7 @@ pub(super) fn compile(
         refuse_shared_ipc: true,
         // Root owns the machine's files, and nothing here makes them read-only to metadata.
         refuse_metadata_changes: policy.system_read_only(),
+        refuse_others_scheduling: true,
         ..common.seccomp
     };
     Ok(LinuxPlan {

@@ -28,14 +28,6 @@ use sandbox_core::Policy;
 
 use super::plan::{EntryKind, FsRight, LandlockRule, LaunchDisk};
 
-/// What `harden` adds to a Landlock ruleset.
-pub(super) struct HardenRules {
-    /// The rules, in place of the open rule on `/`.
-    pub rules: Vec<LandlockRule>,
-    /// The CLIs' state folders missing at launch, to be made before the rules are opened.
-    pub create: Vec<PathBuf>,
-}
-
 /// The folders this plan freezes for `harden`: every ancestor of the home, the home, and each
 /// folder inside the home that leads to a persistence file (a persistence folder below an open
 /// folder is bound instead).
@@ -88,63 +80,3 @@ pub(super) fn state_folders_to_make(policy: &Policy, disk: &dyn LaunchDisk) -> V
         .collect()
 }
 
-/// The namespace plan's ruleset with `harden`: the frozen folders reading rights, every entry
-/// beside them the open rights (reading rights for [`read_only_entry`]).
-pub(super) fn namespace_rules(
-    policy: &Policy,
-    disk: &dyn LaunchDisk,
-    open_rights: &[FsRight],
-) -> HardenRules {
-    let frozen = frozen_folders(policy);
-    let read: Vec<FsRight> = open_rights
-        .iter()
-        .copied()
-        .filter(|r| matches!(r, FsRight::Execute | FsRight::ReadFile | FsRight::ReadDir))
-        .collect();
-    let mut rules: Vec<LandlockRule> = Vec::new();
-    // As in the fallback: a symlink gets no rule (a rule would land on its target, which is
-    // covered at its own path), nor a name that is not UTF-8 (the plan is JSON: it stays
-    // read-only, the closer side).
-    let mut rule = |path: PathBuf, rights: &[FsRight]| {
-        if disk.kind(&path) == Some(EntryKind::Symlink) || path.to_str().is_none() {
-            return;
-        }
-        let rights: Vec<FsRight> = match disk.target_kind(&path) {
-            Some(EntryKind::Dir) => rights.to_vec(),
-            Some(_) => rights
-                .iter()
-                .copied()
-                .filter(|r| r.applies_to_files())
-                .collect(),
-            None => return,
-        };
-        if !rights.is_empty() {
-            rules.push(LandlockRule { path, rights });
-        }
-    };
-    for dir in &frozen {
-        rule(dir.clone(), &read);
-        for (name, _) in disk.entries(dir) {
-            let child = dir.join(&name);
-            if frozen.contains(&child) {
-                continue;
-            }
-            if read_only_entry(policy, dir, &child, disk) {
-                rule(child, &read);
-            } else {
-                rule(child, open_rights);
-            }
-        }
-    }
-    let create = state_folders_to_make(policy, disk);
-    // Made by the helper before the rules are opened; not on the disk yet.
-    for folder in &create {
-        if folder.to_str().is_some() {
-            rules.push(LandlockRule {
-                path: folder.clone(),
-                rights: open_rights.to_vec(),
-            });
-        }
-    }
-    HardenRules { rules, create }
-}

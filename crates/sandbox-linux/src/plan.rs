@@ -269,6 +269,15 @@ pub struct SeccompPlan {
     /// path from another, so these are refused in the chat's writable places too.
     #[serde(default)]
     pub refuse_metadata_changes: bool,
+    /// Refuse the scheduling and priority calls on anything but the calling process itself:
+    /// `setpriority` and `ioprio_set` other than `PRIO_PROCESS`/`IOPRIO_WHO_PROCESS` with 0, and
+    /// `sched_setscheduler`, `sched_setparam`, `sched_setattr`, `sched_setaffinity` with a pid
+    /// other than 0. Set where the chat has no PID namespace (the Landlock-only plan): the
+    /// kernel lets a uid renice, idle, pin or deprioritise any process of that uid (or the
+    /// whole uid at once), outside too, and the effect outlasts the chat; a filter cannot tell
+    /// the chat's pids from others, so only the forms that name the caller pass.
+    #[serde(default)]
+    pub refuse_others_scheduling: bool,
 }
 
 impl SeccompPlan {
@@ -299,6 +308,7 @@ impl SeccompPlan {
             refuse_shared_ipc: false,
             refuse_others_limits: true,
             refuse_metadata_changes: false,
+            refuse_others_scheduling: false,
             refuse_other_abis: true,
         }
     }
@@ -839,14 +849,17 @@ pub fn compile(
     if !policy.grants().is_empty() {
         guarantees.push(Guarantee::new(
             Promise::Refused,
-            "mount namespace: each covered by an empty unreadable entry of its kind (a symlink by a file); folder patterns created empty first",
-            if made_later {
-                Enforcement::Partly(
-                    "an entry matching a wildcard or file pattern (*.db) that the chat creates itself in a read-write grant during the chat is not covered: it holds only what the chat wrote".into(),
-                )
-            } else {
-                Enforcement::Fully
-            },
+            "mount namespace: each covered by an empty unreadable entry of its kind (a symlink by a file); folder patterns created empty first; a database's SQLite sidecars with it",
+            // A stand-in is a mount on a name: the kernel detaches it in every namespace when a
+            // process outside renames over or removes that name (tests/entries_hold.rs).
+            Enforcement::Partly(format!(
+                "a refused entry that a process outside replaces by rename during the chat (an atomic save, a swapped folder, a WAL begun anew) or creates (a new late.db, a *.db made by rename) is not covered, in read-only grants too{}",
+                if made_later {
+                    "; nor is one that the chat creates itself in a read-write grant (it holds only what the chat wrote)"
+                } else {
+                    ""
+                }
+            )),
         ));
     }
 
@@ -875,13 +888,6 @@ pub fn compile(
             hidden_programs += 1;
         }
     }
-    guarantees.push(Guarantee::new(
-        Promise::Blocked,
-        format!("each present one ({hidden_programs}) covered by an empty unreadable file"),
-        Enforcement::Partly(
-            "a copy brought in under another name would run; the session bus it needs is closed (unix sockets)".into(),
-        ),
-    ));
 
     let kernel_steps = kernel_mounts(policy, disk);
     guarantees.push(Guarantee::new(
@@ -925,19 +931,36 @@ pub fn compile(
     ));
 
     let common = Common::new(policy, abi);
-    // With `harden`, the open rule on `/` gives way to rules on inodes (harden.rs).
+    // The open rule on `/` gives way to rules on inodes where folders are frozen: the blocked
+    // programs' folders (listing only) and, with `harden`, the home and its ancestors (reading).
     let mut create_home_dirs = hardened.create;
-    let mut rules = if policy.home_top_closed() {
-        let frozen = super::harden::namespace_rules(policy, disk, &common.open_rights);
-        create_home_dirs.extend(frozen.create);
-        frozen.rules
-    } else {
-        vec![LandlockRule {
-            path: PathBuf::from("/"),
-            rights: common.open_rights.clone(),
-        }]
-    };
+    let (mut rules, not_text, not_frozen, made) = open_tree_rules(policy, disk, &common);
+    create_home_dirs.extend(made);
     rules.extend(common.unix_rules.iter().cloned());
+    let mut not_text_note = if not_text > 0 {
+        format!("; {not_text} entries beside them whose names are not UTF-8 cannot be opened")
+    } else {
+        String::new()
+    };
+    if !not_frozen.is_empty() {
+        not_text_note.push_str(&format!(
+            "; {} lie where the chat creates files, so their folders are not frozen: each holds by its stand-in alone, which a process outside undoes by renaming a file over its name",
+            not_frozen
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    guarantees.push(Guarantee::new(
+        Promise::Blocked,
+        format!(
+            "each present one ({hidden_programs}) covered by an empty unreadable file; Landlock: their folders frozen (listable), every other entry there granted, so a program renamed over a blocked one's name or made there during the chat has no right"
+        ),
+        Enforcement::Partly(format!(
+            "a copy brought in under another name would run; the session bus it needs is closed (unix sockets); nothing can be created or renamed directly in their folders and their ancestors, and a program installed or upgraded there during the chat cannot be run{not_text_note}"
+        )),
+    ));
     guarantees.push(if abi >= ABI_SCOPING {
         Guarantee::new(
             Promise::OutsideProcesses,
@@ -990,6 +1013,94 @@ pub fn compile(
         guarantees,
         frozen: Vec::new(),
     })
+}
+
+/// The namespace plan's Landlock rules: the open rights everywhere but in the folders that hold
+/// the blocked programs and their ancestors (`/usr/bin`, `/usr`, `/`), which are frozen: each
+/// gets the right to be listed alone, and each of their other entries the open rights by a rule
+/// of its own. A rule is on an inode: the stand-in mounted over a blocked program's name is
+/// detached when a process outside renames a new file over that name (a package upgrade), and
+/// a program made there during the chat has no stand-in, but neither has a rule. Listing is
+/// all a frozen folder keeps: it grants nothing on the files inside. A blocked program inside a
+/// place the chat creates entries in (the home, the temporary folders, the writable places, its
+/// own folders) is left
+/// to its stand-in alone: freezing the home would break every CLI's settings. Also the count of
+/// entries left closed because their names are not text, and those programs.
+///
+/// With `harden` (`Policy::home_top_closed`), the home and its ancestors are frozen as well
+/// (`harden.rs`): they keep their reading rights (a folder frozen for a blocked program keeps
+/// listing only, so that the reading rights of `/` never reach a blocked program), and an entry
+/// beside them that `harden::read_only_entry` names gets the reading rights alone. Also the
+/// CLIs' state folders missing at launch, which the helper makes before the rules are opened.
+fn open_tree_rules<'p>(
+    policy: &'p Policy,
+    disk: &dyn LaunchDisk,
+    common: &Common,
+) -> (Vec<LandlockRule>, usize, Vec<&'p Path>, Vec<PathBuf>) {
+    // The temporary folders whatever the uid (an ordinary user's policy lists no writable
+    // places: everything its permissions allow is).
+    let mut spared: Vec<&Path> = vec![policy.home(), policy.runtime()];
+    spared.extend(sandbox_core::WRITABLE_AS_ROOT.iter().map(Path::new));
+    spared.extend(policy.writable().iter().map(PathBuf::as_path));
+    spared.extend(policy.grants().iter().map(|g| g.path.as_path()));
+    let (blocked, not_frozen) = super::frozen::blocked_folders(policy, disk, &spared);
+    let harden = policy.home_top_closed();
+    let mut frozen = blocked.clone();
+    if harden {
+        frozen.extend(super::harden::frozen_folders(policy));
+    }
+    let mut rules = Vec::new();
+    let mut not_text = 0;
+    if frozen.is_empty() {
+        rules.push(LandlockRule {
+            path: PathBuf::from("/"),
+            rights: common.open_rights.clone(),
+        });
+        return (rules, not_text, not_frozen, Vec::new());
+    }
+    let read: Vec<FsRight> = common
+        .open_rights
+        .iter()
+        .copied()
+        .filter(|r| matches!(r, FsRight::Execute | FsRight::ReadFile | FsRight::ReadDir))
+        .collect();
+    for dir in &frozen {
+        // Listing alone for a blocked program's folder or ancestor: any other right there
+        // would reach the blocked program beneath it.
+        let own: &[FsRight] = if blocked.contains(dir) {
+            &[FsRight::ReadDir]
+        } else {
+            &read
+        };
+        super::frozen::rule_for(disk, dir.clone(), own, &mut rules, &mut not_text);
+        for (name, _) in disk.entries(dir) {
+            let child = dir.join(&name);
+            if frozen.contains(&child) || policy.blocked_programs().contains(&child) {
+                continue;
+            }
+            let rights = if harden && super::harden::read_only_entry(policy, dir, &child, disk) {
+                &read
+            } else {
+                &common.open_rights
+            };
+            super::frozen::rule_for(disk, child, rights, &mut rules, &mut not_text);
+        }
+    }
+    let made = if harden {
+        super::harden::state_folders_to_make(policy, disk)
+    } else {
+        Vec::new()
+    };
+    // Made by the helper before the rules are opened; not on the disk yet.
+    for folder in &made {
+        if folder.to_str().is_some() {
+            rules.push(LandlockRule {
+                path: folder.clone(),
+                rights: common.open_rights.clone(),
+            });
+        }
+    }
+    (rules, not_text, not_frozen, made)
 }
 
 /// How many slashes a path has: the depth of a canonical one (one less than its number of

@@ -372,8 +372,46 @@ fn refusals(plan: &SeccompPlan) -> Result<(Refusals, Refusals), String> {
         // (`setrlimit`, `prlimit64` with pid 0) stay its own to change.
         eperm.when(libc::SYS_prlimit64, &[(0, SeccompCmpOp::Ne, 0)])?;
     }
+    if plan.refuse_others_scheduling {
+        others_scheduling(&mut eperm)?;
+    }
 
     Ok((eperm, enosys))
+}
+
+/// The scheduling and priority calls, where the chat has no PID namespace: only the forms that
+/// name the caller itself pass. The kernel lets a uid change the nice value, the scheduling
+/// class, the CPU affinity and the IO priority of every process of that uid (Landlock's ptrace
+/// restriction is not asked), so a chat would renice, idle (`SCHED_IDLE`), pin to one CPU or put
+/// in the idle IO class the person's shell, the launcher or another chat, for longer than it
+/// lives. Without a PID namespace a filter cannot tell the chat's own pids from others, so every
+/// pid but 0 (the caller) is refused, and so are the forms that name a process group or a
+/// whole uid. The arguments are ints the kernel reads from the low 32 bits: a 64-bit test
+/// against 0 refuses every other value (and, harmlessly, a 0 with high bits set).
+fn others_scheduling(eperm: &mut Refusals) -> Result<(), String> {
+    // PRIO_PROCESS is 0, IOPRIO_WHO_PROCESS 1: the group and uid forms reach outside.
+    const PRIO_PROCESS: u64 = 0;
+    const IOPRIO_WHO_PROCESS: u64 = 1;
+    eperm.when(
+        libc::SYS_setpriority,
+        &[(0, SeccompCmpOp::Ne, PRIO_PROCESS)],
+    )?;
+    eperm.when(libc::SYS_setpriority, &[(1, SeccompCmpOp::Ne, 0)])?;
+    eperm.when(
+        libc::SYS_ioprio_set,
+        &[(0, SeccompCmpOp::Ne, IOPRIO_WHO_PROCESS)],
+    )?;
+    eperm.when(libc::SYS_ioprio_set, &[(1, SeccompCmpOp::Ne, 0)])?;
+    // The pid is the first argument of each.
+    for nr in [
+        libc::SYS_sched_setscheduler,
+        libc::SYS_sched_setparam,
+        libc::SYS_sched_setattr,
+        libc::SYS_sched_setaffinity,
+    ] {
+        eperm.when(nr, &[(0, SeccompCmpOp::Ne, 0)])?;
+    }
+    Ok(())
 }
 
 /// The masked tests that refuse every socket pair type but stream and seqpacket (see `sockets`).
@@ -556,9 +594,11 @@ fn every_kind_of_plan() -> Vec<(bool, SeccompPlan)> {
     let mut out = Vec::new();
     for unix_by_seccomp in [true, false] {
         for refuse_shared_ipc in [false, true] {
+            // The plan without namespaces refuses both; the one with them neither.
             let plan = SeccompPlan {
                 refuse_shared_ipc,
                 refuse_metadata_changes: refuse_shared_ipc,
+                refuse_others_scheduling: refuse_shared_ipc,
                 ..SeccompPlan::new(unix_by_seccomp)
             };
             out.push((unix_by_seccomp, plan));

@@ -894,28 +894,38 @@ fn upwards(paths: &[&Path], skip: usize) -> Vec<PathBuf> {
     out
 }
 
-/// `^(/[^/]+){depth}/(P1|P2...)(/|$)`, written out: the entries directly below any grant of `depth`
-/// components that its refused patterns name, whatever their case (see the module's
-/// documentation).
+/// `^(/[^/]+){depth}/(D1|D2...|(F1|F2...)(S1|S2...)?)(/|$)`, written out: the entries directly
+/// below any grant of `depth` components that its refused patterns name, whatever their case
+/// (see the module's documentation): each folder pattern `D`, each file pattern `F` alone or
+/// followed by one of SQLite's sidecar suffixes `S` (`RefusedPattern::sidecars`, the core's list).
 fn refused_regex(depth: usize, patterns: &[RefusedPattern]) -> String {
     let mut out = String::from("^");
     for _ in 0..depth {
         out.push_str("/[^/]+");
     }
-    out.push_str("/(");
-    for (index, pattern) in patterns.iter().enumerate() {
-        if index > 0 {
-            out.push('|');
-        }
-        for c in pattern.name().chars() {
-            match c {
-                '*' => out.push_str("[^/]*"),
-                '?' => out.push_str("[^/]"),
-                // Only ASCII folds in a name, as in `RefusedPattern::refuses_on`.
-                c => push_folded(&mut out, c),
-            }
-        }
+    let alternatives =
+        |items: &mut dyn Iterator<Item = &str>| items.map(glob_regex).collect::<Vec<_>>().join("|");
+    let mut names: Vec<String> = Vec::new();
+    let folders = alternatives(
+        &mut patterns
+            .iter()
+            .filter(|p| p.sidecars().is_empty())
+            .map(|p| p.name()),
+    );
+    if !folders.is_empty() {
+        names.push(folders);
     }
+    let files: Vec<&RefusedPattern> = patterns
+        .iter()
+        .filter(|p| !p.sidecars().is_empty())
+        .collect();
+    if let Some(first) = files.first() {
+        let bases = alternatives(&mut files.iter().map(|p| p.name()));
+        let suffixes = alternatives(&mut first.sidecars().iter().copied());
+        names.push(format!("({bases})({suffixes})?"));
+    }
+    out.push_str("/(");
+    out.push_str(&names.join("|"));
     // The entry and everything beneath it, whatever the pattern (`RefusedPattern`'s rule).
     out.push_str(")(/|$)");
     out
@@ -950,6 +960,20 @@ fn git_regex() -> String {
         "^.*/({}(/|$)|{git}$|{git}/{hooks}(/|$)|{git}/{settings}$|{nested}{hooks}(/|$)|{nested}{settings}$)",
         folded(".gitmodules")
     )
+}
+
+/// A pattern's glob as a regex of one name: `*` and `?` within the name, letters in either
+/// ASCII case (only ASCII folds in a name, as in `RefusedPattern::refuses_on`).
+fn glob_regex(glob: &str) -> String {
+    let mut out = String::new();
+    for c in glob.chars() {
+        match c {
+            '*' => out.push_str("[^/]*"),
+            '?' => out.push_str("[^/]"),
+            c => push_folded(&mut out, c),
+        }
+    }
+    out
 }
 
 /// The characters SBPL's `regex-quote` escapes with a backslash.
@@ -1074,7 +1098,7 @@ mod tests {
             .collect();
         assert_eq!(
             refused_regex(2, &patterns),
-            r"^/[^/]+/[^/]+/([pP][lL][aA][nN][nN][iI][nN][gG]|[^/]*\.[dD][bB]|[aA][^/][cC]|[xX]\(1\))(/|$)"
+            r"^/[^/]+/[^/]+/([pP][lL][aA][nN][nN][iI][nN][gG]|([^/]*\.[dD][bB]|[aA][^/][cC]|[xX]\(1\))(-[wW][aA][lL]|-[sS][hH][mM]|-[jJ][oO][uU][rR][nN][aA][lL]|-[wW][aA][lL]2|-[mM][jJ][^/]*)?)(/|$)"
         );
     }
 

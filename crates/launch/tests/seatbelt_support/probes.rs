@@ -103,6 +103,16 @@ pub fn probes(world: &World) -> Vec<(Op, PathBuf)> {
             "x.git/config",
             ".gitignore",
             "hooks/x",
+            // SQLite's sidecars of a refused database, and names that only look like them.
+            "raw.sqlite-wal",
+            "RAW.SQLITE-SHM",
+            "late.db-journal",
+            "late.db-wal2",
+            "late.db-mj0A1B2C3D",
+            "late.db-wal/inside",
+            "late.db-walrus",
+            "planning-wal",
+            "x.key-shm",
         ] {
             paths.insert(top.join(name));
         }

@@ -1415,4 +1415,47 @@ fn on_macos_gits_names_match_whatever_their_case() {
     ] {
         assert_eq!(git_protected(Path::new(path), fold), expected, "{path}");
     }
+fn a_refused_databases_sqlite_sidecars_are_refused_with_it() {
+    let p = policy();
+    let wf = format!("{DOCS}/workflows/wf-1");
+    for name in [
+        "raw.sqlite-wal",
+        "raw.sqlite-shm",
+        "raw.sqlite-journal",
+        "raw.sqlite-wal2",
+        "raw.sqlite-mj1A2B3C4D",
+        "late.db-wal",
+        "late.db-journal",
+        "x.sqlite3-shm",
+        "raw.sqlite-wal/inside",
+    ] {
+        let path = format!("{wf}/{name}");
+        for op in [Op::Read, Op::Write, Op::Move] {
+            assert_eq!(rule(op, &path), (false, "refused"), "{op:?} {path}");
+        }
+        let grant = &p.grants[0];
+        let top = Path::new(name).components().next().unwrap().as_os_str();
+        assert_eq!(
+            p.refused_entries(grant, [(top, EntryKind::File)])
+                .present
+                .len(),
+            1,
+            "{name}"
+        );
+    }
+    // Only SQLite's own suffixes, only after a refused file pattern: a folder pattern names no
+    // database, and another suffix is another file.
+    for name in [
+        "planning-wal",
+        "raw.sqlite-walrus",
+        "raw.sqlite.wal",
+        "raw.sqlite-x",
+    ] {
+        let path = format!("{wf}/{name}");
+        assert_eq!(rule(Op::Read, &path), (true, "granted"), "{path}");
+    }
+    // The same on macOS, whatever the case.
+    let p = RefusedPattern::new("*.db").unwrap();
+    assert!(p.matches_name_on(Os::MacOs, "X.DB-WAL"));
+    assert!(!p.matches_name_on(Os::Linux, "X.DB-WAL"));
 }
