@@ -27,6 +27,26 @@
 //! | login screen | the person's own login or provider | no: the person's credentials | yes (a local provider gets past it) |
 //! | update prompt, telemetry | none seen with `check_for_update_on_startup` untouched and no network | left to the person | REPORTED |
 //!
+//! What Codex reads at start and acts on (CHECKED against 0.171.0 unless marked REPORTED;
+//! `tests/steering.rs` plants them and shows them refused, with the person's control).
+//! Read-only in every chat ([`CliAdapter::acted_on`], `Rule::Settings`), a missing one created
+//! first:
+//!
+//! | place | what a chat could plant there | construction |
+//! |---|---|---|
+//! | `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`) | `notify` (runs after each turn, also in `exec`), `[mcp_servers.*]`, `[features] codex_hooks`, a model provider's `base_url` (every later conversation sent to the chat's server), `model_instructions_file` | read-only; a missing one created empty (checked: read as none). The launch's own per-launch `-c` overrides (MCP isolation, trust of the runtime) still apply |
+//! | `$CODEX_HOME/hooks.json` | hooks; new ones stop the TUI at "Hooks need review" | read-only, a missing one created empty (checked: an empty one raises no screen and runs nothing) |
+//! | `$CODEX_HOME/AGENTS.md`, `AGENTS.override.md`, `prompts/`, `skills/`, `rules/`, `plugins/`; `~/.agents/skills/` | instructions in every session, custom prompts, skills, exec-policy rules, plugins | read-only. Codex installs its bundled skills into `skills/.system` at start: inside a chat where it was not installed before, that write fails and Codex goes on without them (checked) |
+//! | the runtime's `.codex/` (`config.toml`, `hooks.json`), `AGENTS.md`, `AGENTS.override.md`, `.agents/` | project config in a trusted folder (the runtime is one): an MCP server there started at the chat's next launch | read-only; `-c project_root_markers=[]` so that Codex takes the runtime for the project root and never walks above it for project config or `AGENTS.md` (a chat-made `~/.git` would otherwise make the home the project) |
+//!
+//! State that stays writable: `sessions/`, `history.jsonl`, `log/`, `auth.json` (token
+//! refresh), `version.json`, `shell_snapshots/`, `installation_id`.
+//!
+//! Screens the shared settings raise: "Hooks need review" (hooks in `hooks.json` or
+//! `config.toml` not yet reviewed): a chat can no longer plant them; hooks the person set and
+//! reviewed raise nothing; hooks the person set and never reviewed are the person's to review in
+//! their own Codex (the screen in a pane says so).
+//!
 //! Decisions where the facts were silent:
 //!
 //! - `-c` merges tables deeply, so a server is disabled by merging `enabled=false` into it. The
@@ -52,9 +72,29 @@
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, FileEdit, FileFormat, LaunchRequest, McpIsolation, Mode,
-    PersonFiles, PreTrust, Shape, adapter_kit,
+    ActedOn, AdapterError, ArgvParts, CliAdapter, FileEdit, FileFormat, LaunchRequest,
+    McpIsolation, Mode, PersonFiles, PreTrust, Shape, adapter_kit,
 };
+
+/// `$CODEX_HOME`, else `~/.codex`.
+const DIR: &str = "CODEX_HOME";
+
+/// What Codex reads at start and acts on (the crate doc's table).
+pub const ACTED_ON: &[ActedOn] = &[
+    ActedOn::folder_file(DIR, ".codex", "config.toml", ""),
+    ActedOn::folder_file(DIR, ".codex", "hooks.json", ""),
+    ActedOn::folder_file(DIR, ".codex", "AGENTS.md", ""),
+    ActedOn::folder_file(DIR, ".codex", "AGENTS.override.md", ""),
+    ActedOn::folder_folder(DIR, ".codex", "prompts"),
+    ActedOn::folder_folder(DIR, ".codex", "skills"),
+    ActedOn::folder_folder(DIR, ".codex", "rules"),
+    ActedOn::folder_folder(DIR, ".codex", "plugins"),
+    ActedOn::home_folder(".agents/skills"),
+    ActedOn::runtime_folder(".codex"),
+    ActedOn::runtime_folder(".agents"),
+    ActedOn::runtime_file("AGENTS.md", ""),
+    ActedOn::runtime_file("AGENTS.override.md", ""),
+];
 
 /// The Codex CLI.
 #[derive(Debug, Clone, Copy, Default)]
@@ -70,6 +110,10 @@ impl CliAdapter for Codex {
 
     fn modes(&self) -> &'static [Mode] {
         &[Mode::Full]
+    }
+
+    fn acted_on(&self) -> &'static [ActedOn] {
+        ACTED_ON
     }
 
     fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {
@@ -163,6 +207,9 @@ impl CliAdapter for Codex {
         args.extend(parts.own_sandbox_off);
         args.push("-C".to_owned());
         args.push(req.workdir.to_string_lossy().into_owned());
+        // The runtime is the project root: no walk above it for project config or AGENTS.md.
+        args.push("-c".to_owned());
+        args.push("project_root_markers=[]".to_owned());
         args.extend(parts.pre_trust);
         args.extend(parts.mcp);
         if let Some(model) = &req.model {

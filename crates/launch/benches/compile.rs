@@ -71,6 +71,7 @@ fn compile(c: &mut Criterion) {
             grants: &lengthened,
             config: &ctx.config,
             privileged: false,
+            settings: &[],
         },
         &AsIs,
     )

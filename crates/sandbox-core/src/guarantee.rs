@@ -36,6 +36,9 @@ pub enum Promise {
     Blocked,
     /// Persistence paths of the home are not written (`harden`).
     Persistence,
+    /// What the coding CLIs read at start and act on (their settings, instruction files,
+    /// commands, skills, extensions) is not written, created, replaced or removed by a chat.
+    Settings,
     /// Processes outside cannot be signalled or traced; their environment cannot be read.
     OutsideProcesses,
     /// Every process of the chat ends with it: when the program exits, when its terminal hangs
@@ -72,12 +75,13 @@ pub enum Promise {
 
 impl Promise {
     /// Every promise, in the order reports list them.
-    pub const ALL: [Promise; 19] = [
+    pub const ALL: [Promise; 20] = [
         Promise::ProtectedRoot,
         Promise::Pinned,
         Promise::Refused,
         Promise::Blocked,
         Promise::Persistence,
+        Promise::Settings,
         Promise::OutsideProcesses,
         Promise::ChatEnds,
         Promise::Mounts,
@@ -102,6 +106,7 @@ impl Promise {
             Promise::Refused => "refused",
             Promise::Blocked => "blocked",
             Promise::Persistence => "persistence",
+            Promise::Settings => "settings",
             Promise::OutsideProcesses => "outside-processes",
             Promise::ChatEnds => "chat-ends",
             Promise::Mounts => "mounts",
@@ -132,6 +137,9 @@ impl Promise {
             Promise::Blocked => "blocked programs (openers, the session bus's tools) cannot run",
             Promise::Persistence => {
                 "persistence paths of the home (shell startup files, autostart entries, systemd user units, git's and ssh's configuration) not written, replaced or removed"
+            }
+            Promise::Settings => {
+                "what the coding CLIs read at start and act on (settings with hooks and MCP servers, instruction files, commands, skills, extensions; in the home and in the chat's runtime) not written, created, replaced or removed by a chat"
             }
             Promise::OutsideProcesses => {
                 "processes outside cannot be signalled or traced, and their environment cannot be read"

@@ -33,6 +33,7 @@ mod path;
 mod person;
 pub mod platform;
 mod policy;
+pub mod settings;
 
 pub use adapter::{
     AdapterError, ArgsAndEdits, ArgvParts, CliAdapter, CliLaunch, EditAction, EnvChanges, FileEdit,
@@ -56,3 +57,4 @@ pub use policy::{
     PolicyRequest, RefusedEntries, RefusedPattern, Rule, Shape, Verdict, WRITABLE_AS_ROOT,
     WRITABLE_AS_ROOT_MACOS,
 };
+pub use settings::{ActedOn, ActedOnKind, Anchor, SettingsPath, SettingsRequest};

@@ -97,6 +97,37 @@ pub(super) fn compile(
         frozen_for_harden.extend(hardened.path().ancestors().skip(1).map(Path::to_owned));
     }
     frozen.extend(frozen_for_harden.iter().cloned());
+    // Acted-on settings in the home (`Rule::Settings`): the same construction. A missing one is
+    // created by the helper before confinement (an empty folder, or its neutral content) and
+    // gets its reading rights here by name. Those in the runtime cannot be closed: the runtime
+    // holds everything beneath one rule (the gap reported).
+    let mut settings_read_only: Vec<&Path> = Vec::new();
+    let mut settings_create: Vec<PathBuf> = Vec::new();
+    let mut settings_files: Vec<super::plan::SettingsFile> = Vec::new();
+    let mut frozen_for_settings: BTreeSet<PathBuf> = BTreeSet::new();
+    for setting in policy.settings_outside_runtime() {
+        let path = setting.path();
+        let under_link = path
+            .ancestors()
+            .skip(1)
+            .any(|a| disk.kind(a) == Some(EntryKind::Symlink));
+        if under_link {
+            continue;
+        }
+        match disk.kind(path) {
+            Some(EntryKind::Symlink) => continue,
+            Some(_) => {}
+            None if !path.starts_with(policy.home()) => continue,
+            None if setting.is_folder() => settings_create.push(path.to_owned()),
+            None => settings_files.push(super::plan::SettingsFile {
+                path: path.to_owned(),
+                text: setting.empty().to_owned(),
+            }),
+        }
+        settings_read_only.push(path);
+        frozen_for_settings.extend(path.ancestors().skip(1).map(Path::to_owned));
+    }
+    frozen.extend(frozen_for_settings.iter().cloned());
     let dev = Path::new(DEV);
     if disk.exists(dev) {
         frozen.insert(dev.to_owned());
@@ -144,6 +175,10 @@ pub(super) fn compile(
                 continue;
             }
             if dir == dev && !kept_in_dev(&name) {
+                continue;
+            }
+            if settings_read_only.iter().any(|s| child.starts_with(s)) {
+                // Pushed below, by name (it may not exist yet at this look).
                 continue;
             }
             if read_only.iter().any(|h| child.starts_with(h)) || read_only_place(policy, &child) {
@@ -196,6 +231,22 @@ pub(super) fn compile(
             }
         }
     }
+    for path in &settings_read_only {
+        if frozen.contains(*path) || path.to_str().is_none() {
+            continue;
+        }
+        let folder = settings_create.iter().any(|c| c == path)
+            || disk.target_kind(path) == Some(EntryKind::Dir);
+        let rights: Vec<FsRight> = read
+            .iter()
+            .copied()
+            .filter(|r| folder || r.applies_to_files())
+            .collect();
+        rules.push(LandlockRule {
+            path: path.to_path_buf(),
+            rights,
+        });
+    }
     rules.extend(common.unix_rules.iter().cloned());
     let not_text_note = if not_text > 0 {
         format!("; {not_text} entries beside them whose names are not UTF-8 stay closed")
@@ -231,6 +282,21 @@ pub(super) fn compile(
             "Landlock alone: each reading rights only, the folders that hold them frozen",
             Enforcement::Partly(format!(
                 "no user namespaces: nothing else can be created, renamed or removed directly in {} either",
+                below_home.join(", ")
+            )),
+        ));
+    }
+    if !policy.settings().is_empty() {
+        let below_home: Vec<String> = frozen_for_settings
+            .iter()
+            .filter(|p| p.starts_with(policy.home()) && p.as_path() != policy.home())
+            .map(|p| p.display().to_string())
+            .collect();
+        guarantees.push(Guarantee::new(
+            Promise::Settings,
+            "Landlock alone: those in the home reading rights only, missing ones created first, the folders that hold them frozen",
+            Enforcement::Partly(format!(
+                "no user namespaces: those in the chat's runtime (the CLIs' project settings) stay writable, read by this chat's later launches only; nothing else can be created, renamed or removed directly in {} either (a CLI's first state files there fail)",
                 below_home.join(", ")
             )),
         ));
@@ -327,8 +393,9 @@ pub(super) fn compile(
         chat: policy.chat().to_string(),
         workdir: policy.runtime().to_owned(),
         create_dirs,
-        create_home_dirs: Vec::new(),
+        create_home_dirs: settings_create,
         create_home_files: Vec::new(),
+        create_settings_files: settings_files,
         namespaces: None,
         landlock,
         seccomp_program: super::plan::seccomp_program(&seccomp)?,

@@ -923,6 +923,7 @@ mod tests {
                 ],
                 config: &Config::default(),
                 privileged: false,
+                settings: &[],
             },
             &AsIs,
         )

@@ -320,6 +320,7 @@ impl World {
                 grants: &grants,
                 config: &config,
                 privileged: spec.privileged,
+                settings: &[],
             },
             fs,
         )
@@ -359,6 +360,7 @@ fn placeholder_policy() -> Policy {
             grants: &[],
             config: &Config::default(),
             privileged: false,
+            settings: &[],
         },
         &AsIs,
     )

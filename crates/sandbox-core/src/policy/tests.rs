@@ -61,6 +61,7 @@ fn build_with(grants: &[&str], config: &Config) -> Result<Policy, PolicyError> {
             grants: &grants,
             config,
             privileged: false,
+            settings: &[],
         },
         &fs,
     )
@@ -309,6 +310,7 @@ fn a_grant_named_through_a_symlink_into_or_below_a_protected_root_is_refused() {
                 grants: &grants,
                 config: &Config::default(),
                 privileged: false,
+                settings: &[],
             },
             &planted_fs,
         )
@@ -333,6 +335,7 @@ fn a_grant_named_through_a_symlink_into_or_below_a_protected_root_is_refused() {
             grants: &grants,
             config: &Config::default(),
             privileged: false,
+            settings: &[],
         },
         &looped_fs,
     )
@@ -361,6 +364,7 @@ fn a_grant_named_through_a_symlink_above_the_protected_root_is_resolved() {
             grants: &grants,
             config: &Config::default(),
             privileged: false,
+            settings: &[],
         },
         &moved_fs,
     )
@@ -539,6 +543,7 @@ fn hardened_policy(fs: &FakeFs, os: Os) -> Policy {
             grants: &[],
             config: &config,
             privileged: false,
+            settings: &[],
         },
         fs,
     )
@@ -665,6 +670,7 @@ fn harden_leaves_out_paths_in_a_protected_root() {
             grants: &[],
             config: &config,
             privileged: false,
+            settings: &[],
         },
         &fs,
     )
@@ -792,6 +798,7 @@ fn build_privileged(grants: &[&str], config: &Config) -> Policy {
             grants: &grants,
             config,
             privileged: true,
+            settings: &[],
         },
         &fs,
     )
@@ -1034,6 +1041,7 @@ fn a_layout_written_by_hand_with_a_root_named_through_a_link_is_refused() {
                 grants: &[],
                 config: &Config::default(),
                 privileged: false,
+                settings: &[],
             },
             &fs,
         )
