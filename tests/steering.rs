@@ -494,3 +494,209 @@ fn claude_as(user: Option<TestUser>) {
     );
     world.reset_control(&names);
 }
+
+// ---------- Codex ----------
+
+/// `notify` (a program Codex runs after each turn, also in `exec`), as a TOML line.
+fn codex_notify(world: &Base, name: &str) -> String {
+    format!("notify = [\"sh\", \"-c\", '{}']\n", world.hook(name))
+}
+
+/// A stand-in MCP server (not a real one) that leaves a mark when it starts, as a TOML table.
+fn codex_server(world: &Base, name: &str) -> (String, PathBuf) {
+    let (script, started) =
+        cli_sandbox_tests::real_clis::stand_in_mcp_server(&world.carriers, name);
+    world.give(&script);
+    (
+        format!(
+            "\n[mcp_servers.{name}]\ncommand = \"node\"\nargs = ['{}']\n",
+            script.display()
+        ),
+        started,
+    )
+}
+
+#[test]
+fn codex_chat_a_cannot_plant_settings_that_a_later_chat_acts_on() {
+    let _serial = one_at_a_time();
+    let test = "codex_chat_a_cannot_plant_settings_that_a_later_chat_acts_on";
+    if !ready("codex", test) {
+        return;
+    }
+    for user in users(test) {
+        codex_as(user);
+    }
+}
+
+fn codex_as(user: Option<TestUser>) {
+    let who = if user.is_some() {
+        "ordinary user"
+    } else {
+        "this user"
+    };
+    let mut started = Vec::new();
+    let world = World::new("codex", user, |base| {
+        let home = base.demo.home.display().to_string();
+        let notify = base.carrier("codex-notify.toml", &codex_notify(base, "user"));
+        let (server, user_started) = codex_server(base, "planted-user");
+        let (project_server, project_started) = codex_server(base, "planted-project");
+        started = vec![user_started, project_started];
+        let servers = base.carrier("codex-servers.toml", &server);
+        let project = base.carrier(
+            "codex-project.toml",
+            &format!("{}{project_server}", codex_notify(base, "project")),
+        );
+        let hooks = base.carrier(
+            "codex-hooks.json",
+            &serde_json::json!({"hooks": {"SessionStart": [{"hooks": [
+                {"type": "command", "command": base.hook("hooks")}
+            ]}]}})
+            .to_string(),
+        );
+        let steer = base.carrier("steer.md", STEER);
+        let tmp = base.demo.home.with_file_name("tmp").display().to_string();
+        vec![
+            // The person's config with `notify` and a server of the chat's added.
+            shell(format!(
+                "cat {} {home}/.codex/config.toml {} > {tmp}/c.toml; cp {tmp}/c.toml {home}/.codex/config.toml; echo rc=$?",
+                notify.display(),
+                servers.display()
+            )),
+            shell(format!(
+                "cp {} {home}/.codex/hooks.json; echo rc=$?",
+                hooks.display()
+            )),
+            // The folder renamed away and one of the chat's put in its place.
+            shell(format!(
+                "mv {home}/.codex {home}/.codex-moved && mkdir {home}/.codex && cp {tmp}/c.toml {home}/.codex/config.toml; echo rc=$?"
+            )),
+            // The runtime's project config (a trusted folder) with notify and a server.
+            shell(format!(
+                "mkdir -p .codex; cp {} .codex/config.toml; echo rc=$?",
+                project.display()
+            )),
+            shell(format!(
+                "cp {s} {home}/.codex/AGENTS.md; cp {s} AGENTS.md; echo rc=$?",
+                s = steer.display()
+            )),
+        ]
+    });
+    let home = world.home().to_owned();
+    let names = ["user", "project", "hooks"];
+    let person_config = read(&home.join(".codex/config.toml")).unwrap();
+
+    let ran = world.run("codex", true, &[]);
+    assert!(
+        world.model.log().finished,
+        "{who}: chat A did not finish: {}",
+        said(&ran)
+    );
+    // Verdicts from the disk: the person's config as they wrote it (the launch's trust entry
+    // added), no hooks, not moved; the runtime's project config not there.
+    let config = read(&home.join(".codex/config.toml")).unwrap();
+    assert!(
+        config.starts_with(&person_config)
+            && !config.contains("notify")
+            && !config.contains("planted"),
+        "{who}: chat A changed ~/.codex/config.toml:\n{config}"
+    );
+    assert_eq!(
+        read(&home.join(".codex/hooks.json")).as_deref(),
+        Some(""),
+        "{who}: hooks.json"
+    );
+    assert!(
+        !home.join(".codex-moved").exists(),
+        "{who}: chat A moved ~/.codex"
+    );
+    let runtime = world.runtime(true);
+    assert!(
+        read(&runtime.join(".codex/config.toml"))
+            .unwrap_or_default()
+            .is_empty(),
+        "{who}: chat A wrote its runtime's project config"
+    );
+    for path in [home.join(".codex/AGENTS.md"), runtime.join("AGENTS.md")] {
+        assert!(
+            !read(&path).unwrap_or_default().contains(STEER),
+            "{who}: chat A wrote {}",
+            path.display()
+        );
+    }
+
+    for (a, which) in [(false, "chat B"), (true, "chat A again")] {
+        let from = world.requests();
+        let ran = world.run("codex", a, &[]);
+        assert!(
+            world.requests() > from,
+            "{who}: {which} sent no request: {}",
+            said(&ran)
+        );
+        world.assert_no_marker(&names, &format!("{who}: {which}"));
+        world.assert_b_untouched(&format!("{who}: {which}"));
+        for s in &started {
+            assert!(!s.exists(), "{who}: {which}: a planted MCP server started");
+        }
+        assert!(
+            !world.model_saw(from, STEER),
+            "{who}: {which}: a planted instruction reached the model"
+        );
+    }
+
+    // Controls: the person's own notify runs; their AGENTS.md reaches the model. A server in
+    // the runtime's project config (written by the person, outside any chat) stays off in a
+    // chat (MCP isolation covers that source) and starts for the person's own Codex.
+    world.person_writes(
+        &home.join(".codex/config.toml"),
+        &format!("{}{person_config}", codex_notify(&world, "user")),
+    );
+    world.person_writes(&home.join(".codex/AGENTS.md"), STEER);
+    let from = world.requests();
+    let ran = world.run("codex", false, &[]);
+    assert!(
+        world.marker("user").exists(),
+        "{who}: control: the person's notify did not run: {}",
+        said(&ran)
+    );
+    assert!(
+        world.model_saw(from, STEER),
+        "{who}: control: the person's ~/.codex/AGENTS.md did not reach the model"
+    );
+    world.reset_control(&names);
+    world.person_writes(&home.join(".codex/config.toml"), &person_config);
+    world.person_writes(
+        &runtime.join(".codex/config.toml"),
+        &read(&world.carriers.join("codex-project.toml")).unwrap(),
+    );
+    let ran = world.run("codex", true, &[]);
+    assert!(
+        world.requests() > 0 && !started[1].exists(),
+        "{who}: a server of the runtime's project config started (MCP isolation): {}",
+        said(&ran)
+    );
+    // The control of that source: the same Codex, run by the person in the runtime without the
+    // launch's MCP isolation, starts it.
+    let mut env = world.env();
+    env.remove("TMPDIR");
+    env.insert("TMPDIR".into(), scratch_tmp(&home).display().to_string());
+    let ran = run(
+        &cli_sandbox_tests::real_clis::bin_dir().join("codex"),
+        &[
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "Run the scripted steps.",
+        ]
+        .map(str::to_owned),
+        &runtime,
+        &env,
+        Stdin::Null,
+        LIMIT,
+    );
+    assert!(
+        started[1].exists(),
+        "{who}: control: the runtime's project server did not start for the person's own Codex: {}",
+        said(&ran)
+    );
+    world.reset_control(&names);
+}

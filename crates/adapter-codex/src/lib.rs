@@ -14,7 +14,7 @@
 //! | working folder | `-C <workdir>` | yes |
 //! | pre-trust | `[projects."<workdir>"] trust_level = "trusted"` in the person's own `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`, created 0600) | yes: the TUI shows no trust screen |
 //! | headless | `exec --json --skip-git-repo-check`, stdin `/dev/null` (`exec` reads a piped stdin to EOF) | yes |
-//! | MCP isolation | one `-c mcp_servers={<each person's server>={enabled=false}, <bridge>={command=…}}` | yes: `codex mcp list` shows them disabled and a stand-in server does not start |
+//! | MCP isolation | one `-c mcp_servers={<each server>={enabled=false}, <bridge>={command=…}}`, each server of the person's config and of the runtime's project config (`<workdir>/.codex/config.toml`) turned off by name | yes: `codex mcp list` shows them disabled and a stand-in server does not start (`tests/steering.rs`: one in the runtime's project config does not start either) |
 //!
 //! Screens that can stop an interactive (tmux) launch before the first prompt or at the first
 //! tool call ("settled" says who keeps it away, "may the launch?" the decision):
@@ -149,7 +149,14 @@ impl CliAdapter for Codex {
         person: &dyn PersonFiles,
     ) -> Result<McpIsolation, AdapterError> {
         let file = config_file(req, person)?;
-        let theirs = person_servers(&file, person)?;
+        let mut theirs = person_servers(&file, person)?;
+        // The runtime's own project config (a trusted folder) is a source too: its servers are
+        // turned off by name like the person's (the file is read-only in every chat besides).
+        for name in person_servers(&req.workdir.join(".codex/config.toml"), person)? {
+            if !theirs.contains(&name) {
+                theirs.push(name);
+            }
+        }
         let mut servers = toml_edit::InlineTable::new();
         for name in &theirs {
             let mut off = toml_edit::InlineTable::new();
