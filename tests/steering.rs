@@ -700,3 +700,172 @@ fn codex_as(user: Option<TestUser>) {
     );
     world.reset_control(&names);
 }
+
+// ---------- Gemini CLI ----------
+
+/// The person's settings as `point_at_scripted_model` writes them, with `extra` merged in.
+fn gemini_settings(home: &Path, extra: serde_json::Value) -> String {
+    let mut settings: serde_json::Value =
+        serde_json::from_str(&read(&home.join(".gemini/settings.json")).unwrap()).unwrap();
+    for (k, v) in extra.as_object().unwrap() {
+        settings[k] = v.clone();
+    }
+    settings.to_string()
+}
+
+fn gemini_hooks(world: &Base, name: &str) -> serde_json::Value {
+    serde_json::json!({"SessionStart": [{"hooks": [{"type": "command", "command": world.hook(name)}]}]})
+}
+
+#[test]
+fn gemini_chat_a_cannot_plant_settings_that_a_later_chat_acts_on() {
+    let _serial = one_at_a_time();
+    let test = "gemini_chat_a_cannot_plant_settings_that_a_later_chat_acts_on";
+    if !ready("gemini", test) {
+        return;
+    }
+    for user in users(test) {
+        gemini_as(user);
+    }
+}
+
+fn gemini_as(user: Option<TestUser>) {
+    let who = if user.is_some() {
+        "ordinary user"
+    } else {
+        "this user"
+    };
+    let mut started = PathBuf::new();
+    let world = World::new("gemini", user, |base| {
+        let home = base.demo.home.display().to_string();
+        // Written by the steps from what the person has, so a carrier, not the person's file.
+        let hooks = base.carrier(
+            "gemini-hooks.json",
+            &serde_json::json!({"hooks": gemini_hooks(base, "user")}).to_string(),
+        );
+        let project = base.carrier(
+            "gemini-project.json",
+            &serde_json::json!({"hooks": gemini_hooks(base, "project")}).to_string(),
+        );
+        let bash_env = base.carrier("bash-env.sh", &format!("{}\n", base.hook("env")));
+        let env = base.carrier("gemini.env", &format!("BASH_ENV={}\n", bash_env.display()));
+        let steer = base.carrier("steer.md", STEER);
+        let (script, marker) =
+            cli_sandbox_tests::real_clis::stand_in_mcp_server(&base.carriers, "gemini-planted");
+        base.give(&script);
+        started = marker;
+        vec![
+            shell(format!(
+                "cp {} {home}/.gemini/settings.json; echo rc=$?",
+                hooks.display()
+            )),
+            shell(format!(
+                "cp {e} {home}/.gemini/.env; cp {e} {home}/.env; echo rc=$?",
+                e = env.display()
+            )),
+            shell(format!(
+                "mv {home}/.gemini {home}/.gemini-moved; echo rc=$?"
+            )),
+            shell(format!(
+                "mkdir -p .gemini; cp {} .gemini/settings.json; echo rc=$?",
+                project.display()
+            )),
+            // Instruction files, and a `.git` in the home that made Gemini walk up to it.
+            shell(format!(
+                "cp {s} {home}/.gemini/GEMINI.md; cp {s} GEMINI.md; mkdir -p {home}/.git; cp {s} {home}/GEMINI.md; echo rc=$?",
+                s = steer.display()
+            )),
+            // A shell call: where a planted BASH_ENV would run.
+            shell("echo done".to_owned()),
+        ]
+    });
+    let home = world.home().to_owned();
+    let names = ["user", "project", "env"];
+    let person_settings = read(&home.join(".gemini/settings.json")).unwrap();
+
+    let ran = world.run("gemini", true, &[]);
+    assert!(
+        world.model.log().finished,
+        "{who}: chat A did not finish: {}",
+        said(&ran)
+    );
+    assert_eq!(
+        read(&home.join(".gemini/settings.json")).as_deref(),
+        Some(person_settings.as_str()),
+        "{who}: chat A changed ~/.gemini/settings.json"
+    );
+    assert!(
+        !home.join(".gemini-moved").exists(),
+        "{who}: chat A moved ~/.gemini"
+    );
+    assert!(
+        read(&home.join(".gemini/.env"))
+            .unwrap_or_default()
+            .is_empty(),
+        "{who}: chat A wrote ~/.gemini/.env"
+    );
+    let runtime = world.runtime(true);
+    let project = read(&runtime.join(".gemini/settings.json")).unwrap_or_default();
+    assert!(
+        !project.contains("steered"),
+        "{who}: chat A wrote its runtime's workspace settings: {project}"
+    );
+    for path in [home.join(".gemini/GEMINI.md"), runtime.join("GEMINI.md")] {
+        assert!(
+            !read(&path).unwrap_or_default().contains(STEER),
+            "{who}: chat A wrote {}",
+            path.display()
+        );
+    }
+
+    for (a, which) in [(false, "chat B"), (true, "chat A again")] {
+        let from = world.requests();
+        let ran = world.run("gemini", a, &[]);
+        assert!(
+            world.requests() > from,
+            "{who}: {which} sent no request: {}",
+            said(&ran)
+        );
+        world.assert_no_marker(&names, &format!("{who}: {which}"));
+        world.assert_b_untouched(&format!("{who}: {which}"));
+        // `~/GEMINI.md` was written (the home is open) beside a `.git`: the workspace settings
+        // the launch writes keep Gemini from walking up to it.
+        assert!(
+            !world.model_saw(from, STEER),
+            "{who}: {which}: a planted instruction reached the model"
+        );
+    }
+
+    // Controls: the person's hook runs; their GEMINI.md reaches the model. A server of theirs
+    // named like the fixed name the launch used to allow (`cli-sandbox-no-mcp-server`) does not
+    // start: the allowed name is made per launch.
+    let (script, _) =
+        cli_sandbox_tests::real_clis::stand_in_mcp_server(&world.carriers, "gemini-planted");
+    world.person_writes(
+        &home.join(".gemini/settings.json"),
+        &gemini_settings(
+            &home,
+            serde_json::json!({
+                "hooks": gemini_hooks(&world, "user"),
+                "mcpServers": {sandbox_core::adapter_kit::NO_SERVER: {"command": "node", "args": [script]}},
+            }),
+        ),
+    );
+    world.person_writes(&home.join(".gemini/GEMINI.md"), STEER);
+    let from = world.requests();
+    let ran = world.run("gemini", false, &[]);
+    assert!(
+        world.marker("user").exists(),
+        "{who}: control: the person's hook did not run: {}",
+        said(&ran)
+    );
+    assert!(
+        world.model_saw(from, STEER),
+        "{who}: control: the person's ~/.gemini/GEMINI.md did not reach the model"
+    );
+    assert!(
+        !started.exists(),
+        "{who}: a server named like the old fixed allowed name started"
+    );
+    world.reset_control(&names);
+}
