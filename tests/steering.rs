@@ -869,3 +869,94 @@ fn gemini_as(user: Option<TestUser>) {
     );
     world.reset_control(&names);
 }
+
+// ---------- Pi ----------
+
+#[test]
+fn pi_chat_a_stand_in_step_cannot_plant_settings_that_a_later_chat_acts_on() {
+    let _serial = one_at_a_time();
+    let test = "pi_chat_a_stand_in_step_cannot_plant_settings_that_a_later_chat_acts_on";
+    if !ready("pi", test) {
+        return;
+    }
+    for user in users(test) {
+        pi_as(user);
+    }
+}
+
+fn pi_as(user: Option<TestUser>) {
+    let who = if user.is_some() {
+        "ordinary user"
+    } else {
+        "this user"
+    };
+    let world = World::new("pi", user, |_| Vec::new());
+    let home = world.home().to_owned();
+    let agent = home.join(".pi/agent");
+    let person_models = read(&agent.join("models.json")).unwrap();
+    let elsewhere = person_models.replace(&world.model.base_url(), "http://127.0.0.1:9");
+    let models = world.carrier("pi-models.json", &elsewhere);
+    let steer = world.carrier("steer.md", STEER);
+    // Chat A: a stand-in step in its sandbox (Pi's bridge-only chat has no tool of its own).
+    let ran = world.step_in_chat_a(&format!(
+        "cp {m} {a}/models.json; cp {s} {a}/AGENTS.md; cp {s} {a}/SYSTEM.md; cp {s} {h}/AGENTS.md; mkdir -p .pi; cp {s} .pi/SYSTEM.md; cp {s} AGENTS.md; mv {h}/.pi {h}/.pi-moved; echo done",
+        m = models.display(),
+        s = steer.display(),
+        a = agent.display(),
+        h = home.display(),
+    ));
+    assert!(ran.stdout.contains("done"), "{who}: the step did not run: {}", said(&ran));
+    assert_eq!(
+        read(&agent.join("models.json")).as_deref(),
+        Some(person_models.as_str()),
+        "{who}: chat A changed ~/.pi/agent/models.json"
+    );
+    assert!(!home.join(".pi-moved").exists(), "{who}: chat A moved ~/.pi");
+    let runtime = world.runtime(true);
+    for path in [
+        agent.join("AGENTS.md"),
+        agent.join("SYSTEM.md"),
+        home.join("AGENTS.md"),
+        runtime.join(".pi/SYSTEM.md"),
+        runtime.join("AGENTS.md"),
+    ] {
+        assert!(
+            !read(&path).unwrap_or_default().contains(STEER),
+            "{who}: chat A wrote {}",
+            path.display()
+        );
+    }
+    for (a, which) in [(false, "chat B"), (true, "chat A again")] {
+        let from = world.requests();
+        let ran = world.run("pi", a, &[]);
+        assert!(
+            world.requests() > from,
+            "{who}: {which} sent no request to the person's provider: {}",
+            said(&ran)
+        );
+        assert!(
+            !world.model_saw(from, STEER),
+            "{who}: {which}: a planted instruction reached the model"
+        );
+        world.assert_b_untouched(&format!("{who}: {which}"));
+    }
+    // Controls: the person's AGENTS.md reaches the model; their models.json sends the
+    // conversation where it says (not one request reaches the scripted model).
+    world.person_writes(&agent.join("AGENTS.md"), STEER);
+    let from = world.requests();
+    let ran = world.run("pi", false, &[]);
+    assert!(
+        world.model_saw(from, STEER),
+        "{who}: control: the person's AGENTS.md did not reach the model: {}",
+        said(&ran)
+    );
+    world.person_writes(&agent.join("models.json"), &elsewhere);
+    let from = world.requests();
+    let ran = world.run("pi", false, &[]);
+    assert_eq!(
+        world.requests(),
+        from,
+        "{who}: control: the person's models.json was not used: {}",
+        said(&ran)
+    );
+}
