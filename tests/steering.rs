@@ -960,3 +960,121 @@ fn pi_as(user: Option<TestUser>) {
         said(&ran)
     );
 }
+
+// ---------- Screens (tmux) ----------
+
+impl World {
+    /// `cli-sandbox run --shape tmux` of `cli` for chat A or B, in a pane of its own.
+    fn pane(&self, cli: &str, a: bool) -> Tmux {
+        let (chat, grant) = self.chat(a);
+        let tail: Vec<String> = [
+            "run",
+            "--cli",
+            cli,
+            "--chat",
+            &chat,
+            "--grant",
+            &grant,
+            "--shape",
+            "tmux",
+            "--prompt",
+            "Run the scripted steps.",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let (program, args) = self.argv(&tail);
+        let program = if program.is_absolute() {
+            program
+        } else {
+            PathBuf::from("/usr/bin").join(program)
+        };
+        Tmux::start(&program, &args, &self.demo.root, &self.env())
+    }
+}
+
+#[test]
+fn codex_hooks_a_chat_plants_raise_no_review_screen_in_a_later_chats_pane() {
+    let _serial = one_at_a_time();
+    let test = "codex_hooks_a_chat_plants_raise_no_review_screen_in_a_later_chats_pane";
+    if !ready("codex", test) || !cli_sandbox_tests::real_clis::tmux_available(test) {
+        return;
+    }
+    let user = users(test).pop().flatten();
+    let who = if user.is_some() {
+        "ordinary user"
+    } else {
+        "this user"
+    };
+    let mut reached = PathBuf::new();
+    let world = World::new("codex", user, |base| {
+        let hooks = base.carrier(
+            "codex-hooks.json",
+            &serde_json::json!({"hooks": {"SessionStart": [{"hooks": [
+                {"type": "command", "command": base.hook("hooks")}
+            ]}]}})
+            .to_string(),
+        );
+        reached = base.demo.home.join("reached");
+        vec![
+            shell(format!(
+                "cp {} {}/.codex/hooks.json; echo rc=$?",
+                hooks.display(),
+                base.demo.home.display()
+            )),
+            shell(format!("printf reached > {}", reached.display())),
+        ]
+    });
+    let home = world.home().to_owned();
+    let limit = Duration::from_secs(90);
+    let screen = "Hooks need review";
+
+    let pane = world.pane("codex", true);
+    assert!(
+        world.model.wait_finished(limit),
+        "{who}: chat A's pane did not finish:\n{}",
+        pane.capture()
+    );
+    drop(pane);
+    assert_eq!(
+        read(&home.join(".codex/hooks.json")).as_deref(),
+        Some(""),
+        "{who}: chat A wrote ~/.codex/hooks.json"
+    );
+    std::fs::remove_file(&reached).unwrap();
+
+    // Chat B's pane reaches work: its first tool calls run, no screen.
+    let from = world.requests();
+    let pane = world.pane("codex", false);
+    let shown = pane.wait_for(&[screen], Duration::from_secs(5));
+    let deadline = std::time::Instant::now() + limit;
+    while !reached.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let last = pane.capture();
+    assert!(
+        reached.exists() && world.requests() > from,
+        "{who}: chat B's pane did not reach work:\n{last}"
+    );
+    assert!(
+        !shown.contains(screen) && !last.contains(screen),
+        "{who}: chat B's pane shows `{screen}`:\n{last}"
+    );
+    world.assert_no_marker(&["hooks"], who);
+    drop(pane);
+    std::fs::remove_file(&reached).unwrap();
+
+    // Control: the same hooks.json written by the person raises the screen, and no tool call
+    // runs behind it.
+    world.person_writes(
+        &home.join(".codex/hooks.json"),
+        &read(&world.carriers.join("codex-hooks.json")).unwrap(),
+    );
+    let pane = world.pane("codex", false);
+    let shown = pane.wait_for(&[screen], limit);
+    assert!(
+        shown.contains(screen),
+        "{who}: control: the person's hooks raise no screen:\n{shown}"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!reached.exists(), "{who}: control: a tool call ran behind the screen");
+}
