@@ -905,13 +905,20 @@ fn pi_as(user: Option<TestUser>) {
         a = agent.display(),
         h = home.display(),
     ));
-    assert!(ran.stdout.contains("done"), "{who}: the step did not run: {}", said(&ran));
+    assert!(
+        ran.stdout.contains("done"),
+        "{who}: the step did not run: {}",
+        said(&ran)
+    );
     assert_eq!(
         read(&agent.join("models.json")).as_deref(),
         Some(person_models.as_str()),
         "{who}: chat A changed ~/.pi/agent/models.json"
     );
-    assert!(!home.join(".pi-moved").exists(), "{who}: chat A moved ~/.pi");
+    assert!(
+        !home.join(".pi-moved").exists(),
+        "{who}: chat A moved ~/.pi"
+    );
     let runtime = world.runtime(true);
     for path in [
         agent.join("AGENTS.md"),
@@ -1076,5 +1083,111 @@ fn codex_hooks_a_chat_plants_raise_no_review_screen_in_a_later_chats_pane() {
         "{who}: control: the person's hooks raise no screen:\n{shown}"
     );
     std::thread::sleep(Duration::from_secs(1));
-    assert!(!reached.exists(), "{who}: control: a tool call ran behind the screen");
+    assert!(
+        !reached.exists(),
+        "{who}: control: a tool call ran behind the screen"
+    );
+}
+
+#[test]
+fn claude_refuses_a_launch_where_the_persons_settings_ask_and_says_what_to_do() {
+    let _serial = one_at_a_time();
+    let test = "claude_refuses_a_launch_where_the_persons_settings_ask_and_says_what_to_do";
+    if !ready("claude", test) || !cli_sandbox_tests::real_clis::tmux_available(test) {
+        return;
+    }
+    let mut reached = PathBuf::new();
+    let world = World::new("claude", None, |base| {
+        reached = base.demo.home.join("reached");
+        vec![shell(format!("printf reached > {}", reached.display()))]
+    });
+    let home = world.home().to_owned();
+    let settings = home.join(".claude/settings.json");
+    for (setting, shown) in [
+        (
+            serde_json::json!({"permissions": {"ask": ["Bash"]}}),
+            "`permissions.ask` holds rules",
+        ),
+        (
+            serde_json::json!({"permissions": {"disableBypassPermissionsMode": "disable"}}),
+            "`permissions.disableBypassPermissionsMode` is \"disable\"",
+        ),
+    ] {
+        world.person_writes(&settings, &setting.to_string());
+        let before = std::fs::read(home.join(".claude.json")).unwrap();
+        let ran = world.run("claude", false, &[]);
+        assert_eq!(ran.code(), Some(125), "{setting}: {}", said(&ran));
+        assert!(
+            ran.stderr.contains(&settings.display().to_string())
+                && ran.stderr.contains(shown)
+                && ran.stderr.contains("Do you want to proceed?")
+                && ran.stderr.contains("remove it from this file"),
+            "{setting}: the error does not name the file, the setting and the fix:\n{}",
+            ran.stderr
+        );
+        assert_eq!(
+            std::fs::read(home.join(".claude.json")).unwrap(),
+            before,
+            "{setting}: the refused launch wrote the person's files"
+        );
+        assert_eq!(world.requests(), 0, "{setting}: Claude was started");
+    }
+
+    // Control: the same setting stops the real Claude's pane at the screen, with the launch's
+    // own arguments (its check left out), and no tool call runs behind it.
+    world.person_writes(&settings, "{}");
+    let adapter = launch::registry::find("claude").unwrap();
+    let req = sandbox_core::LaunchRequest {
+        shape: sandbox_core::Shape::Tmux,
+        mode: sandbox_core::Mode::Full,
+        workdir: world.demo.runtime.clone(),
+        home: home.clone(),
+        grants: Vec::new(),
+        mcp_bridge: None,
+        prompt: Some("Run the scripted steps.".to_owned()),
+        model: None,
+        extra_args: Vec::new(),
+        confined: true,
+        nonce: String::new(),
+    };
+    let person = contract_person(&world.vars);
+    let launch = adapter.launch(&req, &person).unwrap();
+    cli_sandbox_tests::real_clis::apply_edits(&home, &launch.pre_trust);
+    world.person_writes(
+        &settings,
+        &serde_json::json!({"permissions": {"ask": ["Bash"]}}).to_string(),
+    );
+    let mut env = cli_sandbox_tests::real_clis::clean_env(&home, &launch, &[]);
+    env.extend(world.vars.iter().cloned());
+    let pane = Tmux::start(
+        &cli_sandbox_tests::real_clis::bin_dir().join("claude"),
+        &launch.args,
+        &world.demo.runtime,
+        &env,
+    );
+    let screen = "Do you want to proceed?";
+    let shown = pane.wait_for(&[screen], Duration::from_secs(90));
+    assert!(
+        shown.contains(screen),
+        "control: the person's ask rule raises no screen:\n{shown}"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !reached.exists(),
+        "control: a tool call ran behind the screen"
+    );
+}
+
+/// The person's variables, as the launcher's environment holds them, for an adapter's form.
+fn contract_person(vars: &[(String, String)]) -> impl sandbox_core::PersonFiles {
+    struct Person(BTreeMap<String, String>);
+    impl sandbox_core::PersonFiles for Person {
+        fn read(&self, path: &Path) -> std::io::Result<Option<String>> {
+            cli_sandbox_tests::real_clis::DiskOnly.read(path)
+        }
+        fn var(&self, name: &str) -> Option<String> {
+            self.0.get(name).cloned()
+        }
+    }
+    Person(vars.iter().cloned().collect())
 }
