@@ -668,6 +668,7 @@ fn every_adapters_edits(home: &Path, id: &str) -> Vec<FileEdit> {
         model: None,
         extra_args: Vec::new(),
         confined: true,
+        nonce: String::new(),
     };
     let mut edits = Vec::new();
     let person = RealPersonFiles::with_guard(guard());

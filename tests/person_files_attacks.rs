@@ -120,6 +120,7 @@ impl World {
             model: None,
             extra_args: Vec::new(),
             confined: true,
+            nonce: String::new(),
         }
     }
 

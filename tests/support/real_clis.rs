@@ -109,6 +109,7 @@ impl Scratch {
             model: None,
             extra_args: Vec::new(),
             confined: true,
+            nonce: String::new(),
         }
     }
 

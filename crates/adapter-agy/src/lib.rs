@@ -78,6 +78,7 @@ impl CliAdapter for Agy {
             return Vec::new();
         }
         vec![SettingCheck {
+            or_non_empty_list: false,
             file: settings_file(req),
             format: FileFormat::Json,
             keys: vec!["enableTerminalSandbox".to_owned()],

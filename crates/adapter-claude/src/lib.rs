@@ -28,6 +28,29 @@
 //! | "Detected a custom API key … Do you want to use this API key?" (`ANTHROPIC_API_KEY` in the environment, neither approved nor rejected in `customApiKeyResponses`) | tmux shape: the key's name (its last 20 characters, as Claude records it) added to `customApiKeyResponses.approved` in the person's `~/.claude.json`, under the lock, atomically | **yes, with a limit**: the key is in the environment the person runs AgentWorks' Claude chats with, and the headless shape (`-p`) already uses it without asking, so approving it makes the two shapes agree; nothing secret is written; a key the person *rejected* stays rejected (the launch adds nothing, Claude uses the login). The cost, stated: the approval is Claude's own, persistent, so the person's own interactive Claude with that key in its environment no longer asks either. No per-launch way was found: `apiKeyHelper` in `--settings` still shows the dialog while the variable is set | yes (`tests/screens.rs`: the dialog without it, work with it) |
 //! | onboarding, theme | `hasCompletedOnboarding`, left to the person (see below) | no: the person's own first run | yes |
 //!
+//! What Claude reads at start and acts on (CHECKED against 2.1.197 unless marked REPORTED;
+//! `tests/steering.rs` plants each class through Claude's own tools and shows it refused, with
+//! a control that the same file written by the person is acted on). Read-only in every chat
+//! ([`CliAdapter::acted_on`], `Rule::Settings`), a missing one created first:
+//!
+//! | place | what a chat could plant there | construction |
+//! |---|---|---|
+//! | `~/.claude/settings.json` (or `$CLAUDE_CONFIG_DIR/settings.json`) | `hooks` (SessionStart ran), `statusLine`, `env` (`ANTHROPIC_BASE_URL`: every later conversation sent to the chat's server), `apiKeyHelper`, `permissions.ask` and `disableBypassPermissionsMode` (stop a pane at "Do you want to proceed?"), `enabledPlugins` | read-only; a missing one created as `{}` (an empty file is read as none: checked) |
+//! | `~/.claude/CLAUDE.md`, `commands/`, `agents/`, `skills/`, `plugins/`, `output-styles/`, `rules/` | instructions loaded into every session, custom commands, subagents, skills, plugins (with their own hooks and MCP servers) | read-only (REPORTED: the folders' names from Claude's documentation) |
+//! | the project's `.claude/settings.json` and `.claude/settings.local.json` in the runtime | hooks (checked: both ran) | `--setting-sources=user`: the project and local sources are not read at all (checked: their hooks do not run, the flag's own `--settings` still applies); the runtime's `.claude/` read-only besides |
+//! | `CLAUDE.md`, `CLAUDE.local.md` in the runtime and in every folder above it a chat can write (`~`, the folders down to the state root) | instructions gathered walking up from the working folder | read-only, missing ones created empty (REPORTED: the walk) |
+//! | the runtime's `.mcp.json` | project MCP servers | `--strict-mcp-config` (none starts); read-only besides |
+//! | `~/.claude.json` | user- and local-scope MCP servers (never started: `--strict-mcp-config`), trust, onboarding, approved keys | **not closed**: it is Claude's state, written at every start; a chat can change the approved keys or the onboarding (Partly, SECURITY.md) |
+//!
+//! State that stays writable: `~/.claude/projects/` (sessions), `history.jsonl`, `todos/`,
+//! `shell-snapshots/`, `statsig/`, `.credentials.json` (token refresh), `~/.claude.json`.
+//!
+//! Screens the shared settings raise: "Do you want to proceed?" (a `permissions.ask` rule or
+//! `disableBypassPermissionsMode` in the person's settings, in spite of
+//! `--dangerously-skip-permissions`): a chat can no longer plant them (read-only); where the
+//! person set them, the launch is refused with a [`sandbox_core::SettingCheck`] naming the
+//! file and the fix, before anything is written.
+//!
 //! Decisions where the facts were silent:
 //!
 //! - Every flag that takes several values is written `--flag=value`, and the prompt comes after
@@ -48,12 +71,32 @@
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest,
-    McpIsolation, Mode, PersonFiles, PreTrust, Shape, adapter_kit,
+    ActedOn, AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest,
+    McpIsolation, Mode, PersonFiles, PreTrust, SettingCheck, Shape, adapter_kit,
 };
 use serde_json::{Map, Value, json};
 
 mod readiness;
+/// `$CLAUDE_CONFIG_DIR`, else `~/.claude`: where Claude's user settings are.
+const DIR: &str = "CLAUDE_CONFIG_DIR";
+
+/// What Claude reads at start and acts on (the crate doc's table).
+pub const ACTED_ON: &[ActedOn] = &[
+    ActedOn::folder_file(DIR, ".claude", "settings.json", "{}"),
+    ActedOn::folder_file(DIR, ".claude", "CLAUDE.md", ""),
+    ActedOn::folder_folder(DIR, ".claude", "commands"),
+    ActedOn::folder_folder(DIR, ".claude", "agents"),
+    ActedOn::folder_folder(DIR, ".claude", "skills"),
+    ActedOn::folder_folder(DIR, ".claude", "plugins"),
+    ActedOn::folder_folder(DIR, ".claude", "output-styles"),
+    ActedOn::folder_folder(DIR, ".claude", "rules"),
+    ActedOn::runtime_folder(".claude"),
+    ActedOn::runtime_file(".mcp.json", "{\"mcpServers\":{}}"),
+    ActedOn::runtime_file("CLAUDE.md", ""),
+    ActedOn::runtime_file("CLAUDE.local.md", ""),
+    ActedOn::above_runtime_file("CLAUDE.md", ""),
+    ActedOn::above_runtime_file("CLAUDE.local.md", ""),
+];
 
 /// Claude Code.
 #[derive(Debug, Clone, Copy, Default)]
@@ -110,6 +153,10 @@ impl CliAdapter for Claude {
         ]
     }
 
+    fn acted_on(&self) -> &'static [ActedOn] {
+        ACTED_ON
+    }
+
     fn own_sandbox_off(&self, req: &LaunchRequest) -> Vec<String> {
         let mut args = vec![settings(json!({
             "sandbox": {"enabled": false},
@@ -127,6 +174,10 @@ impl CliAdapter for Claude {
         req: &LaunchRequest,
         person: &dyn PersonFiles,
     ) -> Result<PreTrust, AdapterError> {
+        // The person's screens first: a refused launch writes nothing.
+        for check in person_screens(&settings_file(req, person)?) {
+            check.verdict(person)?;
+        }
         let workdir = adapter_kit::utf8_workdir(&req.workdir, "cannot be a key in ~/.claude.json")?;
         let file = state_file(req, person)?;
         let mut edits = vec![FileEdit {
@@ -196,6 +247,9 @@ impl CliAdapter for Claude {
         );
         args.extend(merged);
         args.extend(rest);
+        // Only the person's user settings (read-only in every chat) and the flag's own: the
+        // project's and the local settings in the runtime are not read.
+        args.push("--setting-sources=user".to_owned());
         match req.mode {
             Mode::Full => adapter_kit::push_each_grant(&mut args, req, "--add-dir="),
             Mode::BridgeOnly => {
@@ -276,6 +330,46 @@ fn key_approval(
         create_mode: 0o600,
         action: sandbox_core::EditAction::AddToList,
     }))
+}
+
+/// The person's settings that stop a pane at "Do you want to proceed?" even with
+/// `--dangerously-skip-permissions` (checked): `permissions.disableBypassPermissionsMode` set to
+/// `"disable"`, and any `permissions.ask` rule. Only the person can have set them (the file is
+/// read-only in every chat), and only the person can decide to drop them: the launch is refused,
+/// naming the file and the fix.
+fn person_screens(file: &Path) -> Vec<SettingCheck> {
+    let check = |key: &str, refused: Value, non_empty: bool, problem: &str| {
+        SettingCheck {
+        file: file.to_owned(),
+        format: FileFormat::Json,
+        keys: vec!["permissions".to_owned(), key.to_owned()],
+        refused,
+        or_non_empty_list: non_empty,
+        problem: format!(
+            "{problem}, which stops a confined Claude at \"Do you want to proceed?\" in spite of `--dangerously-skip-permissions` (our sandbox replaces Claude's own permission stops)"
+        ),
+        fix: "remove it from this file (keep it in the settings of the projects where you want it) and launch again".to_owned(),
+    }
+    };
+    vec![
+        check(
+            "disableBypassPermissionsMode",
+            "disable".into(),
+            false,
+            "`permissions.disableBypassPermissionsMode` is \"disable\"",
+        ),
+        check("ask", Value::Null, true, "`permissions.ask` holds rules"),
+    ]
+}
+
+/// `$CLAUDE_CONFIG_DIR/settings.json`, or `~/.claude/settings.json`.
+fn settings_file(req: &LaunchRequest, person: &dyn PersonFiles) -> Result<PathBuf, AdapterError> {
+    Ok(
+        match adapter_kit::absolute_var(person, "CLAUDE_CONFIG_DIR")? {
+            Some(dir) => dir.join("settings.json"),
+            None => req.home.join(".claude/settings.json"),
+        },
+    )
 }
 
 /// `$CLAUDE_CONFIG_DIR/.claude.json`, or `~/.claude.json`.

@@ -14,7 +14,7 @@
 //! | working folder | `-C <workdir>` | yes |
 //! | pre-trust | `[projects."<workdir>"] trust_level = "trusted"` in the person's own `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`, created 0600) | yes: the TUI shows no trust screen |
 //! | headless | `exec --json --skip-git-repo-check`, stdin `/dev/null` (`exec` reads a piped stdin to EOF) | yes |
-//! | MCP isolation | one `-c mcp_servers={<each person's server>={enabled=false}, <bridge>={command=…}}` | yes: `codex mcp list` shows them disabled and a stand-in server does not start |
+//! | MCP isolation | one `-c mcp_servers={<each server>={enabled=false}, <bridge>={command=…}}`, each server of the person's config and of the runtime's project config (`<workdir>/.codex/config.toml`) turned off by name | yes: `codex mcp list` shows them disabled and a stand-in server does not start (`tests/steering.rs`: one in the runtime's project config does not start either) |
 //!
 //! Screens that can stop an interactive (tmux) launch before the first prompt or at the first
 //! tool call ("settled" says who keeps it away, "may the launch?" the decision):
@@ -26,6 +26,26 @@
 //! | "Meet GPT-6 Sol … 1. Try new model 2. Use existing model" (the chat's model has an announced successor) | per launch, TUI only: `-c notice.model_migrations={"<model>"="<successor>"}` from [`MODEL_MIGRATIONS`] (the successor must be the catalog's own: any other value, or `-m`, still shows it); nothing is written to the person's file | yes: it keeps the model the person chose (what "Use existing model" does) and leaves the announcement for the person's own next run | yes (`tests/screens.rs`: the screen without it, work with it) |
 //! | login screen | the person's own login or provider | no: the person's credentials | yes (a local provider gets past it) |
 //! | update prompt, telemetry | none seen with `check_for_update_on_startup` untouched and no network | left to the person | REPORTED |
+//!
+//! What Codex reads at start and acts on (CHECKED against 0.171.0 unless marked REPORTED;
+//! `tests/steering.rs` plants them and shows them refused, with the person's control).
+//! Read-only in every chat ([`CliAdapter::acted_on`], `Rule::Settings`), a missing one created
+//! first:
+//!
+//! | place | what a chat could plant there | construction |
+//! |---|---|---|
+//! | `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`) | `notify` (runs after each turn, also in `exec`), `[mcp_servers.*]`, `[features] codex_hooks`, a model provider's `base_url` (every later conversation sent to the chat's server), `model_instructions_file` | read-only; a missing one created empty (checked: read as none). The launch's own per-launch `-c` overrides (MCP isolation, trust of the runtime) still apply |
+//! | `$CODEX_HOME/hooks.json` | hooks; new ones stop the TUI at "Hooks need review" | read-only, a missing one created empty (checked: an empty one raises no screen and runs nothing) |
+//! | `$CODEX_HOME/AGENTS.md`, `AGENTS.override.md`, `prompts/`, `skills/`, `rules/`, `plugins/`; `~/.agents/skills/` | instructions in every session, custom prompts, skills, exec-policy rules, plugins | read-only. Codex installs its bundled skills into `skills/.system` at start: inside a chat where it was not installed before, that write fails and Codex goes on without them (checked) |
+//! | the runtime's `.codex/` (`config.toml`, `hooks.json`), `AGENTS.md`, `AGENTS.override.md`, `.agents/` | project config in a trusted folder (the runtime is one): an MCP server there started at the chat's next launch | read-only; `-c project_root_markers=[]` so that Codex takes the runtime for the project root and never walks above it for project config or `AGENTS.md` (a chat-made `~/.git` would otherwise make the home the project) |
+//!
+//! State that stays writable: `sessions/`, `history.jsonl`, `log/`, `auth.json` (token
+//! refresh), `version.json`, `shell_snapshots/`, `installation_id`.
+//!
+//! Screens the shared settings raise: "Hooks need review" (hooks in `hooks.json` or
+//! `config.toml` not yet reviewed): a chat can no longer plant them; hooks the person set and
+//! reviewed raise nothing; hooks the person set and never reviewed are the person's to review in
+//! their own Codex (the screen in a pane says so).
 //!
 //! Decisions where the facts were silent:
 //!
@@ -52,11 +72,30 @@
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, FileEdit, FileFormat, LaunchRequest, McpIsolation, Mode,
-    PersonFiles, PreTrust, Shape, adapter_kit,
+    ActedOn, AdapterError, ArgvParts, CliAdapter, FileEdit, FileFormat, LaunchRequest,
+    McpIsolation, Mode, PersonFiles, PreTrust, Shape, adapter_kit,
 };
 
 mod readiness;
+/// `$CODEX_HOME`, else `~/.codex`.
+const DIR: &str = "CODEX_HOME";
+
+/// What Codex reads at start and acts on (the crate doc's table).
+pub const ACTED_ON: &[ActedOn] = &[
+    ActedOn::folder_file(DIR, ".codex", "config.toml", ""),
+    ActedOn::folder_file(DIR, ".codex", "hooks.json", ""),
+    ActedOn::folder_file(DIR, ".codex", "AGENTS.md", ""),
+    ActedOn::folder_file(DIR, ".codex", "AGENTS.override.md", ""),
+    ActedOn::folder_folder(DIR, ".codex", "prompts"),
+    ActedOn::folder_folder(DIR, ".codex", "skills"),
+    ActedOn::folder_folder(DIR, ".codex", "rules"),
+    ActedOn::folder_folder(DIR, ".codex", "plugins"),
+    ActedOn::home_folder(".agents/skills"),
+    ActedOn::runtime_folder(".codex"),
+    ActedOn::runtime_folder(".agents"),
+    ActedOn::runtime_file("AGENTS.md", ""),
+    ActedOn::runtime_file("AGENTS.override.md", ""),
+];
 
 /// The Codex CLI.
 #[derive(Debug, Clone, Copy, Default)]
@@ -81,6 +120,10 @@ impl CliAdapter for Codex {
 
     fn modes(&self) -> &'static [Mode] {
         &[Mode::Full]
+    }
+
+    fn acted_on(&self) -> &'static [ActedOn] {
+        ACTED_ON
     }
 
     fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {
@@ -116,7 +159,14 @@ impl CliAdapter for Codex {
         person: &dyn PersonFiles,
     ) -> Result<McpIsolation, AdapterError> {
         let file = config_file(req, person)?;
-        let theirs = person_servers(&file, person)?;
+        let mut theirs = person_servers(&file, person)?;
+        // The runtime's own project config (a trusted folder) is a source too: its servers are
+        // turned off by name like the person's (the file is read-only in every chat besides).
+        for name in person_servers(&req.workdir.join(".codex/config.toml"), person)? {
+            if !theirs.contains(&name) {
+                theirs.push(name);
+            }
+        }
         let mut servers = toml_edit::InlineTable::new();
         for name in &theirs {
             let mut off = toml_edit::InlineTable::new();
@@ -174,6 +224,9 @@ impl CliAdapter for Codex {
         args.extend(parts.own_sandbox_off);
         args.push("-C".to_owned());
         args.push(req.workdir.to_string_lossy().into_owned());
+        // The runtime is the project root: no walk above it for project config or AGENTS.md.
+        args.push("-c".to_owned());
+        args.push("project_root_markers=[]".to_owned());
         args.extend(parts.pre_trust);
         args.extend(parts.mcp);
         if let Some(model) = &req.model {

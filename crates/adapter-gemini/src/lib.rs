@@ -29,6 +29,28 @@
 //! | auth method choice | the person's `security.auth.selectedType` | no: the person's credentials | yes (without it headless exits 41) |
 //! | "True color not detected" | a warning line, not a stop | n/a | yes (seen in the pane) |
 //!
+//! What Gemini reads at start and acts on (CHECKED against 0.61.0 unless marked REPORTED;
+//! `tests/steering.rs` plants them and shows them refused, with the person's control).
+//! Read-only in every chat ([`CliAdapter::acted_on`], `Rule::Settings`), a missing one created
+//! first:
+//!
+//! | place | what a chat could plant there | construction |
+//! |---|---|---|
+//! | `~/.gemini/settings.json` (or under `$GEMINI_CLI_HOME`) | `hooks` (SessionStart ran), `mcpServers`, `tools.discoveryCommand`, `advanced`, the auth type | read-only; a missing one created as `{}` (an empty file stops Gemini: "Unexpected end of JSON input", checked) |
+//! | `~/.gemini/GEMINI.md`, `.env`, `commands/`, `skills/`, `agents/`, `policies/`, `extensions/`; `~/.agents/skills/` | instructions, environment (`BASH_ENV` ran code in later chats), custom commands, skills, subagents, policy rules (an `ask_user` rule is a screen), extensions (with their own MCP servers and hooks) | read-only |
+//! | the runtime's `.gemini/` (`settings.json`, `.env`), `GEMINI.md`, `.agents/` | workspace hooks and MCP servers (the runtime is trusted) | read-only; `settings.json` is written by the launch (the bridge, `context.memoryBoundaryMarkers = []`), `.env` created empty, so that Gemini's walk for a `.env` (from the working folder up to the home, the first found wins) stops at the runtime |
+//! | `GEMINI.md` in the folders above the runtime | instructions gathered up to a `.git` (a chat-made `~/.git` made Gemini load `~/GEMINI.md`) | `context.memoryBoundaryMarkers = []` in the workspace settings the launch writes: no walk above the working folder ("An empty array disables parent traversal", Gemini's own schema) |
+//!
+//! MCP isolation relies on no fixed name: `--allowed-mcp-server-names` takes the bridge's name,
+//! or without a bridge a name made per launch from the chat's runtime and a random part
+//! ([`sandbox_core::adapter_kit::allowed_server_name`]), so that a server a chat names in
+//! advance never matches. Servers from every source (user, workspace, extensions) are held to
+//! it, and each source is read-only besides.
+//!
+//! State that stays writable: `~/.gemini/tmp/` (sessions, checkpoints), `history/`,
+//! `trustedFolders.json` (the launch's pre-trust writes it), `installation_id`,
+//! `oauth_creds.json` and `google_accounts.json` (token refresh), `projects.json`.
+//!
 //! Decisions where the facts were silent:
 //!
 //! - Values are written `--flag=value` so array flags swallow nothing and a prompt that starts
@@ -56,12 +78,31 @@
 use std::path::PathBuf;
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest,
+    ActedOn, AdapterError, ArgvParts, CliAdapter, EnvChanges, FileEdit, FileFormat, LaunchRequest,
     McpIsolation, Mode, PersonFiles, PreTrust, Shape, adapter_kit,
 };
 use serde_json::json;
 
 mod readiness;
+/// `$GEMINI_CLI_HOME` replaces the home for Gemini's own folder.
+const DIR: &str = "GEMINI_CLI_HOME";
+
+/// What Gemini reads at start and acts on (the crate doc's table).
+pub const ACTED_ON: &[ActedOn] = &[
+    ActedOn::folder_file(DIR, "", ".gemini/settings.json", "{}"),
+    ActedOn::folder_file(DIR, "", ".gemini/GEMINI.md", ""),
+    ActedOn::folder_file(DIR, "", ".gemini/.env", ""),
+    ActedOn::folder_folder(DIR, "", ".gemini/commands"),
+    ActedOn::folder_folder(DIR, "", ".gemini/skills"),
+    ActedOn::folder_folder(DIR, "", ".gemini/agents"),
+    ActedOn::folder_folder(DIR, "", ".gemini/policies"),
+    ActedOn::folder_folder(DIR, "", ".gemini/extensions"),
+    ActedOn::home_folder(".agents/skills"),
+    ActedOn::runtime_folder(".gemini"),
+    ActedOn::runtime_file(".gemini/.env", ""),
+    ActedOn::runtime_file("GEMINI.md", ""),
+    ActedOn::runtime_folder(".agents"),
+];
 
 /// The Gemini CLI.
 #[derive(Debug, Clone, Copy, Default)]
@@ -86,6 +127,10 @@ impl CliAdapter for Gemini {
 
     fn modes(&self) -> &'static [Mode] {
         &[Mode::Full]
+    }
+
+    fn acted_on(&self) -> &'static [ActedOn] {
+        ACTED_ON
     }
 
     fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {
@@ -130,6 +175,16 @@ impl CliAdapter for Gemini {
         let allowed = adapter_kit::allowed_server_name(req);
         let mut isolation =
             McpIsolation::args(vec![format!("--allowed-mcp-server-names={allowed}")]);
+        // Context files only from the working folder: no walk above it, where a chat could
+        // leave a `.git` and a `GEMINI.md` in the home.
+        isolation.edits.push(FileEdit {
+            file: req.workdir.join(".gemini/settings.json"),
+            format: FileFormat::Json,
+            keys: vec!["context".to_owned(), "memoryBoundaryMarkers".to_owned()],
+            value: json!([]),
+            create_mode: 0o600,
+            action: Default::default(),
+        });
         // No per-launch MCP flag: the bridge goes into the chat's own workspace settings.
         if let Some(bridge) = &req.mcp_bridge {
             isolation.edits.push(FileEdit {

@@ -20,6 +20,20 @@
 //! approval, no key dialog; `contract --agents` runs its tmux shape with no key pressed). A
 //! missing model or key is an error line, not a stop.
 //!
+//! What Pi reads at start and acts on (CHECKED against 0.73.1's resource loader unless marked
+//! REPORTED; `tests/steering.rs` plants them from a chat and shows them refused). Read-only in
+//! every chat ([`CliAdapter::acted_on`], `Rule::Settings`), a missing one created first. Pi's
+//! bridge-only chat writes nothing itself; a chat of another CLI could:
+//!
+//! | place | what a chat could plant there | construction |
+//! |---|---|---|
+//! | `~/.pi/agent/settings.json` (or `$PI_CODING_AGENT_DIR`) | `packages` (code), the default provider and model | read-only, a missing one created as `{}` |
+//! | `~/.pi/agent/models.json` | a provider's `baseUrl` (every later conversation sent to the chat's server) | read-only, a missing one created as `{}` |
+//! | `~/.pi/agent/AGENTS.md`, `SYSTEM.md`, `APPEND_SYSTEM.md`, `extensions/`, `skills/`, `prompts/`, `tools/`, `git/` | the system prompt and instructions, extensions (code; not loaded under `--no-extensions`), skills, prompt templates, installed packages | read-only |
+//! | the runtime's `.pi/`, and `AGENTS.md` in the runtime and in every folder above it a chat can write | project settings and system prompt; context files gathered walking up to `/` (the first of `AGENTS.md`, `CLAUDE.md` in each folder: an empty `AGENTS.md` ends the search there) | read-only, missing ones created empty |
+//!
+//! State that stays writable: `sessions/`, `auth.json` (token refresh).
+//!
 //! Decisions where the facts were silent, and what is out of reach:
 //!
 //! - **The bridge is an extension file.** Pi 0.73.1 has no MCP client and no MCP flag; it loads
@@ -43,8 +57,8 @@
 use std::path::PathBuf;
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchFile, LaunchRequest, McpIsolation, Mode,
-    PersonFiles, Shape, adapter_kit,
+    ActedOn, AdapterError, ArgvParts, CliAdapter, EnvChanges, LaunchFile, LaunchRequest,
+    McpIsolation, Mode, PersonFiles, Shape, adapter_kit,
 };
 
 mod readiness;
@@ -58,6 +72,26 @@ pub const BRIDGE_FILE: &str = ".cli-sandbox-pi-bridge.js";
 fn bridge_file(req: &LaunchRequest) -> PathBuf {
     req.workdir.join(BRIDGE_FILE)
 }
+
+/// `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
+const DIR: &str = "PI_CODING_AGENT_DIR";
+
+/// What Pi reads at start and acts on (the crate doc's table).
+pub const ACTED_ON: &[ActedOn] = &[
+    ActedOn::folder_file(DIR, ".pi/agent", "settings.json", "{}"),
+    ActedOn::folder_file(DIR, ".pi/agent", "models.json", "{}"),
+    ActedOn::folder_file(DIR, ".pi/agent", "AGENTS.md", ""),
+    ActedOn::folder_file(DIR, ".pi/agent", "SYSTEM.md", ""),
+    ActedOn::folder_file(DIR, ".pi/agent", "APPEND_SYSTEM.md", ""),
+    ActedOn::folder_folder(DIR, ".pi/agent", "extensions"),
+    ActedOn::folder_folder(DIR, ".pi/agent", "skills"),
+    ActedOn::folder_folder(DIR, ".pi/agent", "prompts"),
+    ActedOn::folder_folder(DIR, ".pi/agent", "tools"),
+    ActedOn::folder_folder(DIR, ".pi/agent", "git"),
+    ActedOn::runtime_folder(".pi"),
+    ActedOn::runtime_file("AGENTS.md", ""),
+    ActedOn::above_runtime_file("AGENTS.md", ""),
+];
 
 /// The Pi coding agent.
 #[derive(Debug, Clone, Copy, Default)]
@@ -88,6 +122,10 @@ impl CliAdapter for Pi {
     /// and the output mode (`rpc` takes `bash` commands from its client).
     fn bridge_only_refused_args(&self) -> &'static [&'static str] {
         &["--tools", "-t", "--extension", "-e", "--mode"]
+    }
+
+    fn acted_on(&self) -> &'static [ActedOn] {
+        ACTED_ON
     }
 
     // No own sandbox to turn off and no trust screen (the form's defaults): see the crate doc.

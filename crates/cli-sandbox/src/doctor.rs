@@ -26,7 +26,25 @@ struct Report {
     /// `--cli`: each CLI's readiness for this person (`cli_readiness.rs`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     clis: Vec<crate::cli_readiness::CliReadiness>,
+    /// What stays open by the owner's decision, with the configuration that closes it.
+    limits: &'static [Limit],
 }
+
+/// A limit stated by the owner's decision (SECURITY.md, "One chat steering another").
+#[derive(Debug, Serialize)]
+struct Limit {
+    id: &'static str,
+    what: &'static str,
+    closed_by: &'static str,
+}
+
+/// Requirement 6 of issue 24: the home is open, so the person's own CLI, run outside any chat,
+/// acts on what a chat wrote where no chat's launch reads.
+const LIMITS: &[Limit] = &[Limit {
+    id: "persons-own-cli",
+    what: "the person's own coding CLI, run outside any chat, acts on what a chat wrote in the open home or in a read-write grant: a project's settings and instruction files (`.claude/settings.json`, `.codex/config.toml`, `.gemini/settings.json`, `.mcp.json`, `AGENTS.md`, `CLAUDE.md`, `GEMINI.md`) in a folder where the person runs it, a `~/.env` (Gemini's walk), shell startup files and git's configuration. No chat's launch acts on them (the CLIs' own settings are read-only in every chat)",
+    closed_by: "`harden = true` under `[policy]` (shell startup files, git's and ssh's configuration); the folders where you keep projects named in `[policy] protected` (a chat reaches them only through its grants); and in `[policy] refused`, the names a CLI acts on at a grant's top: `refused = [\".claude/\", \".codex/\", \".gemini/\", \".agents/\", \".mcp.json\", \"AGENTS.md\", \"CLAUDE.md\", \"GEMINI.md\", \".env\"]`",
+}];
 
 pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode, Error> {
     // A configuration that cannot be used is reported as such, not as a way out left open.
@@ -54,6 +72,7 @@ pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode,
         ways_out,
         denials,
         clis,
+        limits: LIMITS,
     };
     if json {
         crate::print_json(&report)?;
@@ -181,6 +200,10 @@ fn print_text(r: &Report) -> Result<(), Error> {
             Enforcement::Not(note) => format!("OPEN: {note}"),
         };
         outln!("  - {}\n      by {}\n      {}", g.what, g.by, state);
+    }
+    outln!("stated limits (open by the owner's decision):");
+    for l in r.limits {
+        outln!("  - {}\n      closed by: {}", l.what, l.closed_by);
     }
     outln!(
         "refusals recorded: {}\n      {}",

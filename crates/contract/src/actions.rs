@@ -516,6 +516,7 @@ fn describe(rule: &Rule) -> String {
         Rule::Granted { access, .. } => format!("granted {}", access.as_str()),
         Rule::Closed { root } => format!("closed ({})", root.display()),
         Rule::Hardened { path } => format!("hardened ({})", path.display()),
+        Rule::Settings { path } => format!("settings ({})", path.display()),
         Rule::Kernel { path } => format!("kernel ({})", path.display()),
         Rule::System => "the system, read-only to a root chat".into(),
         Rule::Open => "open".into(),

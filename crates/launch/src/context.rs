@@ -186,6 +186,7 @@ impl Context {
             &[]
         };
         let looks = Remembering::with(&RealDisk, earlier);
+        let settings = settings_requests();
         Ok(Policy::build(
             &PolicyRequest {
                 os: self.os,
@@ -194,6 +195,7 @@ impl Context {
                 grants,
                 config: &self.config,
                 privileged: self.privileged,
+                settings: &settings,
             },
             &looks,
         )?)
@@ -284,6 +286,30 @@ pub fn launcher_is_root() -> bool {
 
 pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {
     Ok(sandbox_linux::ensure_dir(path)?)
+}
+
+/// Every registered adapter's acted-on places ([`sandbox_core::CliAdapter::acted_on`]), with the
+/// value of each folder variable in this process's environment (which the CLI inherits): a chat
+/// of any CLI can write any CLI's settings, so every chat's policy closes them all.
+pub fn settings_requests() -> Vec<sandbox_core::SettingsRequest> {
+    let mut out = Vec::new();
+    for adapter in crate::registry::ADAPTERS {
+        for entry in adapter.acted_on() {
+            let folder = match entry.anchor {
+                sandbox_core::Anchor::Folder { var, .. } => std::env::var_os(var)
+                    .map(PathBuf::from)
+                    // A relative one is refused by the adapter at launch; here it moves nothing.
+                    .filter(|p| p.is_absolute()),
+                _ => None,
+            };
+            out.push(sandbox_core::SettingsRequest {
+                cli: adapter.name(),
+                entry: *entry,
+                folder,
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]

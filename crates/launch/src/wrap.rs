@@ -569,6 +569,7 @@ impl PreparedLaunch {
             model: spec.model.clone(),
             extra_args: spec.extra_args.clone(),
             confined: decision.backend != Backend::None,
+            nonce: nonce()?,
         };
         // The adapter reads the person's files through the same guard that writes them.
         let person = RealPersonFiles::for_policy(&policy);
@@ -745,6 +746,20 @@ impl LaunchCommand {
         args.pre_trust()?;
         Ok((args, cmd))
     }
+}
+
+/// Sixteen random hex digits from the kernel, made per launch ([`LaunchRequest::nonce`]).
+fn nonce() -> Result<String, Error> {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| {
+            Error::Other(format!(
+                "cannot read /dev/urandom for the launch's random word: {e}"
+            ))
+        })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 fn find_adapter(name: &str) -> Result<&'static dyn CliAdapter, Error> {

@@ -67,6 +67,7 @@ fn request(shape: Shape, mode: Mode) -> LaunchRequest {
         model: Some("the-model".to_owned()),
         extra_args: vec!["--extra-from-config".to_owned()],
         confined: true,
+        nonce: String::new(),
     }
 }
 

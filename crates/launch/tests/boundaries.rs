@@ -188,6 +188,7 @@ const READ_BACK: &[(&str, &str)] = &[
     ("BindBack", "the plan file"),
     ("LandlockPlan", "the plan file"),
     ("LandlockRule", "the plan file"),
+    ("SettingsFile", "the plan file"),
     ("FsRight", "the plan file"),
     ("SeccompPlan", "the plan file"),
     ("SocketFamily", "the plan file"),

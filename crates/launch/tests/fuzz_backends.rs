@@ -204,7 +204,7 @@ proptest! {
         let mut config = Config::default();
         config.policy.harden = harden;
         let chat = ChatId::new("chat-1").unwrap();
-        let request = PolicyRequest { os: Os::Linux, layout: &layout, chat: &chat, grants: &grants, config: &config, privileged: false };
+        let request = PolicyRequest { os: Os::Linux, layout: &layout, chat: &chat, grants: &grants, config: &config, privileged: false ,    settings: &[],};
         let policy = match Policy::build(&request, &RealDisk) {
             Ok(policy) => policy,
             // A grant path with a line break (\n or \r): refused by the builder, with the reason.
@@ -292,6 +292,7 @@ fn a_linux_plan_naming_a_path_that_is_not_utf8_is_refused_with_the_path() {
             grants: &grants,
             config: &config,
             privileged: false,
+            settings: &[],
         },
         &RealDisk,
     )

@@ -181,6 +181,7 @@ fn policy(shape: Shape) -> (Policy, Paths) {
             grants: &grants,
             config: &config,
             privileged: shape.privileged,
+            settings: &[],
         },
         &disk,
     )

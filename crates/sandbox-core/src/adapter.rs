@@ -46,6 +46,10 @@ pub struct LaunchRequest {
     pub extra_args: Vec<String>,
     /// Our sandbox wraps the CLI (so its own sandbox must be off).
     pub confined: bool,
+    /// A random word the launcher makes for this launch (hex), so that a name an allow-list
+    /// holds is not one a chat could know in advance ([`crate::adapter_kit::allowed_server_name`]);
+    /// empty: none was made (a test), and the fixed [`crate::adapter_kit::NO_SERVER`] is used.
+    pub nonce: String,
 }
 
 /// Environment changes for the CLI's process.
@@ -168,6 +172,10 @@ pub struct SettingCheck {
     pub keys: Vec<String>,
     /// The launch is refused when the setting holds exactly this value.
     pub refused: serde_json::Value,
+    /// Also refused when the setting is a list holding anything (Claude's `permissions.ask`:
+    /// any rule stops a pane at "Do you want to proceed?"); `refused` is then compared too.
+    #[serde(default)]
+    pub or_non_empty_list: bool,
     /// What is wrong, said after the file's name ("`enableTerminalSandbox` is true, and ...").
     pub problem: String,
     /// What the person should do.
@@ -184,7 +192,11 @@ impl SettingCheck {
             .keys
             .iter()
             .try_fold(&doc, |at, key| at.get(key.as_str()));
-        if value == Some(&self.refused) {
+        let non_empty_list = self.or_non_empty_list
+            && value
+                .and_then(|v| v.as_array())
+                .is_some_and(|l| !l.is_empty());
+        if value == Some(&self.refused) || non_empty_list {
             return Err(AdapterError::Setting {
                 file: self.file.clone(),
                 problem: self.problem.clone(),
@@ -323,6 +335,7 @@ pub enum AdapterError {
 /// | field | what | default |
 /// |---|---|---|
 /// | [`name`](CliAdapter::name), [`program`](CliAdapter::program), [`modes`](CliAdapter::modes) | who it is | program = name |
+/// | [`acted_on`](CliAdapter::acted_on) | what the CLI reads at start and acts on: read-only in every chat | none |
 /// | [`checks`](CliAdapter::checks) | person's settings that refuse a launch, read before anything else | none |
 /// | [`own_sandbox_off`](CliAdapter::own_sandbox_off) | arguments (confined only) | none |
 /// | [`pre_trust`](CliAdapter::pre_trust) | entries in the person's files and/or arguments | none |
@@ -393,6 +406,7 @@ pub enum AdapterError {
 ///     model: None,
 ///     extra_args: Vec::new(),
 ///     confined: true,
+///     nonce: String::new(),
 /// };
 /// let launch = ADAPTER.launch(&req, &Nobody)?;
 /// assert_eq!(
@@ -414,6 +428,19 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
 
     /// The modes it supports.
     fn modes(&self) -> &'static [Mode];
+
+    /// What the CLI reads at start and acts on, at user level and at project level (the
+    /// runtime is its project folder): settings with hooks, status lines, MCP servers,
+    /// extensions, plugins, environment and base-URL overrides, credential helpers and
+    /// permission rules; instruction and memory files; custom commands, agents and skills.
+    /// Every chat's policy closes every adapter's places to writing ([`crate::settings`],
+    /// [`crate::Rule::Settings`]), so that nothing a chat writes there is acted on by a later
+    /// launch of any chat. Leave the CLI's state out (sessions, history, logs, token refresh):
+    /// it must stay writable. Each entry checked against the pinned CLI, in the crate doc's
+    /// table. None by default (a CLI that reads nothing at start).
+    fn acted_on(&self) -> &'static [crate::ActedOn] {
+        &[]
+    }
 
     /// The person's settings that would break this launch: each is read before any other part
     /// is asked for, and the first that holds its refused value refuses the launch, naming the
@@ -621,6 +648,7 @@ mod tests {
 
     fn check(format: FileFormat, keys: &[&str]) -> SettingCheck {
         SettingCheck {
+            or_non_empty_list: false,
             file: "/home/me/.x/settings".into(),
             format,
             keys: keys.iter().map(|k| (*k).to_owned()).collect(),
@@ -718,6 +746,7 @@ mod tests {
             model: None,
             extra_args: Vec::new(),
             confined: true,
+            nonce: String::new(),
         }
     }
 

@@ -17,11 +17,15 @@ use crate::{AdapterError, ArgvParts, FileFormat, LaunchRequest, PersonFiles};
 /// an empty list allows them all (Gemini's and Agy's `--allowed-mcp-server-names`).
 pub const NO_SERVER: &str = "cli-sandbox-no-mcp-server";
 
-/// The one MCP server name a chat may use: the bridge's, else [`NO_SERVER`].
-pub fn allowed_server_name(req: &LaunchRequest) -> &str {
-    req.mcp_bridge
-        .as_ref()
-        .map_or(NO_SERVER, |b| b.name.as_str())
+/// The one MCP server name a chat may use: the bridge's, else [`NO_SERVER`] followed by the
+/// launch's random word ([`LaunchRequest::nonce`]), so that no server a chat names in advance
+/// (in any source the CLI reads) is the one allowed.
+pub fn allowed_server_name(req: &LaunchRequest) -> String {
+    match (&req.mcp_bridge, req.nonce.is_empty()) {
+        (Some(bridge), _) => bridge.name.clone(),
+        (None, true) => NO_SERVER.to_owned(),
+        (None, false) => format!("{NO_SERVER}-{}", req.nonce),
+    }
 }
 
 /// The folder (or file) an environment variable of the person's names, read through

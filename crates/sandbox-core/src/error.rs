@@ -3,6 +3,16 @@ use std::path::PathBuf;
 /// Why a policy could not be built. Every message names the offending input and says what to do.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PolicyError {
+    /// An adapter's acted-on place that is not a plain relative path (a bug in its table).
+    #[error(
+        "the {cli} adapter declares the acted-on place `{path}`, which is not a plain relative path (no `/` at the start, no `.` or `..`): fix the adapter's `acted_on` table"
+    )]
+    BadSetting {
+        /// The adapter.
+        cli: &'static str,
+        /// The path as declared.
+        path: String,
+    },
     /// A path that must be absolute is relative.
     #[error("{what} `{path}` is not absolute: pass an absolute path")]
     Relative {

@@ -39,6 +39,9 @@ pub enum Promise {
     /// A repository's hooks and configuration inside a read-write grant are not written
     /// (`.git/hooks`, `.git/config`, `.gitmodules`): what git outside would run.
     GitMetadata,
+    /// What the coding CLIs read at start and act on (their settings, instruction files,
+    /// commands, skills, extensions) is not written, created, replaced or removed by a chat.
+    Settings,
     /// Processes outside cannot be signalled or traced; their environment cannot be read.
     OutsideProcesses,
     /// Every process of the chat ends with it: when the program exits, when its terminal hangs
@@ -82,6 +85,7 @@ impl Promise {
         Promise::Blocked,
         Promise::Persistence,
         Promise::GitMetadata,
+        Promise::Settings,
         Promise::OutsideProcesses,
         Promise::ChatEnds,
         Promise::Mounts,
@@ -107,6 +111,7 @@ impl Promise {
             Promise::Blocked => "blocked",
             Promise::Persistence => "persistence",
             Promise::GitMetadata => "git-metadata",
+            Promise::Settings => "settings",
             Promise::OutsideProcesses => "outside-processes",
             Promise::ChatEnds => "chat-ends",
             Promise::Mounts => "mounts",
@@ -140,6 +145,9 @@ impl Promise {
             }
             Promise::GitMetadata => {
                 "a repository's hooks and configuration inside a read-write grant (.git/hooks, .git/config, .gitmodules) not written, replaced or removed: git run outside later would act on them"
+            }
+            Promise::Settings => {
+                "what the coding CLIs read at start and act on (settings with hooks and MCP servers, instruction files, commands, skills, extensions; in the home and in the chat's runtime) not written, created, replaced or removed by a chat"
             }
             Promise::OutsideProcesses => {
                 "processes outside cannot be signalled or traced, and their environment cannot be read"

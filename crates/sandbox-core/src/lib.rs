@@ -35,6 +35,7 @@ pub mod platform;
 mod policy;
 pub mod readiness;
 mod replace;
+pub mod settings;
 
 pub use adapter::{
     AdapterError, ArgsAndEdits, ArgvParts, CliAdapter, CliLaunch, EditAction, EnvChanges, FileEdit,
@@ -61,3 +62,4 @@ pub use policy::{
 };
 pub use readiness::{Readiness, Ready};
 pub use replace::{OnDisk, Replaceable};
+pub use settings::{ActedOn, ActedOnKind, Anchor, SettingsPath, SettingsRequest};

@@ -127,6 +127,9 @@ impl Policy {
             Rule::Open => {}
             // Read by a confined process too; written only by the person.
             Rule::Hardened { .. } if verdict.allowed => {}
+            // Read-only to a chat; the launcher writes the person's settings (pre-trust) before
+            // any chat runs, as the person would.
+            Rule::Settings { .. } => {}
             Rule::Hardened { path } => return Err(PersonPlaceRefusal::Hardened { path }),
             Rule::Blocked { program } => return Err(PersonPlaceRefusal::Blocked { program }),
             // Refused, pinned, granted, runtime, closed: all inside a protected root.

@@ -8,6 +8,7 @@ use crate::path::{
     Resolver, canonicalize_lenient, check_absolute_clean, cmp_plain, is_within, is_within_plain,
     plain_path,
 };
+use crate::settings::{ActedOnKind, Anchor, SettingsPath, SettingsRequest};
 use crate::{ChatId, Config, Layout, Network, Os, PolicyError};
 
 /// How a CLI runs: with its own tools on inside our sandbox, or with only the MCP bridge.
@@ -541,6 +542,11 @@ pub struct PolicyRequest<'a> {
     /// The launcher runs as root (uid 0), so the chat would be the machine's root: the system's
     /// folders are closed to writing ([`Policy::system_read_only`]).
     pub privileged: bool,
+    /// What the coding CLIs read at start and act on (every registered adapter's
+    /// [`crate::CliAdapter::acted_on`], not only the launched CLI's: a chat of one CLI can write
+    /// another's settings): read-only in the chat ([`Policy::settings`], [`Rule::Settings`]).
+    /// Empty: no such rule (a policy for a test of another rule).
+    pub settings: &'a [SettingsRequest],
 }
 
 /// One chat's policy: every path absolute and canonical. Built only by [`Policy::build`]: the
@@ -602,6 +608,9 @@ pub struct Policy {
     /// The machine's network (its loopback servers reachable) or one of the chat's own
     /// (`[policy] network`). A backend that cannot build `isolated` refuses the launch.
     network: Network,
+    /// What the CLIs read at start and act on: read, never written, created or moved by the
+    /// chat; sorted.
+    settings: Vec<SettingsPath>,
 }
 
 /// Read-only views of what [`Policy::build`] established.
@@ -717,6 +726,29 @@ impl Policy {
     pub fn network(&self) -> Network {
         self.network
     }
+
+    /// What the coding CLIs read at start and act on ([`crate::settings`]): each read by the
+    /// chat, never written, created, renamed or removed by it, a missing one created before the
+    /// chat starts (an empty folder, or a file holding [`SettingsPath::empty`]), and none of its
+    /// ancestors renamed or removed. Sorted; none inside a protected root but those inside this
+    /// chat's runtime (the CLI's project settings). [`Policy::decide`] answers
+    /// [`Rule::Settings`] for each and for the moves of their ancestors: a backend that closes
+    /// paths one by one iterates this; one that asks per path asks `decide`.
+    pub fn settings(&self) -> &[SettingsPath] {
+        &self.settings
+    }
+
+    /// The acted-on places in the home (and the folders the person moved a CLI's settings to),
+    /// without those of the runtime: what a backend must create and close outside the chat's
+    /// own folders.
+    pub fn settings_outside_runtime(&self) -> impl Iterator<Item = &SettingsPath> + '_ {
+        self.settings.iter().filter(|s| !s.in_runtime)
+    }
+
+    /// The acted-on places inside this chat's runtime (its project settings).
+    pub fn settings_in_runtime(&self) -> impl Iterator<Item = &SettingsPath> + '_ {
+        self.settings.iter().filter(|s| s.in_runtime)
+    }
 }
 
 /// An operation `decide` answers for.
@@ -803,6 +835,13 @@ pub enum Rule {
         /// Its access.
         access: Access,
     },
+    /// A place a coding CLI reads at start and acts on ([`Policy::settings`]): read, never
+    /// written, created or moved by a chat; or one of its ancestors (not moved, so that nothing
+    /// can be put in its place).
+    Settings {
+        /// The acted-on place.
+        path: PathBuf,
+    },
     /// Inside a protected root, outside every grant.
     Closed {
         /// The protected root.
@@ -836,6 +875,7 @@ impl Rule {
             Rule::Git { .. } => "git",
             Rule::Runtime { .. } => "runtime",
             Rule::Granted { .. } => "granted",
+            Rule::Settings { .. } => "settings",
             Rule::Closed { .. } => "closed",
             Rule::Hardened { .. } => "hardened",
             Rule::Kernel { .. } => "kernel",
@@ -963,6 +1003,15 @@ impl Policy {
                 })
                 .cloned(),
         );
+        let runtime_for_settings = runtime.clone();
+        let settings = settings_paths(
+            req.settings,
+            &layout.home,
+            &runtime_for_settings,
+            &protected,
+            resolver,
+        )?;
+
         let policy = Policy {
             os: req.os,
             chat: req.chat.clone(),
@@ -983,6 +1032,7 @@ impl Policy {
             system_read_only: req.privileged,
             writable,
             network: req.config.policy.network,
+            settings,
         };
         policy.check_grants_outside_refused_entries()?;
         Ok(policy)
@@ -1068,8 +1118,8 @@ impl Policy {
     }
 
     /// The reference semantics: may a confined process do `op` on `path` (absolute, canonical)?
-    /// Precedence, highest first: blocked > refused > pinned > git > runtime/granted > closed >
-    /// hardened > kernel > system > open.
+    /// Precedence, highest first: blocked > refused > pinned > git > settings >
+    /// runtime/granted > closed > hardened > kernel > system > open.
     pub fn decide(&self, op: Op, path: &Path) -> Verdict {
         let refuse = |rule| Verdict {
             allowed: false,
@@ -1113,6 +1163,25 @@ impl Policy {
         {
             return refuse(Rule::Git {
                 grant: grant.path.clone(),
+            });
+        }
+
+        // What a later launch would act on: read, never written or moved (also inside the
+        // runtime, where the CLI takes it for its project's settings).
+        if let Some(setting) = self.settings.iter().find(|s| is_within(path, &s.path)) {
+            return Verdict {
+                allowed: !matches!(op, Op::Write | Op::Move),
+                rule: Rule::Settings {
+                    path: setting.path.clone(),
+                },
+            };
+        }
+        // A folder or a link renamed into the place of an ancestor would bring its own settings.
+        if op == Op::Move
+            && let Some(setting) = self.settings.iter().find(|s| is_within(&s.path, path))
+        {
+            return refuse(Rule::Settings {
+                path: setting.path.clone(),
             });
         }
 
@@ -1343,6 +1412,98 @@ fn persistence_paths(
     }
     out.sort();
     Ok(out)
+}
+
+/// The acted-on places of `requests`, absolute: in the home (each as written and, when that
+/// leads through a symlink, as resolved too: a write through a link lands on its target, and the
+/// link itself must not be replaced), in the runtime (as written: the runtime is canonical, and
+/// a link a chat left in it is not followed to close something elsewhere), and above the
+/// runtime in each folder a chat can write. Places inside or around a protected root are left
+/// out (closed already, or closing them would open the root to reading), but those inside the
+/// runtime. One place declared twice (by two CLIs) is listed once.
+fn settings_paths(
+    requests: &[SettingsRequest],
+    home: &Path,
+    runtime: &Path,
+    protected: &[PathBuf],
+    resolver: &dyn Resolver,
+) -> Result<Vec<SettingsPath>, PolicyError> {
+    let mut out: Vec<SettingsPath> = Vec::new();
+    // The folders above the runtime that a chat can write: the home and those between it and
+    // the first protected root on the way down (the state root).
+    let above: Vec<&Path> = runtime
+        .ancestors()
+        .skip(1)
+        .filter(|a| is_within_plain(a, home))
+        .filter(|a| !protected.iter().any(|r| is_within_plain(a, r)))
+        .collect();
+    for req in requests {
+        let relative = Path::new(req.entry.path);
+        check_relative_setting(req)?;
+        let (folder, empty) = match req.entry.kind {
+            ActedOnKind::Folder => (true, ""),
+            ActedOnKind::File { empty } => (false, empty),
+        };
+        let mut push = |path: PathBuf, in_runtime: bool| {
+            let listed = out.iter().any(|s| s.path.as_os_str() == path.as_os_str());
+            if !listed {
+                out.push(SettingsPath {
+                    path,
+                    folder,
+                    empty,
+                    in_runtime,
+                    cli: req.cli,
+                });
+            }
+        };
+        let written: Vec<PathBuf> = match req.entry.anchor {
+            Anchor::Runtime => {
+                push(runtime.join(relative), true);
+                continue;
+            }
+            Anchor::Home => vec![home.join(relative)],
+            Anchor::Folder { default, .. } => vec![
+                req.folder
+                    .clone()
+                    .unwrap_or_else(|| home.join(default))
+                    .join(relative),
+            ],
+            Anchor::AboveRuntime => above.iter().map(|a| a.join(relative)).collect(),
+        };
+        for written in written {
+            check_absolute_clean("acted-on settings path", &written)?;
+            let resolved = canonicalize_lenient("acted-on settings path", &written, resolver)?;
+            for path in [written, resolved] {
+                let near_protected = protected
+                    .iter()
+                    .any(|r| is_within_plain(&path, r) || is_within_plain(r, &path));
+                if !near_protected {
+                    push(path, false);
+                }
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// A declared place is relative and goes nowhere up: an adapter's table, checked so that a
+/// mistake in one cannot close (or open) a place outside its anchor.
+fn check_relative_setting(req: &SettingsRequest) -> Result<(), PolicyError> {
+    let path = Path::new(req.entry.path);
+    let clean = !req.entry.path.is_empty()
+        && path.is_relative()
+        && path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if clean {
+        Ok(())
+    } else {
+        Err(PolicyError::BadSetting {
+            cli: req.cli,
+            path: req.entry.path.to_owned(),
+        })
+    }
 }
 
 /// The places a root chat may write (see [`WRITABLE_AS_ROOT`]): canonical, sorted, and none

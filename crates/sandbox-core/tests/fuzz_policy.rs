@@ -286,6 +286,7 @@ fn build(
             grants,
             config,
             privileged: false,
+            settings: &[],
         },
         fs,
     )

@@ -87,6 +87,11 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     for file in &plan.create_home_files {
         sys::create_without_links(file, true)?;
     }
+    // The acted-on settings that do not exist yet (`Rule::Settings`), made in their neutral
+    // form so that they can be bound read-only and none can be made during the chat.
+    for file in &plan.create_settings_files {
+        sys::create_with_text(&file.path, Some(&file.text))?;
+    }
     let Some(ns) = &plan.namespaces else {
         return exec_in_place(plan, filter, &program, &workdir);
     };

@@ -165,6 +165,37 @@ pub(super) fn compile(
         frozen_for_harden.extend(hardened.path().ancestors().skip(1).map(Path::to_owned));
     }
     frozen.extend(frozen_for_harden.iter().cloned());
+    // Acted-on settings in the home (`Rule::Settings`): the same construction. A missing one is
+    // created by the helper before confinement (an empty folder, or its neutral content) and
+    // gets its reading rights here by name. Those in the runtime cannot be closed: the runtime
+    // holds everything beneath one rule (the gap reported).
+    let mut settings_read_only: Vec<&Path> = Vec::new();
+    let mut settings_create: Vec<PathBuf> = Vec::new();
+    let mut settings_files: Vec<super::plan::SettingsFile> = Vec::new();
+    let mut frozen_for_settings: BTreeSet<PathBuf> = BTreeSet::new();
+    for setting in policy.settings_outside_runtime() {
+        let path = setting.path();
+        let under_link = path
+            .ancestors()
+            .skip(1)
+            .any(|a| disk.kind(a) == Some(EntryKind::Symlink));
+        if under_link {
+            continue;
+        }
+        match disk.kind(path) {
+            Some(EntryKind::Symlink) => continue,
+            Some(_) => {}
+            None if !path.starts_with(policy.home()) => continue,
+            None if setting.is_folder() => settings_create.push(path.to_owned()),
+            None => settings_files.push(super::plan::SettingsFile {
+                path: path.to_owned(),
+                text: setting.empty().to_owned(),
+            }),
+        }
+        settings_read_only.push(path);
+        frozen_for_settings.extend(path.ancestors().skip(1).map(Path::to_owned));
+    }
+    frozen.extend(frozen_for_settings.iter().cloned());
     let dev = Path::new(DEV);
     if disk.exists(dev) {
         frozen.insert(dev.to_owned());
@@ -189,6 +220,10 @@ pub(super) fn compile(
                 continue;
             }
             if dir == dev && !kept_in_dev(&name) {
+                continue;
+            }
+            if settings_read_only.iter().any(|s| child.starts_with(s)) {
+                // Pushed below, by name (it may not exist yet at this look).
                 continue;
             }
             if read_only.iter().any(|h| child.starts_with(h))
@@ -246,7 +281,9 @@ pub(super) fn compile(
     }
     // `harden`: the CLIs' state folders missing at launch, made before the rules are opened
     // (nothing can be made in the frozen home during the chat).
-    let create_home_dirs = super::harden::state_folders_to_make(policy, disk);
+    let mut create_home_dirs = super::harden::state_folders_to_make(policy, disk);
+    // A settings folder made below (by its own rule) is not made twice.
+    create_home_dirs.retain(|d| !settings_create.contains(d));
     for folder in &create_home_dirs {
         if folder.to_str().is_some() {
             rules.push(LandlockRule {
@@ -254,6 +291,22 @@ pub(super) fn compile(
                 rights: common.open_rights.clone(),
             });
         }
+    }
+    for path in &settings_read_only {
+        if frozen.contains(*path) || path.to_str().is_none() {
+            continue;
+        }
+        let folder = settings_create.iter().any(|c| c == path)
+            || disk.target_kind(path) == Some(EntryKind::Dir);
+        let rights: Vec<FsRight> = read
+            .iter()
+            .copied()
+            .filter(|r| folder || r.applies_to_files())
+            .collect();
+        rules.push(LandlockRule {
+            path: path.to_path_buf(),
+            rights,
+        });
     }
     rules.extend(common.unix_rules.iter().cloned());
     let not_text_note = if not_text > 0 {
@@ -306,6 +359,21 @@ pub(super) fn compile(
             Enforcement::Not(
                 "without user namespaces a repository's .git/hooks, .git/config and .gitmodules in a read-write grant stay writable: closing them with Landlock alone would freeze every folder from the grant down to the repository: grant repositories read-only, or launch where user namespaces can be made".into(),
             ),
+        ));
+    }
+    if !policy.settings().is_empty() {
+        let below_home: Vec<String> = frozen_for_settings
+            .iter()
+            .filter(|p| p.starts_with(policy.home()) && p.as_path() != policy.home())
+            .map(|p| p.display().to_string())
+            .collect();
+        guarantees.push(Guarantee::new(
+            Promise::Settings,
+            "Landlock alone: those in the home reading rights only, missing ones created first, the folders that hold them frozen",
+            Enforcement::Partly(format!(
+                "no user namespaces: those in the chat's runtime (the CLIs' project settings) stay writable, read by this chat's later launches only; nothing else can be created, renamed or removed directly in {} either (a CLI's first state files there fail)",
+                below_home.join(", ")
+            )),
         ));
     }
     guarantees.push(Guarantee::new(
@@ -403,8 +471,9 @@ pub(super) fn compile(
         chat: policy.chat().to_string(),
         workdir: policy.runtime().to_owned(),
         create_dirs,
-        create_home_dirs,
+        create_home_dirs: create_home_dirs.into_iter().chain(settings_create).collect(),
         create_home_files: Vec::new(),
+        create_settings_files: settings_files,
         namespaces: None,
         landlock,
         seccomp_program: super::plan::seccomp_program(&seccomp)?,

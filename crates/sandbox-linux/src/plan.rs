@@ -15,7 +15,7 @@ pub use sandbox_core::{Enforcement, EntryKind, Guarantee};
 use serde::{Deserialize, Serialize};
 
 /// The version of the plan format; the helper refuses a plan of another version.
-pub const PLAN_VERSION: u32 = 3;
+pub const PLAN_VERSION: u32 = 4;
 
 /// The highest Landlock ABI this plan compiler knows how to use.
 pub const NEWEST_KNOWN_ABI: u32 = 9;
@@ -364,6 +364,12 @@ pub struct LinuxPlan {
     /// for a persistence file whose folder is not frozen.
     #[serde(default)]
     pub create_home_files: Vec<PathBuf>,
+    /// Files created before confinement holding their neutral content (mode 0600, owned like the
+    /// folder that holds them): the acted-on settings files (`sandbox_core::Policy::settings`)
+    /// that do not exist yet, so that they can be bound read-only and none can be made during the
+    /// chat. Their missing folders go into [`LinuxPlan::create_home_dirs`].
+    #[serde(default)]
+    pub create_settings_files: Vec<SettingsFile>,
     /// `Some` when namespaces are used: user, mount and PID namespace, fresh `/proc` and `/dev`.
     pub namespaces: Option<NamespacePlan>,
     /// The Landlock ruleset, restricted once the mounts are made.
@@ -385,6 +391,15 @@ pub struct LinuxPlan {
     pub frozen: Vec<PathBuf>,
 }
 
+/// A settings file a plan creates with its neutral content ([`LinuxPlan::create_settings_files`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsFile {
+    /// Where (absolute).
+    pub path: PathBuf,
+    /// What it holds (`{}` for JSON settings, nothing for TOML and Markdown).
+    pub text: String,
+}
+
 impl LinuxPlan {
     /// Every path the plan names.
     pub fn paths(&self) -> Vec<&Path> {
@@ -392,6 +407,7 @@ impl LinuxPlan {
         out.extend(self.create_dirs.iter().map(PathBuf::as_path));
         out.extend(self.create_home_dirs.iter().map(PathBuf::as_path));
         out.extend(self.create_home_files.iter().map(PathBuf::as_path));
+        out.extend(self.create_settings_files.iter().map(|f| f.path.as_path()));
         if let Some(ns) = &self.namespaces {
             for step in &ns.mounts {
                 match step {
@@ -775,13 +791,20 @@ pub fn compile(
     let mut create_dirs = vec![policy.runtime().to_owned()];
 
     let outermost = outermost_existing_roots(policy, disk, &mut guarantees);
-    let hardened = harden_in_namespace(policy, disk);
+    // What each path is, looked at once in this compile, shared by both (they share ancestors).
+    let mut seen: Vec<(&Path, Option<EntryKind>)> = Vec::new();
+    let hardened = harden_in_namespace(policy, disk, &mut seen);
+    let settings = settings_in_namespace(policy, disk, &mut seen);
 
     // Every path here is canonical, so its ancestors are prefixes of its bytes, compared and
     // counted as bytes (`Path`'s `==` and `components()` parse every name, at every pin): a
     // path's depth is its number of slashes (the root, one slash and one name, is not pinned).
     let mut pins: Vec<PathBuf> = Vec::new();
-    for path in outermost.iter().chain(hardened.pinned_below.iter()) {
+    for path in outermost
+        .iter()
+        .chain(hardened.pinned_below.iter())
+        .chain(settings.pinned_below.iter())
+    {
         for ancestor in path.ancestors().skip(1) {
             // `OsStr`'s `==` compares bytes.
             let name = ancestor.as_os_str();
@@ -867,9 +890,14 @@ pub fn compile(
         mounts.extend(hardened.mounts);
         guarantees.push(hardened.guarantee);
     }
+    if !policy.settings().is_empty() {
+        mounts.extend(settings.mounts);
+        guarantees.push(settings.guarantee);
+    }
 
     let git = git_in_namespace(policy, disk);
     let mut create_home_dirs = hardened.create;
+    create_home_dirs.extend(settings.create);
     let mut create_home_files = hardened.create_files;
     if let Some(guarantee) = git.guarantee {
         mounts.extend(git.mounts);
@@ -933,7 +961,6 @@ pub fn compile(
     let common = Common::new(policy, abi);
     // The open rule on `/` gives way to rules on inodes where folders are frozen: the blocked
     // programs' folders (listing only) and, with `harden`, the home and its ancestors (reading).
-    let mut create_home_dirs = hardened.create;
     let (mut rules, not_text, not_frozen, made) = open_tree_rules(policy, disk, &common);
     create_home_dirs.extend(made);
     rules.extend(common.unix_rules.iter().cloned());
@@ -997,6 +1024,7 @@ pub fn compile(
         create_dirs,
         create_home_dirs,
         create_home_files,
+        create_settings_files: settings.create_files,
         namespaces: Some(NamespacePlan {
             mounts,
             minimal_dev: true,
@@ -1165,7 +1193,11 @@ struct HardenInNamespace {
 /// missing folder whose place is in a frozen folder stays missing (closed the same way); one
 /// below an open folder (`~/.config/autostart`) is created empty first and bound. A path under a
 /// symlinked folder is left to its resolved twin, which the policy lists beside it.
-fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamespace {
+fn harden_in_namespace<'p>(
+    policy: &'p Policy,
+    disk: &dyn LaunchDisk,
+    seen: &mut Vec<(&'p Path, Option<EntryKind>)>,
+) -> HardenInNamespace {
     let mut out = HardenInNamespace {
         mounts: Vec::new(),
         pinned_below: Vec::new(),
@@ -1196,8 +1228,7 @@ fn harden_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> HardenInNamesp
     // link, and the chat is not started); one taken for a symlink is left to its resolved twin,
     // as it would have been had the swap come a moment later. Nothing is kept from one compile
     // to the next: each launch looks afresh (crates/launch/tests/plan_looks.rs).
-    let mut seen: Vec<(&Path, Option<EntryKind>)> = Vec::new();
-    let mut kind_of = |path| kind_once(&mut seen, disk, path);
+    let mut kind_of = |path| kind_once(seen, disk, path);
     for hardened in policy.hardened() {
         let path = hardened.path();
         let under_link = path
@@ -1492,6 +1523,143 @@ fn gitdir_file_target(disk: &dyn LaunchDisk, file: &Path) -> Option<PathBuf> {
         file.parent()?.join(named)
     };
     disk.canonical(&full)
+}
+
+
+/// What the namespace plan does for the acted-on settings ([`Policy::settings`]).
+pub(super) struct SettingsInNamespace {
+    mounts: Vec<MountStep>,
+    /// Paths whose ancestors are pinned (in the home; the runtime's are inside its own mount).
+    pinned_below: Vec<PathBuf>,
+    pub(super) create: Vec<PathBuf>,
+    pub(super) create_files: Vec<SettingsFile>,
+    guarantee: Guarantee,
+}
+
+/// Each acted-on place that exists is bound read-only onto itself (pass 8, after the masks, so
+/// that those in the runtime land on the runtime bound back); a missing one is created first
+/// (an empty folder, or a file holding its neutral content) and bound the same way, so that none
+/// can be made during the chat; the ancestors of those in the home are pinned, so that no folder
+/// on the way (`~/.codex`) can be renamed and replaced by one of the chat's. A place inside
+/// another (`<runtime>/.gemini/.env` in `<runtime>/.gemini`) is covered by it. In the runtime, a
+/// symlink at a place is covered by an unreadable stand-in (it is never the launch's: the
+/// launch writes files, and the chat's earlier launch could only have made it where the runtime
+/// was writable); in the home a symlink's target is listed beside it and closed, the link itself
+/// is the gap reported.
+pub(super) fn settings_in_namespace<'p>(
+    policy: &'p Policy,
+    disk: &dyn LaunchDisk,
+    seen: &mut Vec<(&'p Path, Option<EntryKind>)>,
+) -> SettingsInNamespace {
+    let mut out = SettingsInNamespace {
+        mounts: Vec::new(),
+        pinned_below: Vec::new(),
+        create: Vec::new(),
+        create_files: Vec::new(),
+        guarantee: Guarantee::new(
+            Promise::Settings,
+            "mount namespace: each bound read-only onto itself, missing ones created first (empty folders, neutral files), their ancestors in the home pinned; in the runtime, after it is bound back",
+            Enforcement::Fully,
+        ),
+    };
+    let mut links: Vec<String> = Vec::new();
+    let mut elsewhere: Vec<String> = Vec::new();
+    let show = |path: &Path| match path.strip_prefix(policy.home()) {
+        Ok(relative) => format!("~/{}", relative.display()),
+        Err(_) => path.display().to_string(),
+    };
+    // Looked at once in this compile, as for `harden` (the same races, the same answer: the
+    // mounts open each path again without following a link).
+    let mut kind_of = |path| kind_once(seen, disk, path);
+    let folders: Vec<&Path> = policy
+        .settings()
+        .iter()
+        .filter(|s| s.is_folder())
+        .map(|s| s.path())
+        .collect();
+    for setting in policy.settings() {
+        let path = setting.path();
+        if folders.iter().any(|f| *f != path && path.starts_with(f)) {
+            continue;
+        }
+        let stop = if setting.in_runtime() {
+            policy.runtime()
+        } else {
+            Path::new("/")
+        };
+        let under_link = path
+            .ancestors()
+            .skip(1)
+            .take_while(|a| *a != stop)
+            .any(|a| kind_of(a) == Some(EntryKind::Symlink));
+        if under_link {
+            if setting.in_runtime() {
+                // A link the chat left on the way inside its runtime: the place cannot be
+                // bound without following it; reported (the runtime's own settings are read by
+                // this chat's later launches only).
+                links.push(show(path));
+            }
+            // In the home its resolved twin is listed beside it.
+            continue;
+        }
+        match kind_of(path) {
+            Some(kind @ (EntryKind::Dir | EntryKind::File)) => {
+                out.mounts.push(MountStep::ReadOnly {
+                    path: path.to_owned(),
+                    dir: kind == EntryKind::Dir,
+                });
+                if !setting.in_runtime() {
+                    out.pinned_below.push(path.to_owned());
+                }
+            }
+            Some(EntryKind::Symlink) if setting.in_runtime() => {
+                out.mounts.push(MountStep::Hide {
+                    path: path.to_owned(),
+                    dir: false,
+                });
+            }
+            Some(EntryKind::Symlink) => links.push(show(path)),
+            None if !setting.in_runtime() && !path.starts_with(policy.home()) => {
+                // A place that resolves outside the home (a folder variable naming one, a link
+                // a chat pointed elsewhere) is not the person's to fill.
+                elsewhere.push(show(path));
+            }
+            None => {
+                if setting.is_folder() {
+                    out.create.push(path.to_owned());
+                } else {
+                    out.create_files.push(SettingsFile {
+                        path: path.to_owned(),
+                        text: setting.empty().to_owned(),
+                    });
+                }
+                out.mounts.push(MountStep::ReadOnly {
+                    path: path.to_owned(),
+                    dir: setting.is_folder(),
+                });
+                if !setting.in_runtime() {
+                    out.pinned_below.push(path.to_owned());
+                }
+            }
+        }
+    }
+    let mut gaps = Vec::new();
+    if !links.is_empty() {
+        gaps.push(format!(
+            "these are symlinks (or lie under one), which can be renamed and replaced during the chat (what they point to is closed): {}",
+            links.join(", ")
+        ));
+    }
+    if !elsewhere.is_empty() {
+        gaps.push(format!(
+            "these do not exist at launch and lie outside the home, so they are not created and can be created during the chat: {}",
+            elsewhere.join(", ")
+        ));
+    }
+    if !gaps.is_empty() {
+        out.guarantee.enforcement = Enforcement::Partly(gaps.join("; "));
+    }
+    out
 }
 
 /// `disk.kind(path)`, looked at once: the answer in `seen` when there is one (paths compared by

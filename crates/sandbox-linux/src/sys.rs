@@ -770,6 +770,13 @@ fn set_foreground(fd: RawFd, group: libc::pid_t, step: &str) -> Result<(), Apply
 /// a chat left on the way (`~/.config -> /etc`) is refused, never created through. An entry that
 /// exists already is kept.
 pub(super) fn create_without_links(path: &Path, file: bool) -> Result<(), ApplyError> {
+    create_with_text(path, file.then_some(""))
+}
+
+/// [`create_without_links`], a file made holding `text` (`None`: a folder). The text is
+/// written into the file this call created (`O_EXCL`), never into one that was there.
+pub(super) fn create_with_text(path: &Path, text: Option<&str>) -> Result<(), ApplyError> {
+    let file = text.is_some();
     let step = || format!("create {}", path.display());
     let names: Vec<_> = path.components().skip(1).collect();
     let root = CString::new("/").expect("static");
@@ -808,6 +815,12 @@ pub(super) fn create_without_links(path: &Path, file: bool) -> Result<(), ApplyE
             let created = owned(fd as libc::c_long, step)?;
             if root_user {
                 chown_like(&created, &owner, &step)?;
+            }
+            if let Some(text) = text.filter(|t| !t.is_empty()) {
+                use std::io::Write;
+                std::fs::File::from(created)
+                    .write_all(text.as_bytes())
+                    .map_err(|e| fail(step(), e))?;
             }
             return Ok(());
         }

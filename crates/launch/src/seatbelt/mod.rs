@@ -1066,6 +1066,7 @@ mod tests {
                 ],
                 config: &Config::default(),
                 privileged: false,
+                settings: &[],
             },
             &AsIs,
         )

@@ -340,6 +340,7 @@ impl World {
                 grants: &grants,
                 config: &config,
                 privileged: spec.privileged,
+                settings: &[],
             },
             fs,
         )
@@ -379,6 +380,7 @@ fn placeholder_policy() -> Policy {
             grants: &[],
             config: &Config::default(),
             privileged: false,
+            settings: &[],
         },
         &AsIs,
     )

@@ -61,6 +61,7 @@ fn build_with(grants: &[&str], config: &Config) -> Result<Policy, PolicyError> {
             grants: &grants,
             config,
             privileged: false,
+            settings: &[],
         },
         &fs,
     )
@@ -330,6 +331,7 @@ fn a_grant_named_through_a_symlink_into_or_below_a_protected_root_is_refused() {
                 grants: &grants,
                 config: &Config::default(),
                 privileged: false,
+                settings: &[],
             },
             &planted_fs,
         )
@@ -354,6 +356,7 @@ fn a_grant_named_through_a_symlink_into_or_below_a_protected_root_is_refused() {
             grants: &grants,
             config: &Config::default(),
             privileged: false,
+            settings: &[],
         },
         &looped_fs,
     )
@@ -382,6 +385,7 @@ fn a_grant_named_through_a_symlink_above_the_protected_root_is_resolved() {
             grants: &grants,
             config: &Config::default(),
             privileged: false,
+            settings: &[],
         },
         &moved_fs,
     )
@@ -560,6 +564,7 @@ fn hardened_policy(fs: &FakeFs, os: Os) -> Policy {
             grants: &[],
             config: &config,
             privileged: false,
+            settings: &[],
         },
         fs,
     )
@@ -690,6 +695,7 @@ fn harden_leaves_out_paths_in_a_protected_root() {
             grants: &[],
             config: &config,
             privileged: false,
+            settings: &[],
         },
         &fs,
     )
@@ -817,6 +823,7 @@ fn build_privileged(grants: &[&str], config: &Config) -> Policy {
             grants: &grants,
             config,
             privileged: true,
+            settings: &[],
         },
         &fs,
     )
@@ -1059,6 +1066,7 @@ fn a_layout_written_by_hand_with_a_root_named_through_a_link_is_refused() {
                 grants: &[],
                 config: &Config::default(),
                 privileged: false,
+                settings: &[],
             },
             &fs,
         )
@@ -1253,6 +1261,34 @@ fn a_system_folder_writable_by_its_group_or_everyone_or_owned_by_a_user_lets_a_c
             &[("/opt/tools/cli-sandbox", uid, mode)],
         );
         assert!(policy().could_replace(&entries).is_some(), "{mode:o} {uid}");
+    }
+}
+
+fn settings_policy(
+    fs: &FakeFs,
+    settings: &[crate::SettingsRequest],
+) -> Result<Policy, PolicyError> {
+    let layout = layout(fs);
+    let chat = ChatId::new("chat-1").unwrap();
+    Policy::build(
+        &PolicyRequest {
+            os: Os::Linux,
+            layout: &layout,
+            chat: &chat,
+            grants: &[GrantRequest::parse(&format!("{DOCS}/workflows/wf-1:rw")).unwrap()],
+            config: &Config::default(),
+            privileged: false,
+            settings,
+        },
+        fs,
+    )
+}
+
+fn declared(entry: crate::ActedOn, folder: Option<&str>) -> crate::SettingsRequest {
+    crate::SettingsRequest {
+        cli: "test",
+        entry,
+        folder: folder.map(PathBuf::from),
     }
 }
 
@@ -1458,4 +1494,111 @@ fn a_refused_databases_sqlite_sidecars_are_refused_with_it() {
     let p = RefusedPattern::new("*.db").unwrap();
     assert!(p.matches_name_on(Os::MacOs, "X.DB-WAL"));
     assert!(!p.matches_name_on(Os::Linux, "X.DB-WAL"));
+}
+
+#[test]
+fn settings_are_read_never_written_created_or_moved_in_the_home_and_the_runtime() {
+    use crate::ActedOn;
+    let fs = fs()
+        .dir("/home/ann/.codex")
+        .dir("/home/ann/dotfiles/claude")
+        .link("/home/ann/.claude", "/home/ann/dotfiles/claude");
+    let p = settings_policy(
+        &fs,
+        &[
+            declared(
+                ActedOn::folder_file("CODEX_HOME", ".codex", "config.toml", ""),
+                None,
+            ),
+            declared(
+                ActedOn::folder_file("CLAUDE_CONFIG_DIR", ".claude", "settings.json", "{}"),
+                None,
+            ),
+            declared(ActedOn::runtime_folder(".codex"), None),
+            declared(ActedOn::above_runtime_file("CLAUDE.md", ""), None),
+            declared(ActedOn::home_folder(".agents/skills"), None),
+        ],
+    )
+    .unwrap();
+    let runtime = format!("{RUNTIMES}/chat-1");
+    for path in [
+        "/home/ann/.codex/config.toml",
+        "/home/ann/.claude/settings.json",
+        // The symlinked folder's target is listed beside it.
+        "/home/ann/dotfiles/claude/settings.json",
+        &format!("{runtime}/.codex/config.toml"),
+        "/home/ann/CLAUDE.md",
+        "/home/ann/.local/CLAUDE.md",
+        "/home/ann/.local/share/CLAUDE.md",
+        "/home/ann/.agents/skills/x/SKILL.md",
+    ] {
+        assert_eq!(verdict(&p, Op::Read, path), (true, "settings"), "{path}");
+        assert_eq!(verdict(&p, Op::Write, path), (false, "settings"), "{path}");
+        assert_eq!(verdict(&p, Op::Move, path), (false, "settings"), "{path}");
+    }
+    // The folders above cannot be renamed (a folder or a link of the chat's put in place).
+    for path in ["/home/ann/.codex", "/home/ann/.claude", "/home/ann/.agents"] {
+        assert_eq!(verdict(&p, Op::Move, path), (false, "settings"), "{path}");
+    }
+    // (The home itself holds a protected root: pinned comes first.)
+    assert_eq!(verdict(&p, Op::Move, "/home/ann"), (false, "pinned"));
+    // The CLI's state beside them stays writable; the rest of the runtime is the chat's.
+    assert_eq!(
+        verdict(&p, Op::Write, "/home/ann/.codex/sessions/x"),
+        (true, "open")
+    );
+    assert_eq!(
+        verdict(&p, Op::Write, &format!("{runtime}/work.txt")),
+        (true, "runtime")
+    );
+    // Nothing inside the state root but the runtime's own: the walk above the runtime stops at
+    // the first protected root.
+    assert!(
+        p.settings()
+            .iter()
+            .all(|s| !s.path().starts_with(STATE) || s.path().starts_with(&runtime))
+    );
+    assert_eq!(p.settings_in_runtime().count(), 1);
+}
+
+#[test]
+fn settings_moved_by_a_variable_follow_it_and_a_bad_declaration_is_refused() {
+    use crate::ActedOn;
+    let fs = fs().dir("/srv/codex");
+    let p = settings_policy(
+        &fs,
+        &[declared(
+            ActedOn::folder_file("CODEX_HOME", ".codex", "config.toml", ""),
+            Some("/srv/codex"),
+        )],
+    )
+    .unwrap();
+    assert_eq!(
+        verdict(&p, Op::Write, "/srv/codex/config.toml"),
+        (false, "settings")
+    );
+    assert_eq!(
+        verdict(&p, Op::Write, "/home/ann/.codex/config.toml"),
+        (true, "open")
+    );
+    for bad in ["/etc/passwd", "../x", "a/../../b", ""] {
+        let err = settings_policy(&fs, &[declared(ActedOn::home_file(bad, ""), None)]);
+        assert!(
+            matches!(err, Err(PolicyError::BadSetting { .. })),
+            "{bad}: {err:?}"
+        );
+    }
+    // The launcher may still write the person's settings (pre-trust), never a chat.
+    assert!(
+        p.person_file(
+            Op::Write,
+            Path::new("/srv/codex/config.toml"),
+            Path::new("/srv/codex/config.toml"),
+            &[crate::NamedPlace {
+                var: "CODEX_HOME".into(),
+                path: "/srv/codex".into()
+            }]
+        )
+        .is_ok()
+    );
 }
