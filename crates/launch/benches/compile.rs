@@ -87,6 +87,7 @@ mod linux {
                 grants: &lengthened,
                 config: &ctx.config,
                 privileged: false,
+                settings: &[],
             },
             &AsIs,
         )

@@ -78,7 +78,7 @@ pub enum Promise {
 
 impl Promise {
     /// Every promise, in the order reports list them.
-    pub const ALL: [Promise; 20] = [
+    pub const ALL: [Promise; 21] = [
         Promise::ProtectedRoot,
         Promise::Pinned,
         Promise::Refused,

@@ -471,7 +471,10 @@ pub(super) fn compile(
         chat: policy.chat().to_string(),
         workdir: policy.runtime().to_owned(),
         create_dirs,
-        create_home_dirs: create_home_dirs.into_iter().chain(settings_create).collect(),
+        create_home_dirs: create_home_dirs
+            .into_iter()
+            .chain(settings_create)
+            .collect(),
         create_home_files: Vec::new(),
         create_settings_files: settings_files,
         namespaces: None,

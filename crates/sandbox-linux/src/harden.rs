@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use sandbox_core::Policy;
 
-use super::plan::{EntryKind, FsRight, LandlockRule, LaunchDisk};
+use super::plan::{EntryKind, LaunchDisk};
 
 /// The folders this plan freezes for `harden`: every ancestor of the home, the home, and each
 /// folder inside the home that leads to a persistence file (a persistence folder below an open
@@ -79,4 +79,3 @@ pub(super) fn state_folders_to_make(policy: &Policy, disk: &dyn LaunchDisk) -> V
         .filter(|p| disk.kind(p).is_none())
         .collect()
 }
-

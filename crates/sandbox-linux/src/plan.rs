@@ -1525,7 +1525,6 @@ fn gitdir_file_target(disk: &dyn LaunchDisk, file: &Path) -> Option<PathBuf> {
     disk.canonical(&full)
 }
 
-
 /// What the namespace plan does for the acted-on settings ([`Policy::settings`]).
 pub(super) struct SettingsInNamespace {
     mounts: Vec<MountStep>,

@@ -311,6 +311,7 @@ pub enum PersonFileError {
     NotText {
         /// The person's file.
         file: PathBuf,
+    },
     /// Another program rewrote the file between each read and rename, every time.
     #[error(
         "`{}` was rewritten by another program each of the {times} times the launch edited it; nothing was written: launch again once that program has stopped writing it",

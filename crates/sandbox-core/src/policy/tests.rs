@@ -1186,6 +1186,8 @@ fn harden_closes_the_places_a_list_missed_and_the_homes_top_as_a_class() {
     assert!(!p.home_top_closed());
     assert!(p.home_state_folders().is_empty());
     assert_eq!(rule(Op::Write, "/home/ann/.curlrc"), (true, "open"));
+}
+
 // ---------- a program a chat could replace (`Policy::could_replace`) ----------
 
 /// The entries a path goes through, each folder root's 0755 and the program root's 0755 unless
@@ -1451,6 +1453,9 @@ fn on_macos_gits_names_match_whatever_their_case() {
     ] {
         assert_eq!(git_protected(Path::new(path), fold), expected, "{path}");
     }
+}
+
+#[test]
 fn a_refused_databases_sqlite_sidecars_are_refused_with_it() {
     let p = policy();
     let wf = format!("{DOCS}/workflows/wf-1");
