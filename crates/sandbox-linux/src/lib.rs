@@ -31,6 +31,8 @@ pub mod disk;
 #[cfg(target_os = "linux")]
 pub mod apply;
 #[cfg(target_os = "linux")]
+pub mod audit;
+#[cfg(target_os = "linux")]
 mod bpf;
 #[cfg(target_os = "linux")]
 mod caps;
