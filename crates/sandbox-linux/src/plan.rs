@@ -716,6 +716,50 @@ pub trait LaunchDisk {
     }
 }
 
+/// A [`LaunchDisk`] that looks at each path's kind once and keeps the answer, for one compile.
+struct LookedOnce<'d> {
+    disk: &'d dyn LaunchDisk,
+    kinds: std::cell::RefCell<std::collections::HashMap<PathBuf, Option<EntryKind>>>,
+}
+
+impl<'d> LookedOnce<'d> {
+    fn new(disk: &'d dyn LaunchDisk) -> LookedOnce<'d> {
+        LookedOnce {
+            disk,
+            kinds: Default::default(),
+        }
+    }
+}
+
+impl LaunchDisk for LookedOnce<'_> {
+    fn exists(&self, path: &Path) -> bool {
+        self.disk.exists(path)
+    }
+    fn kind(&self, path: &Path) -> Option<EntryKind> {
+        if let Some(kind) = self.kinds.borrow().get(path) {
+            return *kind;
+        }
+        let kind = self.disk.kind(path);
+        self.kinds.borrow_mut().insert(path.to_owned(), kind);
+        kind
+    }
+    fn entries(&self, dir: &Path) -> Vec<(OsString, EntryKind)> {
+        self.disk.entries(dir)
+    }
+    fn entries_of(&self, dirs: &[&Path]) -> Vec<Vec<(OsString, EntryKind)>> {
+        self.disk.entries_of(dirs)
+    }
+    fn target_kind(&self, path: &Path) -> Option<EntryKind> {
+        self.disk.target_kind(path)
+    }
+    fn read_start(&self, path: &Path, limit: usize) -> Option<Vec<u8>> {
+        self.disk.read_start(path, limit)
+    }
+    fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        self.disk.canonical(path)
+    }
+}
+
 /// What the machine offers, as far as the plan is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kernel {
@@ -777,6 +821,11 @@ pub fn compile(
     if kernel.landlock_abi == 0 {
         return Err(PlanError::NoLandlock);
     }
+    // Each path's kind looked at once in this compile, whichever part asks (the persistence
+    // paths, the settings, the frozen folders and the kernel's places share ancestors); afresh
+    // at the next compile.
+    let looked = LookedOnce::new(disk);
+    let disk: &dyn LaunchDisk = &looked;
     if !kernel.namespaces {
         // Without a user namespace no network namespace can be made: refused, never shared
         // silently.
