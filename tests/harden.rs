@@ -803,6 +803,10 @@ fn places(demo: &Demo) -> Vec<Attempt> {
         write("~/.gdbinit", ".gdbinit"),
         write("~/.lldbinit", ".lldbinit"),
         write("~/.inputrc (readline macros)", ".inputrc"),
+        write(
+            "a desktop entry (Exec= runs when a file is opened)",
+            ".local/share/applications/evil.desktop",
+        ),
         write("~/.ssh/rc (missing at launch)", ".ssh/rc"),
         write(
             "a start file no list names (~/.curlrc, the home's top)",
@@ -885,7 +889,7 @@ fn with_harden_each_place_a_list_missed_is_closed_and_without_it_open() {
             eprintln!("{plan:?} {}:", lab.who());
             check(&policy, &attempts, &[]);
             // decide() refuses what the issue names: the check above holds the kernel to it.
-            for a in &attempts[..22] {
+            for a in &attempts[..23] {
                 assert!(
                     !policy.decide(a.op, &a.path).allowed,
                     "decide() allows {}",

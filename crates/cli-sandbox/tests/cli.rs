@@ -2545,3 +2545,47 @@ fn mode_full_for_a_cli_that_is_bridge_only_is_refused_and_without_mode_the_plan_
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
 }
+
+#[test]
+fn doctor_says_what_harden_closes_and_what_it_leaves_open() {
+    // Issue 25: the `persistence` promise is reported with `harden` off too (open, by the
+    // owner's decision), and with it on names what stays open.
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let l = layout();
+    let promise = |config: &Path| -> Option<Value> {
+        let out = l
+            .cli_with(config)
+            .args(["doctor", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["ways_out"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["id"] == "persistence")
+            .cloned()
+    };
+    let Some(off) = promise(&l.demo.config) else {
+        return; // bridge-only here: no plan, every promise said as not kept
+    };
+    assert!(off.to_string().contains("`harden` is off"), "{off}");
+    let hardened = l.demo.root.join("harden.toml");
+    let mut config = std::fs::read_to_string(&l.demo.config).unwrap();
+    config.push_str("harden = true\n");
+    std::fs::write(&hardened, config).unwrap();
+    let on = promise(&hardened)
+        .expect("the promise with harden")
+        .to_string();
+    for said in [
+        "the home's top",
+        "~/.local/bin",
+        "not closed",
+        "~/.claude.json",
+    ] {
+        assert!(on.contains(said), "{said}: {on}");
+    }
+}

@@ -47,9 +47,10 @@ pub struct PolicyConfig {
     /// Unix sockets a confined CLI may still connect to (everything else is refused).
     #[serde(default)]
     pub allow_unix_sockets: Vec<PathBuf>,
-    /// Closes the persistence paths of the home (shell startup files, autostart entries, user
-    /// services, git's global configuration, ssh's) to writing: see [`crate::PERSISTENCE_COMMON`].
-    /// Off by default: the person's home stays open.
+    /// Closes the persistence places of the home to writing: the home's top as a class (every
+    /// entry there but the CLIs' state files, [`crate::HOME_TOP_STATE_FILES`]) and the list
+    /// below it ([`crate::PERSISTENCE_COMMON`]); what stays open is
+    /// [`crate::HARDEN_LEAVES_OPEN`]. Off by default: the person's home stays open.
     #[serde(default)]
     pub harden: bool,
     /// Read-write grants in which git's own files stay writable to the chat (`.git/hooks`,

@@ -412,9 +412,12 @@ pub const PERSISTENCE_MACOS: &[&str] = &[
     "Library/Preferences/com.googlecode.iterm2.plist",
 ];
 /// The persistence paths of a Linux home, added to [`PERSISTENCE_COMMON`]: the desktop's
-/// autostart entries, systemd user units and environment, the X session's startup files.
+/// autostart entries and desktop entries, systemd user units and environment, the X session's
+/// startup files.
 pub const PERSISTENCE_LINUX: &[&str] = &[
     ".config/autostart/",
+    // Desktop entries: their `Exec=` line runs when the person opens a file of a type one claims.
+    ".local/share/applications/",
     ".config/systemd/user/",
     ".local/share/systemd/user/",
     ".config/environment.d/",
