@@ -617,8 +617,8 @@ fn a_chat_holding_every_lock_it_can_take_in_the_home_delays_no_other_launch() {
 
 /// The chat's program for the next test: rewrites each file (argv[2], a JSON list) as fast as
 /// it can, in place, its last byte turned from a newline into a space and back (so that it
-/// stays the person's valid file, changed each time) until the file argv[1] appears; writes how many rewrites it has
-/// made into argv[3] after each round.
+/// stays the person's valid file, changed each time) until the file argv[1] appears; writes how
+/// many rewrites it has made into argv[3] after each round.
 const REWRITER: &str = r##"
 import json, os, sys
 stop, files, count = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]

@@ -22,8 +22,8 @@
 //!   an exclusive `flock` on a file of the state root's `state/cli-sandbox/locks/`
 //!   ([`Policy::person_file_locks`]), one per person's file, named by a hash of the file's real
 //!   path, held from the read to the rename and waited for at most [`LOCK_WAIT`], and removed
-//!   as it is let go (a launch that waited on a removed one takes the name's new one). Every chat's
-//!   sandbox closes the state root ([`Policy::decide`]: the Linux namespace plan masks it, the
+//!   as it is let go (a launch that waited on a removed one takes the name's new one). Every
+//!   chat's sandbox closes the state root ([`Policy::decide`]: the Linux namespace plan masks it, the
 //!   Landlock-only fallback grants nothing in it, the Seatbelt profile denies it), and the guard
 //!   asks that rule before it takes the lock, so no chat can hold one and make another chat's
 //!   launch wait or fail. No lock is taken on anything a chat can open: not the person's file,
