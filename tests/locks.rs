@@ -616,8 +616,8 @@ fn a_chat_holding_every_lock_it_can_take_in_the_home_delays_no_other_launch() {
 }
 
 /// The chat's program for the next test: rewrites each file (argv[2], a JSON list) as fast as
-/// it can, in place, its last byte turned from a newline into a space and back (so that it
-/// stays the person's valid file, changed each time) until the file argv[1] appears; writes how
+/// it can, in place, a newline at its end turned into a space and back (so that it stays the
+/// person's valid file, changed each time) until the file argv[1] appears; writes how
 /// many rewrites it has made into argv[3] after each round.
 const REWRITER: &str = r##"
 import json, os, sys
@@ -628,7 +628,13 @@ while not os.path.exists(stop):
         for path in files:
             fd = os.open(path, os.O_RDWR)
             data = os.pread(fd, 1 << 20, 0)
-            os.pwrite(fd, data[:-1] + (b" " if data.endswith(b"\n") else b"\n"), 0)
+            if data.endswith(b"\n"):
+                data = data[:-1] + b" "
+            elif data.endswith(b" "):
+                data = data[:-1] + b"\n"
+            else:
+                data = data + b"\n"
+            os.pwrite(fd, data, 0)
             os.close(fd)
             n += 1
     with open(count + ".tmp", "w") as f:
@@ -700,7 +706,11 @@ fn a_chat_rewriting_the_settings_files_without_pause_fails_no_other_launch() {
             redone += err.matches("the edit is made again").count();
             assert!(
                 status.success(),
-                "{who}: pre-trust of {cli} failed while the chat rewrote its files: {out}{err}"
+                "{who}: pre-trust of {cli} failed while the chat rewrote its files: {out}{err}\n{:?}",
+                files
+                    .iter()
+                    .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+                    .collect::<Vec<_>>()
             );
             let done: Value = serde_json::from_str(&out).unwrap();
             assert!(

@@ -28,7 +28,8 @@
 //!   asks that rule before it takes the lock, so no chat can hold one and make another chat's
 //!   launch wait or fail. No lock is taken on anything a chat can open: not the person's file,
 //!   not its folder (which earlier versions locked: every chat can open the home and hold that
-//!   lock for as long as it runs, and every other launch then waited 30 s and failed).
+//!   lock for as long as it runs, and every other launch then waited 30 s and failed). An entry
+//!   found already there (a chat launched again) is read without the lock: nothing is written.
 //! - **Compare and swap, against everyone else.** The person's own CLIs write the same files
 //!   and take no lock of ours (nor could they be made to; checked against the pinned CLIs:
 //!   Codex `flock`s only files of its own under `~/.codex` (`installation_id`, `*.lock`), never
@@ -588,6 +589,22 @@ impl PersonFilesGuard {
             self.check_owner(file, &dir_path, dir_stat.st_uid, true)?;
         }
         let resolved = dir_path.join(&name);
+        // An entry that is there already needs no lock (most launches: a chat launched again).
+        match open_existing(&dir, &name).map_err(errno("read", &resolved))? {
+            Existing::Missing => {}
+            Existing::Changed => return Ok(None),
+            Existing::File(handle, stat) => {
+                self.check_file(file, &resolved, &stat)?;
+                let text = read_text(handle, &resolved)?;
+                let edited = match edit.format {
+                    FileFormat::Toml => formats::edit_toml(file, &text, edit)?,
+                    FileFormat::Json => formats::edit_json(file, Some(&text), edit)?,
+                };
+                if edited.is_none() {
+                    return Ok(Some(Applied::AlreadyThere));
+                }
+            }
+        }
         // Launches of every chat wait for each other here, and for nothing a chat can hold.
         let _lock = self.launch_lock(file, &resolved)?;
         // The lock is released when `_lock` is closed, on every path out of here.
