@@ -244,7 +244,13 @@ impl World {
 
     /// `cli-sandbox pre-trust --json` of `cli` for `chat`, its answer.
     fn pre_trust(&self, cli: &str, chat: &str) -> Child {
+        self.pre_trust_logging(cli, chat, "warn")
+    }
+
+    /// The same, logging on stderr as `RUST_LOG=log` asks.
+    fn pre_trust_logging(&self, cli: &str, chat: &str, log: &str) -> Child {
         let mut cmd = self.command();
+        cmd.env("RUST_LOG", log);
         cmd.args(["pre-trust", "--json", "--cli", cli, "--chat", chat])
             .args(["--grant", &self.demo.grant_arg()])
             .stdout(Stdio::piped())
@@ -606,5 +612,130 @@ fn a_chat_holding_every_lock_it_can_take_in_the_home_delays_no_other_launch() {
                 .as_bytes(),
             );
         }
+    }
+}
+
+/// The chat's program for the next test: rewrites each file (argv[2], a JSON list) as fast as
+/// it can, in place, a newline at its end turned into a space and back (so that it stays the
+/// person's valid file, changed each time) until the file argv[1] appears; writes how
+/// many rewrites it has made into argv[3] after each round.
+const REWRITER: &str = r##"
+import json, os, sys
+stop, files, count = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+n = 0
+while not os.path.exists(stop):
+    for _ in range(100):
+        for path in files:
+            fd = os.open(path, os.O_RDWR)
+            data = os.pread(fd, 1 << 20, 0)
+            if data.endswith(b"\n"):
+                data = data[:-1] + b" "
+            elif data.endswith(b" "):
+                data = data[:-1] + b"\n"
+            else:
+                data = data + b"\n"
+            os.pwrite(fd, data, 0)
+            os.close(fd)
+            n += 1
+    with open(count + ".tmp", "w") as f:
+        f.write(str(n))
+    os.rename(count + ".tmp", count)
+print(n)
+"##;
+
+/// A chat that rewrites the person's settings files without pause, so that every read of a
+/// launch is outdated before its rename, does not fail another chat's launch: the compare and
+/// swap that keeps a CLI's concurrent write gives up after a bounded number of rounds and
+/// replaces the file with its edit of the latest version read. The control: the chat's count of
+/// rewrites grows while the launches run (it really raced them).
+#[test]
+fn a_chat_rewriting_the_settings_files_without_pause_fails_no_other_launch() {
+    let test = "a_chat_rewriting_the_settings_files_without_pause_fails_no_other_launch";
+    if !confinement_available(test) {
+        return;
+    }
+    if !Path::new(PYTHON).exists() {
+        skip(test, &format!("{PYTHON} is missing"), REQUIRE_LANDLOCK);
+        return;
+    }
+    for user in every_user(test) {
+        let who = user
+            .as_ref()
+            .map_or("this process's user", |u| u.name.as_str());
+        let w = world(user.as_ref());
+        let home = &w.demo.home;
+        let files = [
+            home.join(".codex/config.toml"),
+            home.join(".claude.json"),
+            home.join(".gemini/trustedFolders.json"),
+        ];
+        let (stop, count) = (home.join("stop-rewriting"), home.join("rewrites"));
+        let list: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+        let mut chat = w.command();
+        chat.args([
+            "step",
+            "--chat",
+            &w.demo.other_chat,
+            "--",
+            PYTHON,
+            "-c",
+            REWRITER,
+        ])
+        .arg(&stop)
+        .arg(serde_json::to_string(&list).unwrap())
+        .arg(&count)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let chat = chat.spawn().unwrap();
+        let rewrites = || {
+            std::fs::read_to_string(&count)
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        assert!(
+            cli_sandbox_tests::process::wait_until(HUNG, || rewrites() > 0),
+            "{who}: the chat never rewrote the files"
+        );
+        let before = rewrites();
+        let (mut forced, mut redone) = (0, 0);
+        for cli in ["codex", "claude", "gemini"] {
+            let launch = w.pre_trust_logging(cli, &w.demo.chat, "launch=debug");
+            let (status, out, err) = finish(launch, "pre-trust");
+            forced += usize::from(err.contains("rewritten by another program after each read"));
+            redone += err.matches("the edit is made again").count();
+            assert!(
+                status.success(),
+                "{who}: pre-trust of {cli} failed while the chat rewrote its files: {out}{err}\n{:?}",
+                files
+                    .iter()
+                    .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+                    .collect::<Vec<_>>()
+            );
+            let done: Value = serde_json::from_str(&out).unwrap();
+            assert!(
+                done["edits"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|e| e["written"] == true),
+                "{who} {cli}: {out}"
+            );
+        }
+        let after = rewrites();
+        std::fs::write(&stop, "").unwrap();
+        let (status, out, err) = finish(chat, "the rewriting chat");
+        assert!(status.success(), "{who}: the chat: {status:?} {err}");
+        assert!(
+            after > before,
+            "{who}: the chat did not rewrite the files while the launches ran ({before}, {after}, {out})"
+        );
+        let _ = std::io::stderr().write_all(
+            format!(
+                "{test}: {who}: {} rewrites while the launches ran; {redone} edits made again on a newer version, {forced} of 3 launches replaced a file after every round saw it rewritten\n",
+                after - before
+            )
+            .as_bytes(),
+        );
     }
 }

@@ -22,13 +22,14 @@
 //!   an exclusive `flock` on a file of the state root's `state/cli-sandbox/locks/`
 //!   ([`Policy::person_file_locks`]), one per person's file, named by a hash of the file's real
 //!   path, held from the read to the rename and waited for at most [`LOCK_WAIT`], and removed
-//!   as it is let go (a launch that waited on a removed one takes the name's new one). Every chat's
-//!   sandbox closes the state root ([`Policy::decide`]: the Linux namespace plan masks it, the
+//!   as it is let go (a launch that waited on a removed one takes the name's new one). Every
+//!   chat's sandbox closes the state root ([`Policy::decide`]: the Linux namespace plan masks it, the
 //!   Landlock-only fallback grants nothing in it, the Seatbelt profile denies it), and the guard
 //!   asks that rule before it takes the lock, so no chat can hold one and make another chat's
 //!   launch wait or fail. No lock is taken on anything a chat can open: not the person's file,
 //!   not its folder (which earlier versions locked: every chat can open the home and hold that
-//!   lock for as long as it runs, and every other launch then waited 30 s and failed).
+//!   lock for as long as it runs, and every other launch then waited 30 s and failed). An entry
+//!   found already there (a chat launched again) is read without the lock: nothing is written.
 //! - **Compare and swap, against everyone else.** The person's own CLIs write the same files
 //!   and take no lock of ours (nor could they be made to; checked against the pinned CLIs:
 //!   Codex `flock`s only files of its own under `~/.codex` (`installation_id`, `*.lock`), never
@@ -37,12 +38,14 @@
 //!   it is not waited for either). So the edit is optimistic: read the file and its `fstat`,
 //!   compute, write the temporary file, and just before the rename check that the file at the
 //!   name is still the one read (the same inode, size, modification and change times, and
-//!   bytes); if it is not, read it again and redo the edit (up to sixteen times), so that what
-//!   the CLI wrote is kept. A file that did not exist is created with `RENAME_NOREPLACE`, which
-//!   never replaces one made meanwhile. What is left: a CLI that replaces the file in the
-//!   microseconds between that last check and the rename loses its write (no rename on Linux or
-//!   macOS compares before it replaces), and one that rewrites the file in place while we
-//!   rename loses it too; we write once, before the CLI starts.
+//!   bytes); if it is not, read it again and redo the edit, so that what the CLI wrote is kept.
+//!   A file that did not exist is created with `RENAME_NOREPLACE`, which never replaces one
+//!   made meanwhile. After eight such rounds the ninth replaces whatever is there with the edit
+//!   of the latest version read (a warning says so): only a writer that never stops gets that
+//!   far, a chat can be one, and it must not fail the launch. What is left: a CLI that replaces
+//!   the file in the microseconds between that last check and the rename loses its write (no
+//!   rename on Linux or macOS compares before it replaces), and one that rewrites the file in
+//!   place while we rename loses it too; we write once, before the CLI starts.
 //! - **Preserve.** TOML goes through `toml_edit`, which keeps every other byte (comments, order,
 //!   odd spacing). JSON goes through `serde_json` with `preserve_order`: every key and value is
 //!   kept in its order, the indentation is re-used, the layout around them is rewritten. (JSON
@@ -120,8 +123,9 @@ use resolve::{Located, Unresolved};
 const ATTEMPTS: usize = 8;
 
 /// How many times an edit is made again when another program (the person's CLI) rewrote the
-/// file between our read and our rename.
-const REWRITES: usize = 16;
+/// file between our read and our rename, before the edit of the latest version replaces the
+/// file whatever is there (only a writer that never stops, a chat, gets that far).
+const REWRITES: usize = 8;
 
 /// How long a launch waits for the launcher's lock on a person's file before it gives up. Only
 /// another launch can hold it (no chat reaches the folder it is in), for the milliseconds of
@@ -311,17 +315,6 @@ pub enum PersonFileError {
     NotText {
         /// The person's file.
         file: PathBuf,
-    },
-    /// Another program rewrote the file between each read and rename, every time.
-    #[error(
-        "`{}` was rewritten by another program each of the {times} times the launch edited it; nothing was written: launch again once that program has stopped writing it",
-        file.display()
-    )]
-    KeptRewritten {
-        /// The person's file, resolved.
-        file: PathBuf,
-        /// How many times the edit was made.
-        times: usize,
     },
     /// The folder of the launcher's locks is open to the chat: a chat could hold the locks.
     #[error(
@@ -607,12 +600,28 @@ impl PersonFilesGuard {
             self.check_owner(file, &dir_path, dir_stat.st_uid, true)?;
         }
         let resolved = dir_path.join(&name);
+        // An entry that is there already needs no lock (most launches: a chat launched again).
+        match open_existing(&dir, &name).map_err(errno("read", &resolved))? {
+            Existing::Missing => {}
+            Existing::Changed => return Ok(None),
+            Existing::File(handle, stat) => {
+                self.check_file(file, &resolved, &stat)?;
+                let text = read_text(handle, &resolved)?;
+                let edited = match edit.format {
+                    FileFormat::Toml => formats::edit_toml(file, &text, edit)?,
+                    FileFormat::Json => formats::edit_json(file, Some(&text), edit)?,
+                };
+                if edited.is_none() {
+                    return Ok(Some(Applied::AlreadyThere));
+                }
+            }
+        }
         // Launches of every chat wait for each other here, and for nothing a chat can hold.
         let _lock = self.launch_lock(file, &resolved)?;
         // The lock is released when `_lock` is closed, on every path out of here.
 
         // Against writers that take no lock of ours (the person's own CLIs): compare and swap.
-        for _ in 0..REWRITES {
+        for round in 0..=REWRITES {
             let (old_text, old_stat) =
                 match open_existing(&dir, &name).map_err(errno("read", &resolved))? {
                     Existing::Missing => (None, None),
@@ -641,19 +650,34 @@ impl PersonFilesGuard {
                 hook(&resolved);
             }
             let seen = match (&old_text, &old_stat) {
-                (Some(text), Some(stat)) => Some((text.as_bytes(), stat)),
-                _ => None,
+                (Some(text), Some(stat)) => Seen::File(text.as_bytes(), stat),
+                _ => Seen::Nothing,
             };
+            // A writer that rewrites the file after every read of ours (a chat can be one: the
+            // home is open to it) must not fail the launch: the last round replaces whatever is
+            // there with the edit of the latest version read.
+            let seen = if round < REWRITES {
+                seen
+            } else {
+                Seen::Anything
+            };
+            if matches!(seen, Seen::Anything) {
+                tracing::warn!(
+                    file = %resolved.display(),
+                    rounds = REWRITES,
+                    "rewritten by another program after each read: the edit of the latest version replaces it"
+                );
+            }
             match swap(&dir, &dir_path, &name, &mut tmp, seen)? {
                 Swapped::Done => return Ok(Some(Applied::Written)),
-                Swapped::Rewritten => continue,
+                Swapped::Rewritten => {
+                    tracing::debug!(file = %resolved.display(), round, "rewritten since it was read: the edit is made again");
+                    continue;
+                }
                 Swapped::Linked => return Ok(None),
             }
         }
-        Err(PersonFileError::KeptRewritten {
-            file: resolved,
-            times: REWRITES,
-        })
+        unreachable!("the last round replaces the file whatever is there")
     }
 
     /// The launcher's own lock on the person's file `resolved` (its real place), taken
@@ -1046,6 +1070,17 @@ fn write_temporary<'a>(
     Ok(tmp)
 }
 
+/// What [`swap`] may replace.
+enum Seen<'a> {
+    /// Nothing was at the name when it was read: replace nothing (a file made meanwhile is
+    /// read and edited again).
+    Nothing,
+    /// This file (its bytes and its `fstat`): replace it only if it is still there, unchanged.
+    File(&'a [u8], &'a rustix::fs::Stat),
+    /// Whatever is there now, never through a link (the last round).
+    Anything,
+}
+
 /// What [`swap`] did.
 enum Swapped {
     /// The temporary file is the person's file now.
@@ -1056,20 +1091,23 @@ enum Swapped {
     Linked,
 }
 
-/// Renames `tmp` over `name` if the file there is still the one read (`seen`: its bytes and
-/// its `fstat`; `None`: there was none), then flushes the folder. A file created meanwhile
-/// is never replaced (`RENAME_NOREPLACE`, atomic); a file replaced or rewritten meanwhile is
-/// seen by its identity, size, times and bytes.
+/// Renames `tmp` over `name` if what is there is still what was read (`seen`), then flushes
+/// the folder. A file created meanwhile is never replaced (`RENAME_NOREPLACE`, atomic); a file
+/// replaced or rewritten meanwhile is seen by its identity, size, times and bytes.
 fn swap(
     dir: &OwnedFd,
     dir_path: &Path,
     name: &OsStr,
     tmp: &mut Temporary<'_>,
-    seen: Option<(&[u8], &rustix::fs::Stat)>,
+    seen: Seen<'_>,
 ) -> Result<Swapped, PersonFileError> {
     let target = dir_path.join(name);
     match seen {
-        None => {
+        Seen::Anything => {
+            rustix::fs::renameat(dir, tmp.name.as_os_str(), dir, name)
+                .map_err(errno("replace", &target))?;
+        }
+        Seen::Nothing => {
             match rustix::fs::renameat_with(
                 dir,
                 tmp.name.as_os_str(),
@@ -1092,7 +1130,7 @@ fn swap(
                 Err(e) => return Err(errno("replace", &target)(e)),
             }
         }
-        Some((bytes, stat)) => {
+        Seen::File(bytes, stat) => {
             match open_existing(dir, name).map_err(errno("read", &target))? {
                 Existing::Missing => return Ok(Swapped::Rewritten),
                 Existing::Changed => return Ok(Swapped::Linked),
