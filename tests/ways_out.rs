@@ -463,9 +463,12 @@ fn the_plan_says_what_keeps_unix_sockets_in_on_each_kind_of_kernel() {
             seccomp.push(plan.seccomp);
         }
         // The same filter, but that the fallback, which has no IPC namespace, also refuses the
-        // machine's SysV IPC and message queues.
+        // machine's SysV IPC and message queues, and, with no PID namespace, the scheduling calls
+        // on any process but the caller.
         assert!(!seccomp[0].refuse_shared_ipc && seccomp[1].refuse_shared_ipc);
+        assert!(!seccomp[0].refuse_others_scheduling && seccomp[1].refuse_others_scheduling);
         seccomp[1].refuse_shared_ipc = false;
+        seccomp[1].refuse_others_scheduling = false;
         assert_eq!(
             seccomp[0], seccomp[1],
             "the fallback gets another filter (ABI {abi})"
