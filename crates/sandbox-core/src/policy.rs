@@ -186,7 +186,12 @@ impl RefusedPattern {
     /// The suffixes of SQLite's files beside a database this pattern may name ([`SQLITE_SIDECARS`]):
     /// none for a folder pattern (`planning/`), which names no database.
     pub fn sidecars(&self) -> &'static [&'static str] {
-        if self.is_dir() { &[] } else { SQLITE_SIDECARS }
+        // A folder pattern ends with `/` (`RefusedPattern::is_dir`).
+        if self.text.ends_with('/') {
+            &[]
+        } else {
+            SQLITE_SIDECARS
+        }
     }
 
     /// Whether an entry name at a grant's top matches: the pattern's name, or (for a file
