@@ -1191,3 +1191,67 @@ fn contract_person(vars: &[(String, String)]) -> impl sandbox_core::PersonFiles 
     }
     Person(vars.iter().cloned().collect())
 }
+
+// ---------- A symlink on the way ----------
+
+#[test]
+fn a_chat_cannot_replace_the_persons_symlinked_settings_folder_stand_in_step() {
+    let _serial = one_at_a_time();
+    let test = "a_chat_cannot_replace_the_persons_symlinked_settings_folder_stand_in_step";
+    if !confinement_available(test) {
+        return;
+    }
+    for user in users(test) {
+        let who = if user.is_some() {
+            "ordinary user"
+        } else {
+            "this user"
+        };
+        let world = World::new("claude", user, |_| Vec::new());
+        let home = world.home().to_owned();
+        // The person keeps Claude's settings in a dotfiles folder, linked from the home.
+        let dotfiles = home.join("dotfiles/claude");
+        let moved = home.join(".claude");
+        std::fs::create_dir_all(&dotfiles).unwrap();
+        std::fs::rename(&moved, dotfiles.join("from-setup")).ok();
+        std::fs::write(dotfiles.join("settings.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("dotfiles/claude", &moved).unwrap();
+        world.give(&home.join("dotfiles"));
+        world.give(&moved);
+        let hooks = world.carrier("claude-user.json", &claude_hooks(&world, "user"));
+        let attempt = format!(
+            "mv {l} {h}/claude-link-moved; rm -f {l}; mkdir -p {h}/mine && cp {c} {h}/mine/settings.json && ln -sfn {h}/mine {l}; cp {c} {l}/settings.json; echo done",
+            l = moved.display(),
+            h = home.display(),
+            c = hooks.display()
+        );
+        let ran = world.step_in_chat_a(&attempt);
+        assert!(ran.stdout.contains("done"), "{who}: {}", said(&ran));
+        assert_eq!(
+            std::fs::read_link(&moved).ok(),
+            Some(PathBuf::from("dotfiles/claude")),
+            "{who}: the person's link was replaced: {}",
+            said(&ran)
+        );
+        assert_eq!(
+            read(&dotfiles.join("settings.json")).as_deref(),
+            Some("{}"),
+            "{who}: the settings behind the link were written"
+        );
+        // Control: the same commands, run by the person outside any chat, replace it.
+        let ran = run(
+            Path::new("/bin/sh"),
+            &["-c".to_owned(), attempt],
+            &home,
+            &world.env(),
+            Stdin::Null,
+            LIMIT,
+        );
+        assert_ne!(
+            std::fs::read_link(&moved).ok(),
+            Some(PathBuf::from("dotfiles/claude")),
+            "{who}: control: the person could not replace the link: {}",
+            said(&ran)
+        );
+    }
+}

@@ -155,6 +155,9 @@ pub fn describe(plan: &launch::linux::plan::LinuxPlan, file: &Path) {
                     MountStep::ReadOnly { path, .. } => {
                         tracing::debug!(path = %path.display(), "mount: read-only")
                     }
+                    MountStep::PinLink { path } => {
+                        tracing::debug!(path = %path.display(), "mount: symlink kept in place (bound onto itself)")
+                    }
                 }
             }
         }

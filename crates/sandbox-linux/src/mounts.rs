@@ -20,7 +20,8 @@
 //! 7. **Masks.** An empty read-only tmpfs over each protected root, this chat's folders attached
 //!    back inside it from pass 2 (read-only grants made read-only with every mount beneath).
 //! 8. **Entries.** Refused entries and blocked programs covered by unreadable stand-ins;
-//!    hardened paths bound read-only onto themselves.
+//!    hardened paths and the CLIs' acted-on settings bound read-only onto themselves; a symlink
+//!    of the person's on the way to a CLI's settings bound onto itself as the link it is.
 //! 9. **Seal.** The mount at `/dev` is made read-only (its `shm` folder, bound onto itself,
 //!    stays writable).
 //!
@@ -37,8 +38,8 @@ use std::path::{Path, PathBuf};
 
 use super::plan::{HARMLESS_DEVICES, MountStep, NamespacePlan};
 use super::sys::{
-    ApplyError, attach_tree, clone_handle, clone_tree, detach, detached_tmpfs, fail, fd_path,
-    make_in, make_read_only, mkdir, mount, open_if_there, touch,
+    ApplyError, attach_tree, clone_handle, clone_link, clone_tree, detach, detached_tmpfs, fail,
+    fd_path, make_in, make_read_only, mkdir, mount, open_if_there, touch,
 };
 use sandbox_core::Access;
 
@@ -320,6 +321,7 @@ impl StandIns {
                 make_read_only(Some(tree.as_fd()), path)?;
                 attach_tree(&tree, path)
             }
+            MountStep::PinLink { path } => attach_tree(&clone_link(path)?, path),
             MountStep::Pin { .. } | MountStep::Mask { .. } => Ok(()),
         }
     }
