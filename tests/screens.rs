@@ -5,6 +5,11 @@
 //! read with `tmux capture-pane`. The same launch without the setting that keeps a screen away
 //! shows that screen, so the test can see it.
 //!
+//! The screens that settings in the shared home raise (Codex's "Hooks need review", Claude's "Do
+//! you want to proceed?" from `permissions.ask`) are in `tests/steering.rs`: a chat can no longer
+//! plant them, and the person's own Claude setting refuses the launch (docs/agents.md, the
+//! screens table).
+//!
 //! The CLIs run unconfined here (the screens do not depend on the sandbox; `contract --agents`
 //! runs the tmux shape confined), from the adapter's own launch for a confined request, with a
 //! scratch HOME and TMPDIR that are removed afterwards.

@@ -1191,3 +1191,160 @@ fn contract_person(vars: &[(String, String)]) -> impl sandbox_core::PersonFiles 
     }
     Person(vars.iter().cloned().collect())
 }
+
+// ---------- A symlink on the way ----------
+
+#[test]
+fn a_chat_cannot_replace_the_persons_symlinked_settings_folder_stand_in_step() {
+    let _serial = one_at_a_time();
+    let test = "a_chat_cannot_replace_the_persons_symlinked_settings_folder_stand_in_step";
+    if !confinement_available(test) {
+        return;
+    }
+    for user in users(test) {
+        let who = if user.is_some() {
+            "ordinary user"
+        } else {
+            "this user"
+        };
+        let world = World::new("claude", user, |_| Vec::new());
+        let home = world.home().to_owned();
+        // The person keeps Claude's settings in a dotfiles folder, linked from the home.
+        let dotfiles = home.join("dotfiles/claude");
+        let moved = home.join(".claude");
+        std::fs::create_dir_all(&dotfiles).unwrap();
+        std::fs::rename(&moved, dotfiles.join("from-setup")).ok();
+        std::fs::write(dotfiles.join("settings.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("dotfiles/claude", &moved).unwrap();
+        world.give(&home.join("dotfiles"));
+        world.give(&moved);
+        let hooks = world.carrier("claude-user.json", &claude_hooks(&world, "user"));
+        let attempt = format!(
+            "mv {l} {h}/claude-link-moved; rm -f {l}; mkdir -p {h}/mine && cp {c} {h}/mine/settings.json && ln -sfn {h}/mine {l}; cp {c} {l}/settings.json; echo done",
+            l = moved.display(),
+            h = home.display(),
+            c = hooks.display()
+        );
+        let ran = world.step_in_chat_a(&attempt);
+        assert!(ran.stdout.contains("done"), "{who}: {}", said(&ran));
+        assert_eq!(
+            std::fs::read_link(&moved).ok(),
+            Some(PathBuf::from("dotfiles/claude")),
+            "{who}: the person's link was replaced: {}",
+            said(&ran)
+        );
+        assert_eq!(
+            read(&dotfiles.join("settings.json")).as_deref(),
+            Some("{}"),
+            "{who}: the settings behind the link were written"
+        );
+        // Control: the same commands, run by the person outside any chat, replace it.
+        let ran = run(
+            Path::new("/bin/sh"),
+            &["-c".to_owned(), attempt],
+            &home,
+            &world.env(),
+            Stdin::Null,
+            LIMIT,
+        );
+        assert_ne!(
+            std::fs::read_link(&moved).ok(),
+            Some(PathBuf::from("dotfiles/claude")),
+            "{who}: control: the person could not replace the link: {}",
+            said(&ran)
+        );
+    }
+}
+
+// ---------- The Landlock-only fallback ----------
+
+#[test]
+fn the_landlock_only_fallback_closes_the_homes_settings_and_says_the_runtimes_stay_open() {
+    let _serial = one_at_a_time();
+    let test =
+        "the_landlock_only_fallback_closes_the_homes_settings_and_says_the_runtimes_stay_open";
+    if !confinement_available(test) {
+        return;
+    }
+    let world = World::new("codex", None, |_| Vec::new());
+    let home = world.home().to_owned();
+    let ctx = launch::Context::load(&world.demo.settings()).unwrap();
+    let policy = ctx
+        .policy(
+            &world.demo.chat,
+            &[sandbox_core::GrantRequest::parse(&world.demo.grant_arg()).unwrap()],
+        )
+        .unwrap();
+    let kernel = launch::linux::plan::Kernel {
+        namespaces: false,
+        ..launch::linux::this_kernel()
+    };
+    let plan = launch::linux::compile(&policy, kernel).unwrap();
+    assert!(plan.namespaces.is_none());
+    let said_gap = plan.guarantees.iter().any(|g| {
+        g.id == "settings"
+            && matches!(&g.enforcement, sandbox_core::Enforcement::Partly(gap) if gap.contains("runtime"))
+    });
+    assert!(
+        said_gap,
+        "the fallback states its gap: {:#?}",
+        plan.guarantees
+    );
+    let file = world.demo.root.join("frozen-plan.json");
+    std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
+    let runtime = world.runtime(true);
+    let script = format!(
+        "printf 'notify = [\"x\"]' >> {h}/.codex/config.toml; printf '{{\"hooks\":1}}' > {h}/.claude/settings.json; mkdir {h}/.gemini/commands/x; mv {h}/.codex {h}/.codex-moved; mkdir -p {r}/.codex && printf 'x = 1' > {r}/.codex/config.toml; echo done",
+        h = home.display(),
+        r = runtime.display()
+    );
+    let person_config = read(&home.join(".codex/config.toml")).unwrap();
+    let out = std::process::Command::new(cli_sandbox())
+        .env("HOME", &home)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("AGENTWORKS_STATE_ROOT")
+        .env_remove("AGENTWORKS_WORKSPACE_DOCS")
+        .arg("exec")
+        .arg("--policy")
+        .arg(&file)
+        .args(["--", "/bin/sh", "-c", &script])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("done"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Verdicts from the disk: the home's settings as they were, the folder not moved, a
+    // missing one created by the helper and left as it was made.
+    assert_eq!(
+        read(&home.join(".codex/config.toml")).unwrap(),
+        person_config
+    );
+    assert_eq!(
+        read(&home.join(".claude/settings.json")).as_deref(),
+        Some("{}")
+    );
+    assert!(!home.join(".gemini/commands/x").exists());
+    assert!(!home.join(".codex-moved").exists());
+    // The stated gap: the runtime's project settings are the chat's to write in this plan.
+    assert_eq!(
+        read(&runtime.join(".codex/config.toml")).as_deref(),
+        Some("x = 1"),
+        "the fallback's stated gap changed: update the guarantee and SECURITY.md"
+    );
+    // Control: the same script, run by the person, writes and moves them.
+    let out = std::process::Command::new("/bin/sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("done"));
+    assert!(home.join(".codex-moved/config.toml").exists());
+    assert!(
+        read(&home.join(".codex-moved/config.toml"))
+            .unwrap()
+            .contains("notify")
+    );
+}

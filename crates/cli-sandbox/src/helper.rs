@@ -158,6 +158,9 @@ pub fn describe(plan: &launch::linux::plan::LinuxPlan, file: &Path) {
                     MountStep::Keep { path, .. } => {
                         tracing::debug!(path = %path.display(), "mount: kept (bound onto itself after the masks)")
                     }
+                    MountStep::PinLink { path } => {
+                        tracing::debug!(path = %path.display(), "mount: symlink kept in place (bound onto itself)")
+                    }
                 }
             }
         }

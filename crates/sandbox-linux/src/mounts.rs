@@ -20,8 +20,10 @@
 //! 7. **Masks.** An empty read-only tmpfs over each protected root, this chat's folders attached
 //!    back inside it from pass 2 (read-only grants made read-only with every mount beneath).
 //! 8. **Entries.** Refused entries and blocked programs covered by unreadable stand-ins;
-//!    hardened paths and git's own files in read-write grants bound read-only onto themselves,
-//!    each repository's `.git` folder bound onto itself (kept: not renamed).
+//!    hardened paths, the CLIs' acted-on settings and git's own files in read-write grants bound
+//!    read-only onto themselves; each repository's `.git` folder bound onto itself (kept: not
+//!    renamed); a symlink of the person's on the way to a CLI's settings bound onto itself as
+//!    the link it is.
 //! 9. **Seal.** The mount at `/dev` is made read-only (its `shm` folder, bound onto itself,
 //!    stays writable).
 //!
@@ -38,8 +40,8 @@ use std::path::{Path, PathBuf};
 
 use super::plan::{HARMLESS_DEVICES, MountStep, NamespacePlan};
 use super::sys::{
-    ApplyError, attach_tree, clone_handle, clone_tree, detach, detached_tmpfs, fail, fd_path,
-    make_in, make_read_only, mkdir, mount, open_if_there, touch,
+    ApplyError, attach_tree, clone_handle, clone_link, clone_tree, detach, detached_tmpfs, fail,
+    fd_path, make_in, make_read_only, mkdir, mount, open_if_there, touch,
 };
 use sandbox_core::Access;
 
@@ -324,6 +326,7 @@ impl StandIns {
             // A copy of the entry's own tree attached onto it, writable as it was: a mount
             // point, which a rename or a removal inside refuses (EBUSY).
             MountStep::Keep { path, dir } => attach_tree(&clone_tree(path, *dir)?, path),
+            MountStep::PinLink { path } => attach_tree(&clone_link(path)?, path),
             MountStep::Pin { .. } | MountStep::Mask { .. } => Ok(()),
         }
     }

@@ -71,6 +71,14 @@ pub enum MountStep {
         /// A folder, else a file.
         dir: bool,
     },
+    /// Bind a symlink onto itself, as the link it is (never what it points to), so that it is a
+    /// mount point: renaming, removing or replacing it fails with EBUSY. A symlink of the
+    /// person's on the way to a CLI's settings (`~/.codex -> dotfiles/codex`): a chat must not
+    /// rename it and put a folder of its own in its place.
+    PinLink {
+        /// The symlink.
+        path: PathBuf,
+    },
     /// Bind an entry onto itself read-only (a persistence path with `harden`, a kernel tunable):
     /// it can be read, not written, and as a mount point it cannot be removed or replaced
     /// (EBUSY).
@@ -412,6 +420,7 @@ impl LinuxPlan {
             for step in &ns.mounts {
                 match step {
                     MountStep::Pin { path }
+                    | MountStep::PinLink { path }
                     | MountStep::Hide { path, .. }
                     | MountStep::ReadOnly { path, .. }
                     | MountStep::Keep { path, .. } => out.push(path),
@@ -1646,8 +1655,18 @@ pub(super) fn settings_in_namespace<'p>(
                 // bound without following it; reported (the runtime's own settings are read by
                 // this chat's later launches only).
                 links.push(show(path));
+            } else {
+                // In the home its resolved twin is listed beside it and closed there; the links
+                // on the way (`~/.codex -> dotfiles/codex`) are kept in place.
+                for ancestor in path.ancestors().skip(1) {
+                    if ancestor == policy.home() || !ancestor.starts_with(policy.home()) {
+                        break;
+                    }
+                    if kind_of(ancestor) == Some(EntryKind::Symlink) {
+                        pin_link(&mut out, ancestor);
+                    }
+                }
             }
-            // In the home its resolved twin is listed beside it.
             continue;
         }
         match kind_of(path) {
@@ -1666,7 +1685,9 @@ pub(super) fn settings_in_namespace<'p>(
                     dir: false,
                 });
             }
-            Some(EntryKind::Symlink) => links.push(show(path)),
+            // The person's link: kept in place (what it points to is listed beside it and
+            // closed at its own path).
+            Some(EntryKind::Symlink) => pin_link(&mut out, path),
             None if !setting.in_runtime() && !path.starts_with(policy.home()) => {
                 // A place that resolves outside the home (a folder variable naming one, a link
                 // a chat pointed elsewhere) is not the person's to fill.
@@ -1708,6 +1729,17 @@ pub(super) fn settings_in_namespace<'p>(
         out.guarantee.enforcement = Enforcement::Partly(gaps.join("; "));
     }
     out
+}
+
+/// A symlink of the home kept in place ([`MountStep::PinLink`]), once; its folders pinned.
+fn pin_link(out: &mut SettingsInNamespace, link: &Path) {
+    let step = MountStep::PinLink {
+        path: link.to_owned(),
+    };
+    if !out.mounts.contains(&step) {
+        out.mounts.push(step);
+        out.pinned_below.push(link.to_owned());
+    }
 }
 
 /// `disk.kind(path)`, looked at once: the answer in `seen` when there is one (paths compared by

@@ -286,6 +286,31 @@ pub(super) fn clone_tree(path: &Path, dir: bool) -> Result<OwnedFd, ApplyError> 
     })
 }
 
+/// A detached copy of the symlink at `path` itself (its folder opened without following a
+/// link, the last name not followed either), to attach onto the same path: the link becomes a
+/// mount point that cannot be renamed or removed.
+pub(super) fn clone_link(path: &Path) -> Result<OwnedFd, ApplyError> {
+    let step = || format!("take a copy of the symlink {}", path.display());
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(fail(step(), "no folder or no name"));
+    };
+    let folder = open_no_symlinks(folder, true)?;
+    let name = CString::new(name.as_bytes()).map_err(|_| fail(step(), "NUL byte"))?;
+    // SAFETY: `folder` is an open descriptor this function holds and `name` a C string, both
+    // alive for the call; open_tree only reads them.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            folder.as_raw_fd(),
+            name.as_ptr(),
+            OPEN_TREE_CLONE
+                | libc::O_CLOEXEC as libc::c_uint
+                | libc::AT_SYMLINK_NOFOLLOW as libc::c_uint,
+        )
+    };
+    owned(fd, step)
+}
+
 /// A detached copy of what `handle` (an `O_PATH` descriptor, of any mount, attached or not)
 /// names.
 pub(super) fn clone_handle(handle: &OwnedFd) -> io::Result<OwnedFd> {
