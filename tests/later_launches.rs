@@ -380,7 +380,10 @@ def attempt(name, action):
     except OSError as e:
         print(name, "refused", e.errno)
 def write(path, text, mode="w"):
-    return lambda: open(path, mode).write(text)
+    def act():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, mode).write(text)
+    return act
 attempt("hook", write(repo + "/.git/hooks/post-checkout", "#!/bin/sh\ntouch /tmp/pwned\n"))
 attempt("config", write(repo + "/.git/config", "[core]\n\tfsmonitor = touch /tmp/pwned\n", "a"))
 attempt("gitmodules", write(repo + "/.gitmodules", "[submodule \"x\"]\n\tpath = x\n\turl = /tmp/x\n", "a"))
@@ -454,6 +457,9 @@ impl GitLab {
             &["worktree", "add", "-q", worktree.to_str().unwrap()],
             &repo,
         );
+        // The nested repository without its hooks folder: the plan makes it, empty, and closes
+        // it, so that the chat cannot make it with hooks of its own.
+        std::fs::remove_dir_all(inner.join(".git/hooks")).unwrap();
         if let Some(user) = user {
             user.own(&demo.root);
         }
@@ -480,6 +486,26 @@ impl GitLab {
         std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
         file
+    }
+
+    /// How the chat's plan (with namespaces or without) keeps the `git-metadata` promise.
+    fn guarantee(&self, namespaces: bool) -> String {
+        let mut ctx = launch::Context::load(&self.demo.settings()).unwrap();
+        ctx.privileged = self.user.is_none();
+        let grant = sandbox_core::GrantRequest::parse(&self.demo.grant_arg()).unwrap();
+        let policy = ctx.policy(&self.demo.chat, &[grant]).unwrap();
+        let kernel = launch::linux::plan::Kernel {
+            landlock_abi: launch::linux::this_kernel().landlock_abi,
+            namespaces,
+        };
+        let plan = launch::linux::compile(&policy, kernel).unwrap();
+        let json = serde_json::to_value(&plan.guarantees).unwrap();
+        json.as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["id"] == "git-metadata")
+            .map(|g| g["enforced"].as_str().unwrap_or("?").to_owned())
+            .unwrap_or_else(|| "missing".into())
     }
 
     fn command(&self, confined: bool, argv: &[&str]) -> Command {
@@ -550,6 +576,24 @@ fn gits_hooks_and_configuration_in_a_read_write_grant_are_read_only_inside_and_w
             || !lab.repo.join(".git/HEAD").exists()
         {
             failures.push(format!("{}: inside, the repository changed", who(&user)));
+        }
+        let hooks = std::fs::read_dir(lab.inner.join(".git/hooks")).map(|d| d.count());
+        if hooks.as_ref().ok() != Some(&0) {
+            failures.push(format!(
+                "{}: the missing hooks folder was not made empty and kept so: {hooks:?}",
+                who(&user)
+            ));
+        }
+        // Both plans say what they do: the namespace plan partly (what is made during the
+        // chat), the Landlock-only fallback not at all.
+        for (namespaces, expected) in [(true, "partly"), (false, "not")] {
+            let said = lab.guarantee(namespaces);
+            if said != expected {
+                failures.push(format!(
+                    "{}: namespaces {namespaces}: git-metadata is {said}, not {expected}",
+                    who(&user)
+                ));
+            }
         }
         // Git itself still works inside: status, a commit (index, objects, refs, logs).
         let script = format!(
