@@ -368,10 +368,11 @@ fn the_launchers_kept_copy_is_one_per_content_and_old_ones_are_removed() {
 const PYTHON: &str = "/usr/bin/python3";
 
 /// Tries each write and prints `NAME ok` or `NAME refused`, one a line. Arguments: the
-/// repository, its nested repository, its worktree (whose `.git` is a `gitdir:` file).
+/// repository, its nested repository, its worktree (whose `.git` is a `gitdir:` file), a bare
+/// repository (`project.git`, whose hooks a push runs).
 const GIT_WRITES: &str = r##"
 import os, sys
-repo, inner, worktree = sys.argv[1:4]
+repo, inner, worktree, bare = sys.argv[1:5]
 gitdir = os.path.join(repo, ".git/worktrees", os.path.basename(worktree))
 def attempt(name, action):
     try:
@@ -391,11 +392,13 @@ attempt("nested-hook", write(inner + "/.git/hooks/pre-commit", "#!/bin/sh\n"))
 attempt("nested-config", write(inner + "/.git/config", "[core]\n\tfsmonitor = x\n", "a"))
 attempt("worktree-gitfile", write(worktree + "/.git", "gitdir: /tmp/elsewhere\n"))
 attempt("worktree-commondir", write(gitdir + "/commondir", "/tmp/elsewhere\n"))
+attempt("bare-hook", write(bare + "/hooks/post-receive", "#!/bin/sh\n"))
+attempt("bare-config", write(bare + "/config", "[core]\n\tfsmonitor = x\n", "a"))
 attempt("hooks-renamed", lambda: os.rename(repo + "/.git/hooks", repo + "/.git/hooks-old"))
 attempt("gitdir-renamed", lambda: os.rename(repo + "/.git", repo + "/.git-old"))
 "##;
 
-const GIT_ATTEMPTS: [&str; 9] = [
+const GIT_ATTEMPTS: [&str; 11] = [
     "hook",
     "config",
     "gitmodules",
@@ -403,6 +406,8 @@ const GIT_ATTEMPTS: [&str; 9] = [
     "nested-config",
     "worktree-gitfile",
     "worktree-commondir",
+    "bare-hook",
+    "bare-config",
     "hooks-renamed",
     "gitdir-renamed",
 ];
@@ -448,6 +453,7 @@ impl GitLab {
         std::fs::create_dir_all(&inner).unwrap();
         git(&["init", "-q"], &repo);
         git(&["init", "-q"], &inner);
+        git(&["init", "-q", "--bare", "project.git"], &demo.granted);
         std::fs::write(repo.join("README"), "x\n").unwrap();
         // An existing .gitmodules (one created during the chat is the gap SECURITY.md states).
         std::fs::write(repo.join(".gitmodules"), "").unwrap();
@@ -528,6 +534,7 @@ impl GitLab {
 
     /// Each of [`GIT_ATTEMPTS`] with whether it succeeded.
     fn attempts(&self, confined: bool) -> Vec<(String, bool)> {
+        let bare = self.demo.granted.join("project.git");
         let argv = [
             PYTHON,
             "-c",
@@ -535,6 +542,7 @@ impl GitLab {
             self.repo.to_str().unwrap(),
             self.inner.to_str().unwrap(),
             self.worktree.to_str().unwrap(),
+            bare.to_str().unwrap(),
         ];
         let out = self.command(confined, &argv).output().unwrap();
         assert!(out.status.success(), "{}", text(&out));

@@ -100,6 +100,10 @@ pub fn probes(world: &World) -> Vec<(Op, PathBuf)> {
             "sub/repo/.git/config",
             "sub/.git",
             "x.git/config",
+            "x.git/hooks/post-receive",
+            "x.GIT/Config",
+            "x.git",
+            "x.git/objects/y",
             ".gitignore",
             "hooks/x",
         ] {
