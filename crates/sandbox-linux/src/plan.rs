@@ -1294,7 +1294,7 @@ fn git_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> GitInNamespace {
         }
     }
     let mut gaps = vec![
-        "a repository made during the chat (git init, a clone) and a .gitmodules, or a commondir in a repository's own .git folder, created during the chat are not closed, nor is a bare repository (NAME.git) renamed and replaced: they are closed from the next launch on, which finds them".to_owned(),
+        "a repository made during the chat (git init, a clone; also one made in the place of a repository whose folder the chat renamed away) and a .gitmodules, or a commondir in a repository's own .git folder, created during the chat are not closed, nor is a bare repository (NAME.git) renamed and replaced: they are closed from the next launch on, which finds them".to_owned(),
         "a process outside that replaces one of these files by a rename during the chat (git config run outside saves .git/config so) detaches its read-only mount inside: the new file is writable from inside until the chat ends".to_owned(),
     ];
     if missing_commondir {
