@@ -368,10 +368,11 @@ fn the_launchers_kept_copy_is_one_per_content_and_old_ones_are_removed() {
 const PYTHON: &str = "/usr/bin/python3";
 
 /// Tries each write and prints `NAME ok` or `NAME refused`, one a line. Arguments: the
-/// repository, its nested repository, its worktree (whose `.git` is a `gitdir:` file).
+/// repository, its nested repository, its worktree (whose `.git` is a `gitdir:` file), a bare
+/// repository (`project.git`, whose hooks a push runs).
 const GIT_WRITES: &str = r##"
 import os, sys
-repo, inner, worktree = sys.argv[1:4]
+repo, inner, worktree, bare = sys.argv[1:5]
 gitdir = os.path.join(repo, ".git/worktrees", os.path.basename(worktree))
 def attempt(name, action):
     try:
@@ -380,7 +381,10 @@ def attempt(name, action):
     except OSError as e:
         print(name, "refused", e.errno)
 def write(path, text, mode="w"):
-    return lambda: open(path, mode).write(text)
+    def act():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, mode).write(text)
+    return act
 attempt("hook", write(repo + "/.git/hooks/post-checkout", "#!/bin/sh\ntouch /tmp/pwned\n"))
 attempt("config", write(repo + "/.git/config", "[core]\n\tfsmonitor = touch /tmp/pwned\n", "a"))
 attempt("gitmodules", write(repo + "/.gitmodules", "[submodule \"x\"]\n\tpath = x\n\turl = /tmp/x\n", "a"))
@@ -388,11 +392,13 @@ attempt("nested-hook", write(inner + "/.git/hooks/pre-commit", "#!/bin/sh\n"))
 attempt("nested-config", write(inner + "/.git/config", "[core]\n\tfsmonitor = x\n", "a"))
 attempt("worktree-gitfile", write(worktree + "/.git", "gitdir: /tmp/elsewhere\n"))
 attempt("worktree-commondir", write(gitdir + "/commondir", "/tmp/elsewhere\n"))
+attempt("bare-hook", write(bare + "/hooks/post-receive", "#!/bin/sh\n"))
+attempt("bare-config", write(bare + "/config", "[core]\n\tfsmonitor = x\n", "a"))
 attempt("hooks-renamed", lambda: os.rename(repo + "/.git/hooks", repo + "/.git/hooks-old"))
 attempt("gitdir-renamed", lambda: os.rename(repo + "/.git", repo + "/.git-old"))
 "##;
 
-const GIT_ATTEMPTS: [&str; 9] = [
+const GIT_ATTEMPTS: [&str; 11] = [
     "hook",
     "config",
     "gitmodules",
@@ -400,6 +406,8 @@ const GIT_ATTEMPTS: [&str; 9] = [
     "nested-config",
     "worktree-gitfile",
     "worktree-commondir",
+    "bare-hook",
+    "bare-config",
     "hooks-renamed",
     "gitdir-renamed",
 ];
@@ -445,6 +453,7 @@ impl GitLab {
         std::fs::create_dir_all(&inner).unwrap();
         git(&["init", "-q"], &repo);
         git(&["init", "-q"], &inner);
+        git(&["init", "-q", "--bare", "project.git"], &demo.granted);
         std::fs::write(repo.join("README"), "x\n").unwrap();
         // An existing .gitmodules (one created during the chat is the gap SECURITY.md states).
         std::fs::write(repo.join(".gitmodules"), "").unwrap();
@@ -454,6 +463,9 @@ impl GitLab {
             &["worktree", "add", "-q", worktree.to_str().unwrap()],
             &repo,
         );
+        // The nested repository without its hooks folder: the plan makes it, empty, and closes
+        // it, so that the chat cannot make it with hooks of its own.
+        std::fs::remove_dir_all(inner.join(".git/hooks")).unwrap();
         if let Some(user) = user {
             user.own(&demo.root);
         }
@@ -482,6 +494,26 @@ impl GitLab {
         file
     }
 
+    /// How the chat's plan (with namespaces or without) keeps the `git-metadata` promise.
+    fn guarantee(&self, namespaces: bool) -> String {
+        let mut ctx = launch::Context::load(&self.demo.settings()).unwrap();
+        ctx.privileged = self.user.is_none();
+        let grant = sandbox_core::GrantRequest::parse(&self.demo.grant_arg()).unwrap();
+        let policy = ctx.policy(&self.demo.chat, &[grant]).unwrap();
+        let kernel = launch::linux::plan::Kernel {
+            landlock_abi: launch::linux::this_kernel().landlock_abi,
+            namespaces,
+        };
+        let plan = launch::linux::compile(&policy, kernel).unwrap();
+        let json = serde_json::to_value(&plan.guarantees).unwrap();
+        json.as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["id"] == "git-metadata")
+            .map(|g| g["enforced"].as_str().unwrap_or("?").to_owned())
+            .unwrap_or_else(|| "missing".into())
+    }
+
     fn command(&self, confined: bool, argv: &[&str]) -> Command {
         let mut cmd = if confined {
             let mut cmd = command_as(self.user.as_ref(), cli_sandbox());
@@ -502,6 +534,7 @@ impl GitLab {
 
     /// Each of [`GIT_ATTEMPTS`] with whether it succeeded.
     fn attempts(&self, confined: bool) -> Vec<(String, bool)> {
+        let bare = self.demo.granted.join("project.git");
         let argv = [
             PYTHON,
             "-c",
@@ -509,6 +542,7 @@ impl GitLab {
             self.repo.to_str().unwrap(),
             self.inner.to_str().unwrap(),
             self.worktree.to_str().unwrap(),
+            bare.to_str().unwrap(),
         ];
         let out = self.command(confined, &argv).output().unwrap();
         assert!(out.status.success(), "{}", text(&out));
@@ -550,6 +584,24 @@ fn gits_hooks_and_configuration_in_a_read_write_grant_are_read_only_inside_and_w
             || !lab.repo.join(".git/HEAD").exists()
         {
             failures.push(format!("{}: inside, the repository changed", who(&user)));
+        }
+        let hooks = std::fs::read_dir(lab.inner.join(".git/hooks")).map(|d| d.count());
+        if hooks.as_ref().ok() != Some(&0) {
+            failures.push(format!(
+                "{}: the missing hooks folder was not made empty and kept so: {hooks:?}",
+                who(&user)
+            ));
+        }
+        // Both plans say what they do: the namespace plan partly (what is made during the
+        // chat), the Landlock-only fallback not at all.
+        for (namespaces, expected) in [(true, "partly"), (false, "not")] {
+            let said = lab.guarantee(namespaces);
+            if said != expected {
+                failures.push(format!(
+                    "{}: namespaces {namespaces}: git-metadata is {said}, not {expected}",
+                    who(&user)
+                ));
+            }
         }
         // Git itself still works inside: status, a commit (index, objects, refs, logs).
         let script = format!(

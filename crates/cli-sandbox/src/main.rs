@@ -63,7 +63,7 @@ Exit status:
   0    success
   1    contract: a check did not get the verdict the policy expects
   125  cli-sandbox itself failed: bad input, a confinement that could not be applied, the helper
-       missing (nothing was started)
+       missing or where a chat could replace it (nothing was started)
   126  the program exists but cannot be run
   127  the program was not found
   run, step: otherwise the program's own status; a program ended by a signal ends cli-sandbox

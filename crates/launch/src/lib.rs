@@ -19,8 +19,10 @@
 //! What must be there at run time: on Linux, an installed helper that applies the plan,
 //! `cli-sandbox-helper` (the helper alone, whose start costs each launch least) or the full
 //! `cli-sandbox` binary (the same helper as `cli-sandbox exec`), named by [`Settings::helper`]
-//! or `CLI_SANDBOX_HELPER`, in a place no chat can write (it starts unconfined); it is never
-//! looked up on `PATH`. Without one, `prepare` says so. On macOS, `/usr/bin/sandbox-exec`.
+//! or `CLI_SANDBOX_HELPER`, in a place no chat can write (it starts unconfined: `prepare`
+//! refuses one a chat could replace with [`Error::HelperReplaceable`] unless
+//! [`Settings::accept_replaceable_helper`] names that path); it is never looked up on `PATH`.
+//! Without one, `prepare` says so. On macOS, `/usr/bin/sandbox-exec`.
 //!
 //! ```
 //! use launch::{Context, GrantRequest, LaunchSpec, PreparedLaunch, Settings, Shape};

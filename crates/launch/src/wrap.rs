@@ -310,14 +310,17 @@ pub fn entries_on_the_way(path: &Path) -> std::io::Result<(PathBuf, Vec<sandbox_
     } else {
         std::env::current_dir()?.join(path)
     };
-    let on_disk = |p: &Path| -> std::io::Result<sandbox_core::OnDisk> {
+    // Each entry looked at once, without following a link: what it is, and whether it is a
+    // link to follow.
+    let on_disk = |p: &Path| -> std::io::Result<(sandbox_core::OnDisk, bool)> {
         let meta = std::fs::symlink_metadata(p)?;
-        Ok(sandbox_core::OnDisk {
+        let entry = sandbox_core::OnDisk {
             path: p.to_owned(),
             uid: meta.uid(),
             mode: meta.mode() & 0o7777,
             dir: meta.is_dir(),
-        })
+        };
+        Ok((entry, meta.file_type().is_symlink()))
     };
     let owned = |c: Component<'_>| -> Option<std::ffi::OsString> {
         match c {
@@ -330,7 +333,7 @@ pub fn entries_on_the_way(path: &Path) -> std::io::Result<(PathBuf, Vec<sandbox_
     let mut pending: VecDeque<std::ffi::OsString> =
         absolute.components().filter_map(owned).collect();
     let mut at = PathBuf::from("/");
-    let mut entries = vec![on_disk(&at)?];
+    let mut entries = vec![on_disk(&at)?.0];
     let mut links = 0;
     while let Some(name) = pending.pop_front() {
         if name == "/" {
@@ -344,8 +347,7 @@ pub fn entries_on_the_way(path: &Path) -> std::io::Result<(PathBuf, Vec<sandbox_
             continue;
         }
         let next = at.join(&name);
-        let entry = on_disk(&next)?;
-        let is_link = std::fs::symlink_metadata(&next)?.file_type().is_symlink();
+        let (entry, is_link) = on_disk(&next)?;
         entries.push(entry);
         if is_link {
             links += 1;
@@ -425,13 +427,14 @@ fn kept_copy_of_this_binary(ctx: &Context) -> Result<PathBuf, Error> {
     let meta = running.metadata().map_err(io("this binary".into()))?;
     let dir = kept_copies_folder(ctx);
     crate::context::ensure_dir(&dir)?;
-    let note = dir.join(format!(
+    let note_name = format!(
         "image-{:x}-{:x}-{:x}-{:x}",
         meta.dev(),
         meta.ino(),
         meta.size(),
         meta.mtime_nsec() ^ (meta.mtime() << 30)
-    ));
+    );
+    let note = dir.join(&note_name);
     if let Ok(name) = std::fs::read_to_string(&note)
         && is_copy_name(&name)
         && dir.join(&name).is_file()
@@ -450,13 +453,7 @@ fn kept_copy_of_this_binary(ctx: &Context) -> Result<PathBuf, Error> {
     write_atomically(&dir, &note, |tmp| {
         std::io::Write::write_all(tmp, name.as_bytes())
     })?;
-    remove_other_copies(
-        &dir,
-        &[
-            &name,
-            note.file_name().unwrap_or_default().to_str().unwrap_or(""),
-        ],
-    );
+    remove_other_copies(&dir, &[&name, &note_name]);
     Ok(path)
 }
 
@@ -864,4 +861,37 @@ fn as_text<S: serde::Serializer>(argv: &[OsString], s: S) -> Result<S::Ok, S::Er
         seq.serialize_element(text)?;
     }
     seq.end()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::entries_on_the_way;
+
+    /// Every entry a resolution goes through is listed, each link as its own entry before what
+    /// it names, and the path reached is the canonical one.
+    #[test]
+    fn the_way_to_a_program_lists_each_folder_and_each_link_on_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/prog"), "").unwrap();
+        std::os::unix::fs::symlink("a/../a/b", root.join("hop")).unwrap();
+        std::os::unix::fs::symlink(root.join("hop/prog"), root.join("prog")).unwrap();
+        let (canonical, entries) = entries_on_the_way(&root.join("prog")).unwrap();
+        assert_eq!(canonical, std::fs::canonicalize(root.join("prog")).unwrap());
+        let seen: Vec<_> = entries.iter().map(|e| e.path.clone()).collect();
+        for expected in ["prog", "hop", "a", "a/b", "a/b/prog"] {
+            assert!(seen.contains(&root.join(expected)), "{expected}: {seen:?}");
+        }
+        for ancestor in root.ancestors() {
+            assert!(
+                seen.contains(&ancestor.to_owned()),
+                "{}",
+                ancestor.display()
+            );
+        }
+        // A loop is an error, as the kernel's ELOOP.
+        std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
+        assert!(entries_on_the_way(&root.join("loop")).is_err());
+    }
 }

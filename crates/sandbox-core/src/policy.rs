@@ -1308,7 +1308,9 @@ impl Policy {
 /// it is, `hooks/` and everything in it, `config`, `config.worktree` and `commondir` (which
 /// names where the hooks and configuration are); the same in each submodule's and worktree's
 /// folder under it (`.git/modules/NAME/`, `.git/worktrees/NAME/`, NAME of one or more names);
-/// and `.gitmodules` anywhere (with anything beneath it). By name, so a repository made during
+/// and `.gitmodules` anywhere (with anything beneath it); the same files in a bare repository,
+/// a folder named `NAME.git` (a push to it runs its hooks), though not the folder itself. By
+/// name, so a repository made during
 /// the chat (`git init`, a clone) is covered by the rule as well; the backends say what they
 /// enforce of it. `fold_case`: names match whatever their ASCII case (macOS).
 ///
@@ -1337,13 +1339,25 @@ pub fn git_protected(path: &Path, fold_case: bool) -> bool {
     if names.iter().any(|n| is(n, ".gitmodules")) {
         return true;
     }
+    // A bare repository is a folder named `NAME.git` (a push to it runs its hooks).
+    let bare = |name: &[u8]| {
+        name.len() > 4 && {
+            let tail = &name[name.len() - 4..];
+            if fold_case {
+                tail.eq_ignore_ascii_case(b".git")
+            } else {
+                tail == b".git"
+            }
+        }
+    };
     for (i, name) in names.iter().enumerate() {
-        if !is(name, ".git") {
+        let exact = is(name, ".git");
+        if !exact && !bare(name) {
             continue;
         }
         let rest = &names[i + 1..];
         match rest {
-            [] => return true,
+            [] => return exact,
             [first, ..] if is(first, "hooks") => return true,
             [only] if last_is_setting(only) => return true,
             [first, _, more @ ..] if is(first, "modules") || is(first, "worktrees") => {

@@ -1424,6 +1424,7 @@ fn git_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> GitInNamespace {
         .collect();
     let mut links: Vec<PathBuf> = Vec::new();
     let mut gitdirs: Vec<PathBuf> = Vec::new();
+    let mut bare_repos: Vec<PathBuf> = Vec::new();
     let in_closed_grant = |path: &Path| {
         grants.iter().any(|g| path.starts_with(g))
             && policy
@@ -1475,12 +1476,21 @@ fn git_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> GitInNamespace {
                     continue;
                 }
                 if kind == EntryKind::Dir {
+                    // A bare repository (`NAME.git` with a HEAD): its hooks and configuration
+                    // closed as a `.git` folder's, the folder itself not kept in place (the
+                    // policy judges by name, and `NAME.git` may be any folder).
+                    let bare = name.as_encoded_bytes().ends_with(b".git")
+                        && disk.kind(&path.join("HEAD")) == Some(EntryKind::File);
+                    if bare {
+                        bare_repos.push(path.clone());
+                    }
                     next.push(path);
                 }
             }
         }
         level = next;
     }
+    gitdirs.extend(bare_repos.iter().cloned());
     gitdirs.sort();
     gitdirs.dedup();
     let mut missing_commondir = false;
@@ -1490,10 +1500,12 @@ fn git_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> GitInNamespace {
             continue;
         }
         seen.push(gitdir.clone());
-        out.mounts.push(MountStep::Keep {
-            path: gitdir.clone(),
-            dir: true,
-        });
+        if !bare_repos.contains(&gitdir) {
+            out.mounts.push(MountStep::Keep {
+                path: gitdir.clone(),
+                dir: true,
+            });
+        }
         let is_worktree = gitdir
             .parent()
             .is_some_and(|p| p.file_name().is_some_and(|n| n == "worktrees"));
@@ -1544,7 +1556,7 @@ fn git_in_namespace(policy: &Policy, disk: &dyn LaunchDisk) -> GitInNamespace {
         }
     }
     let mut gaps = vec![
-        "a repository made during the chat (git init, a clone) and a .gitmodules, or a commondir in a repository's own .git folder, created during the chat are not closed: they are closed from the next launch on, which finds them".to_owned(),
+        "a repository made during the chat (git init, a clone; also one made in the place of a repository whose folder the chat renamed away) and a .gitmodules, or a commondir in a repository's own .git folder, created during the chat are not closed, nor is a bare repository (NAME.git) renamed and replaced: they are closed from the next launch on, which finds them".to_owned(),
         "a process outside that replaces one of these files by a rename during the chat (git config run outside saves .git/config so) detaches its read-only mount inside: the new file is writable from inside until the chat ends".to_owned(),
     ];
     if missing_commondir {

@@ -936,8 +936,9 @@ const GIT_PARAM: &str = "GIT_OWN_FILES";
 
 /// The names of git's own files that `sandbox_core::git_protected` refuses, as one regex over
 /// the whole path (held inside a grant by the rule's `subpath`), letters folded as the refused
-/// patterns' are: a `.gitmodules` anywhere (and beneath it); a `.git` entry itself; its
-/// `hooks/` and beneath; its `config`, `config.worktree`, `commondir`; the same under
+/// patterns' are: a `.gitmodules` anywhere (and beneath it); a `.git` entry itself; its (or a
+/// bare repository's `NAME.git`'s) `hooks/` and beneath; its `config`, `config.worktree`,
+/// `commondir`; the same under
 /// `.git/modules/NAME/` and `.git/worktrees/NAME/` (NAME one or more names).
 fn git_regex() -> String {
     let folded = |text: &str| {
@@ -948,6 +949,8 @@ fn git_regex() -> String {
         out
     };
     let git = folded(".git");
+    // `.git`, or a bare repository's `NAME.git`, as the folder git's files are in.
+    let gitdir = format!("[^/]*{git}");
     let settings = format!(
         "({}|{}|{})",
         folded("config"),
@@ -955,9 +958,13 @@ fn git_regex() -> String {
         folded("commondir")
     );
     let hooks = folded("hooks");
-    let nested = format!("{git}/({}|{})/.+/", folded("modules"), folded("worktrees"));
+    let nested = format!(
+        "{gitdir}/({}|{})/.+/",
+        folded("modules"),
+        folded("worktrees")
+    );
     format!(
-        "^.*/({}(/|$)|{git}$|{git}/{hooks}(/|$)|{git}/{settings}$|{nested}{hooks}(/|$)|{nested}{settings}$)",
+        "^.*/({}(/|$)|{git}$|{gitdir}/{hooks}(/|$)|{gitdir}/{settings}$|{nested}{hooks}(/|$)|{nested}{settings}$)",
         folded(".gitmodules")
     )
 }

@@ -101,6 +101,10 @@ pub fn probes(world: &World) -> Vec<(Op, PathBuf)> {
             "sub/repo/.git/config",
             "sub/.git",
             "x.git/config",
+            "x.git/hooks/post-receive",
+            "x.GIT/Config",
+            "x.git",
+            "x.git/objects/y",
             ".gitignore",
             "hooks/x",
             // SQLite's sidecars of a refused database, and names that only look like them.

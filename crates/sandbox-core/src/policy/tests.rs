@@ -1388,6 +1388,8 @@ fn gits_hooks_and_configuration_are_read_only_inside_a_read_write_grant() {
         ".git/modules/a/b/config",
         ".git/worktrees/w1/config.worktree",
         ".git/worktrees/w1/commondir",
+        "project.git/hooks/post-receive",
+        "project.git/config",
     ] {
         let path = format!("{wf}/{relative}");
         for op in [Op::Write, Op::Move] {
@@ -1413,6 +1415,9 @@ fn gits_hooks_and_configuration_are_read_only_inside_a_read_write_grant() {
         "config",
         "hooks/x",
         ".github/workflows/ci.yml",
+        "project.git",
+        "project.git/objects/ab/cd",
+        "notes.git",
     ] {
         let path = format!("{wf}/{relative}");
         let v = p.decide(Op::Write, Path::new(&path));
@@ -1450,6 +1455,9 @@ fn on_macos_gits_names_match_whatever_their_case() {
         ("/w/.GITMODULES", true, true),
         ("/w/.GIT/CONFIG", false, false),
         ("/w/.git/index", true, false),
+        ("/w/Repo.GIT/HOOKS/x", true, true),
+        ("/w/Repo.GIT/HOOKS/x", false, false),
+        ("/w/.git.d/config", true, false),
     ] {
         assert_eq!(git_protected(Path::new(path), fold), expected, "{path}");
     }
