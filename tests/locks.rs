@@ -75,16 +75,18 @@ def lock(path, folder):
         held.append(["flock", path])
     except OSError as e:
         errors.append([path, "flock: " + e.strerror])
-    if writable:
+    if not folder:
         # A POSIX record lock on the first TiB, an OFD lock on everything after it (the two
-        # kinds conflict with each other, even in one process).
+        # kinds conflict with each other, even in one process). A file the chat may only read
+        # (the CLIs' settings are read-only in every chat) gets read locks, which still stop
+        # any writer that asks for a lock.
         try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, POSIX_END, 0, os.SEEK_SET)
+            fcntl.lockf(fd, (fcntl.LOCK_EX if writable else fcntl.LOCK_SH) | fcntl.LOCK_NB, POSIX_END, 0, os.SEEK_SET)
             held.append(["posix", path])
         except OSError as e:
             errors.append([path, "posix: " + e.strerror])
         try:
-            ofd(fd, fcntl.F_WRLCK, POSIX_END, 0)
+            ofd(fd, fcntl.F_WRLCK if writable else fcntl.F_RDLCK, POSIX_END, 0)
             held.append(["ofd", path])
         except OSError as e:
             errors.append([path, "ofd: " + e.strerror])

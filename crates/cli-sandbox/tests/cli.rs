@@ -2066,11 +2066,17 @@ fn the_readme_python_launch_runs_the_pinned_codex_to_its_end_against_a_scripted_
     assert!(after.starts_with(&before), "{after}");
     let added = &after[before.len()..];
     assert!(added.contains("[projects."), "{added}");
-    // Nothing else in the home but Codex's own state (its sessions, logs and databases).
+    // Nothing else in the home but Codex's own state (its sessions, logs and databases) and the
+    // settings places every launch closes, made empty when missing (folders, and files in the
+    // form a CLI reads as absent: `SECURITY.md`, "One chat steering another").
     for entry in tree(&home) {
+        if entry.starts_with(home.join(".codex")) || entry.is_dir() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
         assert!(
-            entry.starts_with(home.join(".codex")),
-            "{}",
+            text.is_empty() || text == "{}",
+            "{}: {text}",
             entry.display()
         );
     }

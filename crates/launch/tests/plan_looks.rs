@@ -67,7 +67,9 @@ fn read_only(plan: &LinuxPlan) -> Vec<PathBuf> {
 
 #[test]
 fn each_path_is_looked_at_once_per_compile_and_the_plan_is_the_same() {
-    let scratch = tempfile::tempdir().unwrap();
+    // Not in /tmp: with `harden` the plan lists the home's ancestors (frozen folders), and the
+    // other tests running beside this one make and remove entries in /tmp between two compiles.
+    let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let (demo, ctx) = hardened_demo(scratch.path());
     let policy = ctx.policy(&demo.chat, &[]).unwrap();
     assert!(policy.hardened().len() > 10, "harden is on");

@@ -622,7 +622,7 @@ mod tests {
     }
 
     /// Every plan's program is short enough for each jump to reach the pool of returns at its
-    /// end (`bpf.rs`): one return per action, no `JA`, and under 200 instructions (130 to 165 on
+    /// end (`bpf.rs`): one return per action, no `JA`, and under 256 instructions (130 to 205 on
     /// x86_64; 229 to 313 with a return of their own for each rule and each leaf of the search).
     #[test]
     fn each_plans_program_has_one_return_per_action_and_no_long_jump() {
@@ -643,8 +643,11 @@ mod tests {
                 0,
                 "a JA ({kind})"
             );
+            // The fallback's filter for a root chat refuses the metadata and the scheduling
+            // calls on others as well (205 instructions on x86_64); a conditional jump reaches
+            // 255 instructions at most, which the missing JA above shows is never needed.
             assert!(
-                program.len() < 200,
+                program.len() < 256,
                 "{} instructions ({kind})",
                 program.len()
             );
