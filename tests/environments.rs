@@ -251,6 +251,10 @@ fn check(env: Environment, user: Option<&TestUser>) {
         assert!(!wrote(&granted) && !wrote(&other), "nothing ran");
     }
 
+    if user.is_none() && env.has_landlock() && env != Environment::NestedStep {
+        root_owned_file_keeps_its_metadata(env, &demo);
+    }
+
     // The contract, on a demo layout of its own.
     let contract = run(
         env,
@@ -281,6 +285,52 @@ fn check(env: Environment, user: Option<&TestUser>) {
             "codex, which has no bridge-only mode, cannot run here: {report}"
         );
     }
+}
+
+/// A root chat in the Landlock-only plan cannot change the mode, owner or times of a root-owned
+/// file outside its writable places (a stand-in for `/etc/passwd` the test makes in `/var/lib`;
+/// no file of the machine is touched). The control: the same commands in the same environment
+/// without the sandbox change them.
+fn root_owned_file_keeps_its_metadata(env: Environment, demo: &Demo) {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::Builder::new()
+        .prefix("cli-sandbox-env-")
+        .tempdir_in("/var/lib")
+        .unwrap();
+    let file = dir.path().join("passwd-stand-in");
+    std::fs::write(&file, "root:x:0:0::/root:/bin/sh\n").unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let before = std::fs::metadata(&file).unwrap();
+    let script = format!(
+        "chmod 0666 '{f}'; chown 1:1 '{f}'; touch -d 2001-01-01 '{f}'; exit 0",
+        f = file.display()
+    );
+    let chat = ["--chat", demo.chat.as_str()];
+    let step = run(
+        env,
+        None,
+        demo,
+        &[&["step"][..], &chat, &["--", "/bin/sh", "-c", &script]].concat(),
+    );
+    assert!(step.status.success(), "step: {}", text(&step));
+    let after = std::fs::metadata(&file).unwrap();
+    assert_eq!(
+        (after.mode() & 0o7777, after.uid(), after.mtime()),
+        (0o644, 0, before.mtime()),
+        "{}: a root chat changed a root-owned file's metadata",
+        env.name()
+    );
+    // The control: unconfined, the same root changes all three.
+    let mut control = env.command(None, "/bin/sh");
+    control.args(["-c", &script]);
+    assert!(control.status().unwrap().success());
+    let changed = std::fs::metadata(&file).unwrap();
+    assert!(
+        changed.mode() & 0o7777 == 0o666 && changed.mtime() != before.mtime(),
+        "{}: the control could not change the file ({:o})",
+        env.name(),
+        changed.mode()
+    );
 }
 
 /// The unconfined control: without the sandbox the same script writes both workflows, and the
