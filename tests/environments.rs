@@ -390,6 +390,15 @@ fn matrix(env: Environment) {
         ));
         return;
     }
+    if env == Environment::GVisor && Command::new("runsc").arg("--version").output().is_err() {
+        // Installed by `.ci/run` (Debian's `runsc`); elsewhere a skip that says so.
+        cli_sandbox_tests::skip(
+            test,
+            "runsc (gVisor) is not installed: apt-get install runsc",
+            cli_sandbox_tests::REQUIRE_LANDLOCK,
+        );
+        return;
+    }
     control(env);
     for user in users(env, test) {
         check(env, user.as_ref());
