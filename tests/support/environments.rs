@@ -15,6 +15,8 @@
 //!   that holds that one id (as `podman` without sub-ids, or `unshare -r`).
 //! - **Ubuntu's AppArmor restriction**: namespaces can be made but hold no capability, so every
 //!   mount in them fails; a filter refusing the mount calls stands in for it.
+//! - **gVisor** (`runsc do`, where it is installed): a real sandboxing runtime, whose kernel has
+//!   no Landlock.
 //! - **Nested in our own step**: `cli-sandbox step` of a chat of its own, whose seccomp filter
 //!   refuses namespaces and `openat2`, and whose Landlock ruleset the inner one stacks on.
 
@@ -47,11 +49,13 @@ pub enum Environment {
     /// Inside `cli-sandbox step` (the binary given to [`Environment::command`] is the outer
     /// sandbox too).
     NestedStep,
+    /// gVisor's `runsc do`, root only.
+    GVisor,
 }
 
 impl Environment {
     /// Every environment, in the order the tests run them.
-    pub const ALL: [Environment; 7] = [
+    pub const ALL: [Environment; 8] = [
         Environment::DockerDefault,
         Environment::NoLandlock,
         Environment::NoCapabilities,
@@ -59,6 +63,7 @@ impl Environment {
         Environment::RootlessContainerRoot,
         Environment::AppArmorRestricted,
         Environment::NestedStep,
+        Environment::GVisor,
     ];
 
     /// Its name in test output.
@@ -71,12 +76,13 @@ impl Environment {
             Environment::RootlessContainerRoot => "root of a rootless container",
             Environment::AppArmorRestricted => "a stand-in for Ubuntu's AppArmor restriction",
             Environment::NestedStep => "nested in our own step",
+            Environment::GVisor => "gVisor (runsc do)",
         }
     }
 
     /// Whether Landlock is there (else nothing confines).
     pub fn has_landlock(self) -> bool {
-        self != Environment::NoLandlock
+        !matches!(self, Environment::NoLandlock | Environment::GVisor)
     }
 
     /// `program` run in this environment, as `user` (`None`: this process's user). Only the
@@ -120,6 +126,10 @@ impl Environment {
                 as_user(&mut cmd, user);
                 cmd.arg("--").arg(program);
                 load(&mut cmd, vec![mounts_refused()]);
+            }
+            Environment::GVisor => {
+                cmd = Command::new("runsc");
+                cmd.args(["--network=none", "do"]).arg(program);
             }
             Environment::NestedStep => {
                 // The outer chat has a home of its own (whose app folder it closes); the program

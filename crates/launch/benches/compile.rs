@@ -1,7 +1,8 @@
 //! Criterion benchmarks of the work done before anything runs, at the sizes BENCHMARKS.md reports:
 //! `Policy::build` (through `Context::policy`, on the real disk), the Seatbelt profile and the
 //! Linux plan compile, with 10 to 10,000 workflows, 100 to 10,000 chats and 1 to 1,000 grants;
-//! and the seccomp program the Linux plan carries, on its own.
+//! the seccomp program the Linux plan carries, on its own; and the namespace decision (the trial
+//! and the kept answer).
 //!
 //! Run: `cargo bench -p launch --bench compile` (about a minute and a half on 2 cores). The
 //! launch itself, the real CLIs and memory are measured by the `launch` bench (the table).
@@ -137,6 +138,19 @@ mod linux {
         group.finish();
     }
 
+    /// The decision of the plan (`launch::facts::probe`): the namespace trial each process
+    /// makes once, against the answer kept afterwards (three sysctl reads), side by side.
+    fn decision(c: &mut Criterion) {
+        let mut group = c.benchmark_group("namespace_decision");
+        group.bench_function("trial (first launch of a process)", |b| {
+            b.iter(|| black_box(launch::linux::trial::namespaces_afresh().is_ok()))
+        });
+        group.bench_function("kept (later launches)", |b| {
+            b.iter(|| black_box(launch::linux::namespaces().is_ok()))
+        });
+        group.finish();
+    }
+
     criterion_group! {
         name = benches;
         // Short windows: 21 benchmarks fit in about a minute, and the spread criterion reports
@@ -145,7 +159,7 @@ mod linux {
             .warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(2))
             .sample_size(30);
-        targets = compile
+        targets = compile, decision
     }
 
     /// Takes every path as an existing canonical folder: the lengthened grants exist nowhere.

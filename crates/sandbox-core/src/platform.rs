@@ -127,7 +127,7 @@ pub fn cannot_confine(facts: &Facts, requested: Mode, supported: &[Mode]) -> Opt
     }
     Some(match facts {
         Facts::Linux(_) => CannotConfine {
-            missing: "the kernel's Landlock (landlock_create_ruleset fails: a kernel before 5.13, one built without CONFIG_SECURITY_LANDLOCK, booted without `landlock` in `lsm=`, or a container whose seccomp profile refuses the landlock_* calls)".to_owned(),
+            missing: "the kernel's Landlock (landlock_create_ruleset fails: a kernel before 5.13, one built without CONFIG_SECURITY_LANDLOCK, booted without `landlock` in `lsm=`, gVisor (whose kernel has none), or a container whose seccomp profile refuses the landlock_* calls)".to_owned(),
             remedy: "Run on Linux 5.13 or later with Landlock enabled (add `landlock` to the kernel's `lsm=` boot parameter), and in a container allow landlock_create_ruleset, landlock_add_rule and landlock_restrict_self in its seccomp profile (Docker's current default profile allows them)".to_owned(),
         },
         Facts::MacOs(mac) if !mac.sandbox_exec => CannotConfine {
