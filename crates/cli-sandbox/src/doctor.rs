@@ -107,6 +107,12 @@ fn print_text(r: &Report) {
             );
             println!("accounts: {}", m.people.join(", "));
             println!("already sandboxed: {}", m.already_sandboxed);
+            println!(
+                "release: {} (the profile needs {}.{} or later)",
+                m.version.as_deref().unwrap_or("unknown"),
+                platform::MACOS_MINIMUM.0,
+                platform::MACOS_MINIMUM.1
+            );
         }
         Facts::Other { name } => println!("platform: {name}"),
     }
