@@ -346,7 +346,7 @@ fn evaluator_knows_the_196_operation_names_of_macos_14_4_1_and_refuses_any_other
 }
 
 #[test]
-fn evaluator_a_swap_asks_unlink_and_create_at_both_ends() {
+fn evaluator_a_swap_is_refused_only_when_both_of_its_readings_as_a_rename_are() {
     let swap = |rules: &str, a: &str, b: &str| {
         let p =
             Profile::compile(&format!("(version 1)(allow default){rules}"), &no_params()).unwrap();
@@ -356,14 +356,17 @@ fn evaluator_a_swap_asks_unlink_and_create_at_both_ends() {
     };
     let unlink = "(deny file-write-unlink (literal \"/p\"))";
     let create = "(deny file-write-create (literal \"/p\"))";
-    // A rename onto /p asks only create of /p: a deny of its unlink does not stop that, but
-    // does stop a swap, whichever end /p is.
-    assert!(!swap(unlink, "/p", "/d"));
-    assert!(!swap(unlink, "/d", "/p"));
-    assert!(!swap(create, "/p", "/d"));
-    assert!(!swap(create, "/d", "/p"));
+    let both = "(deny file-write-unlink file-write-create (literal \"/p\"))";
+    // Read as a rename of the decoy onto /p, a swap asks only create of /p; read the other way
+    // round, only unlink of /p. A deny of one of them leaves the other reading open.
+    for rules in [unlink, create] {
+        assert!(swap(rules, "/p", "/d"), "{rules}");
+        assert!(swap(rules, "/d", "/p"), "{rules}");
+    }
+    assert!(!swap(both, "/p", "/d"));
+    assert!(!swap(both, "/d", "/p"));
     assert!(swap("", "/p", "/d"));
-    assert!(swap(unlink, "/d", "/e"));
+    assert!(swap(both, "/d", "/e"));
 }
 
 #[test]
@@ -463,7 +466,12 @@ fn no_path_of_the_chat_is_spliced_into_the_text() {
         .map(|line| line.split(';').next().unwrap_or(""))
         .collect::<Vec<_>>()
         .join("\n");
-    for (name, value) in profile.params.iter().filter(|(_, v)| v.as_str() != "/") {
+    // `/` and its folded regex `^` are too short to mean anything in the text.
+    for (name, value) in profile
+        .params
+        .iter()
+        .filter(|(_, v)| !matches!(v.as_str(), "/" | "^"))
+    {
         assert!(
             !rules.contains(value.as_str()),
             "{name}={value} appears in the text"

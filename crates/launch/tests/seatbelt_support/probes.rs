@@ -314,15 +314,20 @@ pub fn agrees_on_two_paths(
 }
 
 /// Asks the profile, under every reading, for a swap of `path` with an open file, both ways
-/// round, and compares with what `decide()` implies: each end loses its name and takes the
-/// other's, so the swap is refused when `path` may not be moved or given a new name
-/// ([`create_expected`]: the move's rule, else the write's). A refusal must also hold for
-/// another case of `path` ([`other_case`]).
+/// round, and compares with what `decide()` implies: `path` loses its name, so the swap is
+/// refused where `decide()` refuses moving `path`, by that rule (the evaluator refuses a swap only
+/// when both of its readings as a rename are refused, so `path` must refuse both its unlink and
+/// its creation). A refusal must also hold for another case of `path` ([`other_case`]).
 pub fn agrees_on_swap(profile: &Profile, world: &World, path: &Path) -> Result<(), String> {
     let (open, _) = open_ends(world);
     let open = open.as_os_str().as_encoded_bytes();
     let bytes = path.as_os_str().as_encoded_bytes();
-    let expected = create_expected(&world.policy, path);
+    let moved = world.policy.decide(Op::Move, path);
+    let expected = if moved.allowed {
+        Expected::ALLOWED
+    } else {
+        Expected::refused(moved.rule.name())
+    };
     let message = expected.rule.map(|r| format!("cli-sandbox: {r}"));
     for (a, b) in [(bytes, open), (open, bytes)] {
         let verdict = profile.decide_swap_all(a, b)?;

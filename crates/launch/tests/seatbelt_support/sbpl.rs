@@ -68,9 +68,11 @@
 //!
 //! A rename asks `file-write-unlink` of its source and `file-write-create` of its destination
 //! (there is no rename operation on files). A swap (`renamex_np(RENAME_SWAP)`, `exchangedata`)
-//! moves both names at once, and which end is asked what is not documented: [`Profile::decide_swap`]
-//! asks both operations at both ends, the first refusal deciding, so that a profile passes only if
-//! each end of a swap is refused by the end's own rules.
+//! moves both names at once, and which end is asked what is not documented: as a rename of `a`
+//! onto `b` (unlink `a`, create `b`) or of `b` onto `a` (unlink `b`, create `a`), or both.
+//! [`Profile::decide_swap`] takes the reading that allows: the swap is refused only when both
+//! renames are, so a profile passes only if the end that must not move refuses both operations
+//! on its own path, whichever way round Seatbelt asks.
 //!
 //! # Case
 //!
@@ -81,7 +83,7 @@
 
 use std::collections::BTreeMap;
 
-use regex::bytes::{Regex, RegexBuilder};
+use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -685,6 +687,8 @@ enum PathMatch {
     Subpath(Vec<u8>),
     Prefix(Vec<u8>),
     Regex(Regex),
+    /// Several regexes of one rule, any of which matches.
+    Set(RegexSet),
 }
 
 impl PathMatch {
@@ -697,6 +701,7 @@ impl PathMatch {
             }
             PathMatch::Prefix(p) => path.starts_with(p),
             PathMatch::Regex(re) => re.is_match(path),
+            PathMatch::Set(set) => set.is_match(path),
         }
     }
 }
@@ -916,6 +921,30 @@ impl Profile {
         if rule.ops.is_empty() {
             return Err(format!("a rule without an operation: {form:?}"));
         }
+        // The regexes of one rule match when any does: asked as one set, so that a rule of
+        // thousands (3,000 blocked programs) costs one pass, not thousands.
+        let (regexes, mut others): (Vec<Filter>, Vec<Filter>) = rule
+            .filters
+            .into_iter()
+            .partition(|f| matches!(f, Filter::Path(PathMatch::Regex(_))));
+        if regexes.len() > 1 {
+            let sources: Vec<&str> = regexes
+                .iter()
+                .map(|f| match f {
+                    Filter::Path(PathMatch::Regex(re)) => re.as_str(),
+                    _ => unreachable!("partitioned on regexes"),
+                })
+                .collect();
+            let set = RegexSetBuilder::new(&sources)
+                .unicode(false)
+                .size_limit(1 << 30)
+                .build()
+                .map_err(|e| format!("the regexes of {form:?}: {e}"))?;
+            others.push(Filter::Path(PathMatch::Set(set)));
+        } else {
+            others.extend(regexes);
+        }
+        rule.filters = others;
         Ok(rule)
     }
 
@@ -1099,7 +1128,10 @@ impl Profile {
             for filter in &rule.filters {
                 if filter.matches(request.subject)? {
                     hit = true;
-                    all |= matches!(filter, Filter::All(_));
+                    // Matched through a `require-all` when the first filter that matches is one
+                    // (our profiles never mix the two in one rule).
+                    all = matches!(filter, Filter::All(_));
+                    break;
                 }
             }
             if hit {
@@ -1177,46 +1209,46 @@ impl Profile {
         every_model(what, |model| self.pick(model, &scan, request))
     }
 
-    /// A swap of the names `a` and `b` (`renamex_np(RENAME_SWAP)`): each end loses its name
-    /// (`file-write-unlink`) and is given another (`file-write-create`), both asked at both
-    /// ends, `a` first; the first refusal decides (see the module's documentation).
+    /// A swap of the names `a` and `b` (`renamex_np(RENAME_SWAP)`), read as a rename of `a`
+    /// onto `b` and as one of `b` onto `a` (see the module's documentation): refused only when
+    /// both are, by the refusal of the first; else allowed.
     pub fn decide_swap(&self, model: Model, a: &[u8], b: &[u8]) -> Result<Verdict, String> {
-        let mut last = None;
-        for path in [a, b] {
-            for op in ["file-write-unlink", "file-write-create"] {
-                let verdict = self.decide(
-                    model,
-                    Request {
-                        op,
-                        subject: Subject::Path(path),
-                    },
-                )?;
-                if !verdict.allowed {
-                    return Ok(verdict);
-                }
-                last = Some(verdict);
-            }
-        }
-        last.ok_or_else(|| "a swap asks four requests".to_owned())
+        self.swap_with(a, b, |request| self.decide(model, request))
     }
 
-    /// [`Profile::decide_swap`] under every model, each of its four requests read once for all of
-    /// them; an error when they disagree.
-    pub fn decide_swap_all(&self, a: &[u8], b: &[u8]) -> Result<Verdict, String> {
-        let mut last = None;
-        for path in [a, b] {
-            for op in ["file-write-unlink", "file-write-create"] {
-                let verdict = self.decide_all(Request {
-                    op,
-                    subject: Subject::Path(path),
-                })?;
-                if !verdict.allowed {
-                    return Ok(verdict);
-                }
-                last = Some(verdict);
+    /// The two renames of a swap, each asked with `decide`: unlink of the source, then create
+    /// of the destination, the first refusal ending it.
+    fn swap_with(
+        &self,
+        a: &[u8],
+        b: &[u8],
+        decide: impl Fn(Request<'_>) -> Result<Verdict, String>,
+    ) -> Result<Verdict, String> {
+        let rename = |source: &[u8], destination: &[u8]| -> Result<Verdict, String> {
+            let unlink = decide(Request {
+                op: "file-write-unlink",
+                subject: Subject::Path(source),
+            })?;
+            if !unlink.allowed {
+                return Ok(unlink);
             }
+            decide(Request {
+                op: "file-write-create",
+                subject: Subject::Path(destination),
+            })
+        };
+        let forth = rename(a, b)?;
+        if forth.allowed {
+            return Ok(forth);
         }
-        last.ok_or_else(|| "a swap asks four requests".to_owned())
+        let back = rename(b, a)?;
+        Ok(if back.allowed { back } else { forth })
+    }
+
+    /// [`Profile::decide_swap`] under every model, each of its requests read once for all of
+    /// them (an error when they disagree on one).
+    pub fn decide_swap_all(&self, a: &[u8], b: &[u8]) -> Result<Verdict, String> {
+        self.swap_with(a, b, |request| self.decide_all(request))
     }
 
     /// What the brief forbids though Seatbelt would accept it: a rule without a filter after a
