@@ -40,11 +40,11 @@
 //!
 //! Every deny holds in any case of the name (macOS volumes are case-insensitive by default, a
 //! path filter compares bytes): the denies of 1 and 4 to 7 name a parameter holding the path's
-//! folded regex ([`folded_regex`]) as `(regex (string-append (param "P") "/?$"))` (the path) or
+//! folded regex (`folded_regex`) as `(regex (string-append (param "P") "/?$"))` (the path) or
 //! `"(/|$)"` (the path and beneath). Allows stay exact, and so do the grants' and the runtime's
 //! own denies, one parameter each: they lie inside a protected root, whose folded rule refuses
 //! every other spelling, which no exact allow re-opens. Taking a path's place is
-//! `file-write-unlink`, `file-write-create` and `file-link` on it ([`MOVE`]): a swap
+//! `file-write-unlink`, `file-write-create` and `file-link` on it (`MOVE`): a swap
 //! (`renamex_np(RENAME_SWAP)`) may be asked as an unlink at one end and a create at the other.
 //!
 //! The oldest release that compiles the profile is macOS 10.14 (`file-clone` and
