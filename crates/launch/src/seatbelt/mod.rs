@@ -1084,6 +1084,27 @@ mod tests {
     }
 
     #[test]
+    fn a_folded_path_regex_folds_ascii_letters_escapes_what_regex_quote_escapes_and_roots_at_slash()
+    {
+        assert_eq!(
+            folded_regex("/Users/a.b (1)/"),
+            r"^/[uU][sS][eE][rR][sS]/[aA]\.[bB] \(1\)"
+        );
+        // `/` folds to `^`: `/?$` after it is `/` alone, `(/|$)` every path.
+        assert_eq!(folded_regex("/"), "^");
+        // Other letters are kept as they are (see docs/macos.md for what is not folded).
+        assert_eq!(folded_regex("/é"), "^/é");
+        assert_eq!(
+            folded_literal("P"),
+            r#"(regex (string-append (param "P") "/?$"))"#
+        );
+        assert_eq!(
+            folded_subpath("P"),
+            r#"(regex (string-append (param "P") "(/|$)"))"#
+        );
+    }
+
+    #[test]
     fn descriptors_are_marked_up_to_the_highest_open_one_and_a_margin_within_the_limit() {
         assert_eq!(descriptors_end(Some(10), 1 << 20), 11 + DESCRIPTOR_MARGIN);
         assert_eq!(descriptors_end(Some(10), 100), 100);
