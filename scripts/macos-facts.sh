@@ -7,7 +7,9 @@
 # Run it from a plain Terminal (inside another sandbox every line says so), as the person who
 # will run the CLIs: bash scripts/macos-facts.sh
 # It changes nothing of the person's: the crontab it rewrites is the one it read, the launchd
-# job and the preference domain it makes are removed, the disk image is detached.
+# job and the preference domain it makes are removed, the disk image is detached, the keychain
+# item it makes (cli-sandbox-facts-PID, in the login keychain) is deleted. Every question of
+# issue 29 (18 to 24) runs its attempt unconfined first, as a control that must succeed.
 set -u
 
 SBX=/usr/bin/sandbox-exec
@@ -35,6 +37,21 @@ sb() {
 
 # A regex that matches exactly the text given (dots and other specials escaped).
 re_quote() { printf '%s' "$1" | sed -e 's/[][\.^$*+?(){}|]/\\&/g'; }
+
+# The profile's folded regex of a path (crates/launch/src/seatbelt/mod.rs, folded_regex): `^`, the
+# path without a trailing `/`, what regex-quote escapes escaped, each ASCII letter as [aA]. The
+# profile appends `/?$` (the path) or `(/|$)` (the path and beneath) in its text.
+fold() {
+  /usr/bin/perl -e '$_ = shift; s/([\^.\[\$()|*+?{\\])/\\$1/g; s/([A-Za-z])/"[".lc($1).uc($1)."]"/ge; print "^$_"' "${1%/}"
+}
+
+# swap A B: renameatx_np(AT_FDCWD, A, AT_FDCWD, B, RENAME_SWAP), system call 488, through perl
+# (part of macOS, unlike a compiler or python3). Exit 0 when swapped.
+SWAP='exit(syscall(488, -2, $ARGV[0], -2, $ARGV[1], 2) == 0 ? 0 : 1)'
+
+# Whether this volume ignores case: $T/Case exists also as $T/case.
+mkdir -p "$T/Case"
+if [ -e "$T/case" ]; then case_insensitive=yes; else case_insensitive=no; fi
 
 mkdir -p "$T/closed" "$T/open" "$T/src" "$T/dst"
 echo secret >"$T/closed/f"
@@ -228,3 +245,133 @@ sb '(version 1)(allow default)(deny mach-lookup (global-name-regex #"^([^c]|c[^o
 status=$?
 if [ "$status" -eq 0 ]; then v=yes; else v="no (exit $status)"; fi
 fact "the non-Apple Mach-service regex compiles and security(1) still runs" "$v"
+
+# --- The questions of issue 29. Each starts with an unconfined control that must succeed.
+
+# 18. A swap (renamex_np RENAME_SWAP) of a pinned folder with a decoy: under the pin of before
+# (unlink denied only), under a create denied only, and under today's (unlink, create and link
+# denied, folded).
+swap_fact() { # NAME PROFILE-RULE
+  rm -rf "$T/sw" && mkdir -p "$T/sw/pinned" "$T/sw/decoy" && echo real >"$T/sw/pinned/real" && echo fake >"$T/sw/decoy/fake"
+  sb "(version 1)(allow default)$2" "-DP=$(fold "$T/sw/pinned")" -- \
+    /usr/bin/perl -e "$SWAP" "$T/sw/decoy" "$T/sw/pinned"
+  if [ -e "$T/sw/pinned/fake" ]; then v="no (swapped: the decoy took the pinned name)"; else v=yes; fi
+  fact "$1" "$v"
+}
+rm -rf "$T/sw" && mkdir -p "$T/sw/pinned" "$T/sw/decoy" && echo fake >"$T/sw/decoy/fake"
+if /usr/bin/perl -e "$SWAP" "$T/sw/decoy" "$T/sw/pinned" && [ -e "$T/sw/pinned/fake" ]; then
+  swap_fact "a swap is refused by a deny of file-write-unlink on the pinned end" \
+    '(deny file-write-unlink (regex (string-append (param "P") "/?$")))'
+  swap_fact "a swap is refused by a deny of file-write-create on the pinned end" \
+    '(deny file-write-create (regex (string-append (param "P") "/?$")))'
+  swap_fact "a swap is refused by the profile's pin (unlink, create, link; folded)" \
+    '(deny file-write-unlink file-write-create file-link (regex (string-append (param "P") "/?$")))'
+else
+  fact "a swap is refused by the profile's pin (unlink, create, link; folded)" "not asked: the unconfined swap failed"
+fi
+
+# 19. A missing hardened file created in another case: under an exact subpath (the rule of
+# before) and under the folded regex (today's).
+if [ "$case_insensitive" = yes ]; then
+  mkdir -p "$T/hh"
+  : >"$T/hh/.ZLOGIN" && ls -a "$T/hh" | grep -qx '.ZLOGIN'
+  control=$?
+  rm -f "$T/hh/.zlogin"
+  if [ "$control" -eq 0 ]; then
+    sb '(version 1)(allow default)(deny file-write* (subpath (param "H")))' "-DH=$T/hh/.zlogin" -- \
+      /bin/sh -c ": > '$T/hh/.ZLOGIN'"
+    if [ -e "$T/hh/.zlogin" ]; then v="no (created as .ZLOGIN)"; else v=yes; fi
+    rm -f "$T/hh/.zlogin"
+    fact "an exact subpath refuses a missing file created in another case" "$v"
+    sb '(version 1)(allow default)(deny file-write* (regex (string-append (param "H") "(/|$)")))' \
+      "-DH=$(fold "$T/hh/.zlogin")" -- /bin/sh -c ": > '$T/hh/.ZLOGIN'"
+    if [ -e "$T/hh/.zlogin" ]; then v="no (created as .ZLOGIN)"; else v=yes; fi
+    rm -f "$T/hh/.zlogin"
+    fact "the folded regex refuses a missing file created in another case" "$v"
+  else
+    fact "the folded regex refuses a missing file created in another case" "not asked: the unconfined create failed"
+  fi
+else
+  fact "the folded regex refuses a missing file created in another case" "not asked: this volume is case-sensitive"
+fi
+
+# 20. A blocked program run by another case (/BIN/CAT for /bin/cat, as /usr/bin/CRONTAB for
+# crontab): exact literal (before) and folded (today).
+echo catted >"$T/open/cat-src"
+if /BIN/CAT "$T/open/cat-src" >"$T/open/cat0" 2>/dev/null && grep -q catted "$T/open/cat0"; then
+  sb '(version 1)(allow default)(deny process-exec* (literal "/bin/cat"))' -- \
+    /bin/sh -c "/BIN/CAT '$T/open/cat-src' > '$T/open/cat1'"
+  if grep -q catted "$T/open/cat1" 2>/dev/null; then v="no (ran as /BIN/CAT)"; else v=yes; fi
+  fact "an exact literal refuses exec of a program by another case" "$v"
+  sb '(version 1)(allow default)(deny process-exec* (regex (string-append (param "B") "/?$")))' \
+    "-DB=$(fold /bin/cat)" -- /bin/sh -c "/BIN/CAT '$T/open/cat-src' > '$T/open/cat2'"
+  if grep -q catted "$T/open/cat2" 2>/dev/null; then v="no (ran as /BIN/CAT)"; else v=yes; fi
+  fact "the folded regex refuses exec of a program by another case" "$v"
+else
+  fact "the folded regex refuses exec of a program by another case" "not asked: /BIN/CAT does not run unconfined (case-sensitive system volume?)"
+fi
+
+# 21. Other names of a closed file: /.vol/<device>/<inode> and the data volume's
+# /System/Volumes/Data<path>.
+dev=$(stat -f %d "$T/closed/f"); ino=$(stat -f %i "$T/closed/f")
+closed_rule='(deny file-read* (regex (string-append (param "C") "(/|$)")))'
+for name in "/.vol/$dev/$ino" "/System/Volumes/Data$T/closed/f"; do
+  if cat "$name" 2>/dev/null | grep -q secret; then
+    rm -f "$T/open/alias"
+    sb "(version 1)(allow default)$closed_rule" "-DC=$(fold "$T/closed")" -- \
+      /bin/sh -c "cat '$name' > '$T/open/alias'"
+    if grep -q secret "$T/open/alias" 2>/dev/null; then v="no (read through $name)"; else v=yes; fi
+  else
+    v="not asked: $name does not read unconfined"
+  fi
+  case "$name" in /.vol/*) what="/.vol/<dev>/<inode>" ;; *) what="/System/Volumes/Data<path>" ;; esac
+  fact "a closed folder's file is refused through $what" "$v"
+done
+
+# 22. Precedence of require-all: an allow through (require-all ...) against a later plain
+# deny, and a deny through (require-all ...) against a later plain allow.
+mkdir -p "$T/ra" && echo secret >"$T/ra/x.txt"
+if cat "$T/ra/x.txt" | grep -q secret; then
+  sb '(version 1)(allow default)(allow file-read* (require-all (subpath (param "D")) (regex #"\.txt$")))(deny file-read* (literal (param "F")))' \
+    "-DD=$T/ra" "-DF=$T/ra/x.txt" -- /bin/sh -c "cat '$T/ra/x.txt' > '$T/open/ra1'"
+  if grep -q secret "$T/open/ra1" 2>/dev/null; then v="the require-all allow won"; else v="the later deny won"; fi
+  fact "precedence (require-all allow, later plain deny)" "$v"
+  sb '(version 1)(allow default)(deny file-read* (require-all (subpath (param "D")) (regex #"\.txt$")))(allow file-read* (literal (param "F")))' \
+    "-DD=$T/ra" "-DF=$T/ra/x.txt" -- /bin/sh -c "cat '$T/ra/x.txt' > '$T/open/ra2'"
+  if grep -q secret "$T/open/ra2" 2>/dev/null; then v="the later allow won"; else v="the require-all deny won"; fi
+  fact "precedence (require-all deny, later plain allow)" "$v"
+fi
+
+# 23. file-lock (new on 14.x): does a read-only grant (file* denied, then reading allowed) let a
+# process flock a file? Says whether file-lock falls under file* or elsewhere.
+mkdir -p "$T/lk" && echo x >"$T/lk/f"
+LOCK='open(my $f, "<", $ARGV[0]) or exit 2; use Fcntl qw(:flock); exit(flock($f, LOCK_EX | LOCK_NB) ? 0 : 1)'
+if /usr/bin/perl -e "$LOCK" "$T/lk/f"; then
+  sb '(version 1)(allow default)(deny file* (subpath (param "D")))(allow file-read* file-test-existence file-map-executable (subpath (param "D")))' \
+    "-DD=$T/lk" -- /usr/bin/perl -e "$LOCK" "$T/lk/f"
+  status=$?
+  case $status in 0) v="yes (locked)" ;; 1) v="no (flock refused)" ;; *) v="the open failed (exit $status)" ;; esac
+  fact "a read-only grant lets a process flock its file" "$v"
+  sb "(version 1)(allow default)(if (defined? 'file-lock) (deny file-lock (subpath (param \"D\"))))" \
+    "-DD=$T/lk" -- /usr/bin/perl -e "$LOCK" "$T/lk/f"
+  status=$?
+  case $status in 0) v="no (locked, or the release lacks file-lock)" ;; 1) v="yes" ;; *) v="the profile or the open failed (exit $status)" ;; esac
+  fact "(deny file-lock ...) refuses flock" "$v"
+fi
+
+# 24. A keychain item read through /usr/bin/security, under (allow default) with the Mach
+# services the profile refuses. The item is made here in the login keychain and deleted after.
+svc="cli-sandbox-facts-$$"
+if security add-generic-password -a cli-sandbox-facts -s "$svc" -w "secret-$$" 2>/dev/null; then
+  if [ "$(security find-generic-password -s "$svc" -w 2>/dev/null)" = "secret-$$" ]; then
+    sb '(version 1)(allow default)(deny mach-lookup (global-name "com.apple.windowserver.active") (global-name "com.apple.windowserver") (global-name "com.apple.UNCUserNotification") (global-name-regex #"^com\.apple\.coreservices\.sharedfilelistd") (global-name-regex #"^com\.apple\.backgroundtaskmanagement") (global-name "com.apple.xpc.smd"))' -- \
+      /bin/sh -c "security find-generic-password -s '$svc' -w > '$T/open/kc'"
+    if [ "$(cat "$T/open/kc" 2>/dev/null)" = "secret-$$" ]; then v="yes (read inside)"; else v="no"; fi
+  else
+    v="not asked: the unconfined read failed"
+  fi
+  security delete-generic-password -s "$svc" >/dev/null 2>&1
+  fact "a keychain item made with security(1) is read through it inside" "$v"
+else
+  fact "a keychain item made with security(1) is read through it inside" "not asked: security add-generic-password failed"
+fi

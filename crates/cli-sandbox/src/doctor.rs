@@ -180,6 +180,12 @@ fn print_text(r: &Report) -> Result<(), Error> {
             );
             outln!("accounts: {}", m.people.join(", "));
             outln!("already sandboxed: {}", m.already_sandboxed);
+            outln!(
+                "release: {} (the profile needs {}.{} or later)",
+                m.version.as_deref().unwrap_or("unknown"),
+                platform::MACOS_MINIMUM.0,
+                platform::MACOS_MINIMUM.1
+            );
         }
         Facts::Other { name } => {
             outln!("platform: {name}");

@@ -50,7 +50,19 @@ fn mac() -> MacFacts {
         sandbox_exec: std::path::Path::new("/usr/bin/sandbox-exec").exists(),
         people: mac_people(),
         already_sandboxed: crate::seatbelt::already_sandboxed(),
+        version: mac_version(),
     }
+}
+
+/// The release, from `sw_vers -productVersion` (`14.4.1`).
+fn mac_version() -> Option<String> {
+    let out = std::process::Command::new("/usr/bin/sw_vers")
+        .arg("-productVersion")
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let text = text.trim();
+    (out.status.success() && !text.is_empty()).then(|| text.to_owned())
 }
 
 /// Accounts with uid >= 501 whose name does not start with `_`, from `dscl`.

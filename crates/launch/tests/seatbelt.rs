@@ -1,6 +1,6 @@
 //! The Seatbelt backend, checked where `sandbox-exec` does not run: the generated profile is read
-//! by our SBPL evaluator and must agree with `Policy::decide()` on every probe, under both
-//! readings of Seatbelt's precedence. `seatbelt_macos.rs` asks the same probes of the real
+//! by our SBPL evaluator and must agree with `Policy::decide()` on every probe, under every
+//! reading of Seatbelt's precedence, in another case of each refused path, and for swaps. `seatbelt_macos.rs` asks the same probes of the real
 //! `sandbox-exec` on a Mac.
 
 mod seatbelt_support;
@@ -263,7 +263,7 @@ fn evaluator_filters_of_one_rule_match_when_any_does_and_params_fill_expressions
 }
 
 #[test]
-fn evaluator_the_three_readings_of_precedence_differ_and_decide_all_refuses_to_choose() {
+fn evaluator_the_four_readings_of_precedence_differ_and_decide_all_refuses_to_choose() {
     let verdicts = |text: &str, request: Request<'_>| -> Vec<bool> {
         let p = Profile::compile(text, &no_params()).unwrap();
         assert!(p.decide_all(request).is_err(), "{text}: decide_all chose");
@@ -277,14 +277,14 @@ fn evaluator_the_three_readings_of_precedence_differ_and_decide_all_refuses_to_c
                 (deny file-write-unlink (literal \"/a\"))(allow file* (subpath \"/\"))";
     assert_eq!(
         verdicts(text, file("file-write-unlink", "/a")),
-        [true, false, false]
+        [true, false, false, true]
     );
     // greywall's case: a later deny on the parent does not undo an allow on the child.
     let text = "(version 1)(deny default)\
                 (allow file-read-data (subpath \"/a\"))(deny file-read* (literal \"/a/.env\"))";
     assert_eq!(
         verdicts(text, file("file-read-data", "/a/.env")),
-        [false, true, true]
+        [false, true, true, false]
     );
     // nono's case: an unfiltered rule on the specific operation against a later filtered one
     // on its parent: only the specific-first reading keeps the deny.
@@ -292,8 +292,98 @@ fn evaluator_the_three_readings_of_precedence_differ_and_decide_all_refuses_to_c
                 (deny file-write-unlink)(allow file-write* (subpath \"/a\"))";
     assert_eq!(
         verdicts(text, file("file-write-unlink", "/a/x")),
-        [true, false, true]
+        [true, false, true, true]
     );
+    // The fourth reading: a require-all allow beats a later plain deny of the same operation.
+    let text = "(version 1)(deny default)\
+                (allow file-read* (require-all (subpath \"/a\") (regex #\"^/a/x\")))\
+                (deny file-read* (literal \"/a/x\"))";
+    assert_eq!(
+        verdicts(text, file("file-read-data", "/a/x")),
+        [false, false, false, true]
+    );
+    // ... and a require-all deny a later plain allow.
+    let text = "(version 1)(allow default)\
+                (deny file-read* (require-all (subpath \"/a\") (regex #\"^/a/x\")))\
+                (allow file-read* (literal \"/a/x\"))";
+    assert_eq!(
+        verdicts(text, file("file-read-data", "/a/x")),
+        [true, true, true, false]
+    );
+}
+
+#[test]
+fn evaluator_knows_the_196_operation_names_of_macos_14_4_1_and_refuses_any_other() {
+    use seatbelt_support::sbpl::{SONOMA_OPERATIONS, sonoma_knows};
+    let unique: std::collections::BTreeSet<&str> = SONOMA_OPERATIONS.iter().copied().collect();
+    assert_eq!(unique.len(), 196);
+    // Every name of the fallback tables exists on 14.4.1 (the prelude's alias included).
+    for op in [
+        "process-exec",
+        "file-unmount",
+        "mach-task-read",
+        "job-creation",
+    ] {
+        assert!(sonoma_knows(op), "{op}");
+    }
+    // Names a profile might plausibly write that 14.4.1 does not have: refused, guarded or not.
+    for op in ["file-write-rename", "file-read-stat", "mach-task-control"] {
+        let text = format!("(version 1)(allow default)(deny {op} (literal \"/a\"))");
+        let err = Profile::compile(&text, &no_params()).unwrap_err();
+        assert!(
+            err.contains("not an operation of macOS 14.4.1"),
+            "{op}: {err}"
+        );
+        let guarded =
+            format!("(version 1)(allow default)(if (defined? '{op}) (deny {op} (literal \"/a\")))");
+        let err = Profile::compile(&guarded, &no_params()).unwrap_err();
+        assert!(err.contains("no release knows"), "{op}: {err}");
+    }
+    // A 14.x name whose parent the tables do not give is refused too, rather than guessed.
+    let err = Profile::compile(
+        "(version 1)(allow default)(deny file-lock (literal \"/a\"))",
+        &no_params(),
+    )
+    .unwrap_err();
+    assert!(err.contains("unknown operation"), "{err}");
+}
+
+#[test]
+fn evaluator_a_swap_is_refused_only_when_both_of_its_readings_as_a_rename_are() {
+    let swap = |rules: &str, a: &str, b: &str| {
+        let p =
+            Profile::compile(&format!("(version 1)(allow default){rules}"), &no_params()).unwrap();
+        p.decide_swap_all(a.as_bytes(), b.as_bytes())
+            .unwrap()
+            .allowed
+    };
+    let unlink = "(deny file-write-unlink (literal \"/p\"))";
+    let create = "(deny file-write-create (literal \"/p\"))";
+    let both = "(deny file-write-unlink file-write-create (literal \"/p\"))";
+    // Read as a rename of the decoy onto /p, a swap asks only create of /p; read the other way
+    // round, only unlink of /p. A deny of one of them leaves the other reading open.
+    for rules in [unlink, create] {
+        assert!(swap(rules, "/p", "/d"), "{rules}");
+        assert!(swap(rules, "/d", "/p"), "{rules}");
+    }
+    assert!(!swap(both, "/p", "/d"));
+    assert!(!swap(both, "/d", "/p"));
+    assert!(swap("", "/p", "/d"));
+    assert!(swap(both, "/d", "/e"));
+}
+
+#[test]
+fn evaluator_case_variants_are_the_other_spellings_of_a_name() {
+    use seatbelt_support::sbpl::case_variants;
+    assert_eq!(
+        case_variants(b"/Users/ann/.zshrc"),
+        [
+            b"/users/ann/.zshrc".to_vec(),
+            b"/USERS/ANN/.ZSHRC".to_vec(),
+            b"/uSERS/ANN/.ZSHRC".to_vec()
+        ]
+    );
+    assert!(case_variants(b"/1/2").is_empty());
 }
 
 #[test]
@@ -379,7 +469,12 @@ fn no_path_of_the_chat_is_spliced_into_the_text() {
         .map(|line| line.split(';').next().unwrap_or(""))
         .collect::<Vec<_>>()
         .join("\n");
-    for (name, value) in profile.params.iter().filter(|(_, v)| v.as_str() != "/") {
+    // `/` and its folded regex `^` are too short to mean anything in the text.
+    for (name, value) in profile
+        .params
+        .iter()
+        .filter(|(_, v)| !matches!(v.as_str(), "/" | "^"))
+    {
         assert!(
             !rules.contains(value.as_str()),
             "{name}={value} appears in the text"
@@ -830,8 +925,89 @@ fn apple_events_launch_services_and_mounts_are_refused() {
         world.policy.runtime().join("mnt"),
     ] {
         let text = path.to_str().unwrap().to_owned();
-        assert!(!allowed(&read, file("file-mount", &text)), "{text}");
+        // An unmount takes away what the rules name as surely as a mount changes it.
+        for op in ["file-mount", "file-unmount"] {
+            assert!(!allowed(&read, file(op, &text)), "{op} {text}");
+        }
     }
+}
+
+#[test]
+fn a_pinned_folder_a_grant_or_the_runtime_cannot_be_swapped_with_a_folder_of_the_open_home() {
+    let world = demo();
+    let (_, read) = compile(&world);
+    let decoy = world.home.join("decoy");
+    let decoy = decoy.as_os_str().as_encoded_bytes();
+    let p = &world.policy;
+    let app = &world.layout.app_folder;
+    let mut cases: Vec<(PathBuf, &str)> = vec![
+        (app.parent().unwrap().to_owned(), "pinned"),
+        (app.clone(), "pinned"),
+        (world.home.clone(), "pinned"),
+        (p.runtime().to_owned(), "runtime"),
+    ];
+    for grant in p.grants() {
+        cases.push((grant.path.clone(), "granted"));
+    }
+    for (path, rule) in cases {
+        let bytes = path.as_os_str().as_encoded_bytes();
+        for (a, b) in [(bytes, decoy), (decoy, bytes)] {
+            let v = read.decide_swap_all(a, b).unwrap();
+            assert!(
+                !v.allowed && v.message.as_deref() == Some(&format!("cli-sandbox: {rule}")),
+                "swap {} with the decoy: {v:?}",
+                path.display()
+            );
+        }
+    }
+    // The decoy itself may be moved: the home is open.
+    let other = world.home.join("other");
+    assert!(
+        read.decide_swap_all(decoy, other.as_os_str().as_encoded_bytes())
+            .unwrap()
+            .allowed
+    );
+}
+
+#[test]
+fn every_deny_holds_in_any_case_of_the_name() {
+    use seatbelt_support::sbpl::case_variants;
+    let world = hardened_demo();
+    let (_, read) = compile(&world);
+    let app = world.layout.app_folder.to_str().unwrap().to_owned();
+    let home = world.home.to_str().unwrap().to_owned();
+    let refused_in_every_case = |op: &str, path: &str| {
+        let mut spellings = vec![path.as_bytes().to_vec()];
+        spellings.extend(case_variants(path.as_bytes()));
+        for spelling in spellings {
+            let v = read
+                .decide_all(Request {
+                    op,
+                    subject: Subject::Path(&spelling),
+                })
+                .unwrap();
+            assert!(
+                !v.allowed,
+                "{op} {:?} allowed by rule {}",
+                String::from_utf8_lossy(&spelling),
+                v.rule
+            );
+        }
+    };
+    // A closed file of the app folder, and the app folder's own name.
+    refused_in_every_case("file-read-data", &format!("{app}/config.json"));
+    refused_in_every_case("file-write-unlink", &app);
+    // A hardened file missing from the world, created in another case (`~/.ZLOGIN` is
+    // `~/.zlogin`), and one that exists.
+    refused_in_every_case("file-write-create", &format!("{home}/.zlogin"));
+    refused_in_every_case("file-write-data", &format!("{home}/.zshrc"));
+    refused_in_every_case(
+        "file-write-create",
+        &format!("{home}/Library/LaunchAgents/x.plist"),
+    );
+    // A blocked program run by another case: crontab has no service behind it to refuse.
+    refused_in_every_case("process-exec*", "/usr/bin/crontab");
+    refused_in_every_case("file-read-data", "/usr/bin/osascript");
 }
 
 #[test]
@@ -943,6 +1119,44 @@ fn synthetic_input_launchd_jobs_preferences_and_other_vendors_services_are_refus
         "com.apple.SecurityServer",
         "com.apple.system.opendirectoryd.libinfo",
         "com.apple.FSEvents",
+    ] {
+        assert!(allowed(&read, lookup(name)), "{name}");
+    }
+}
+
+#[test]
+fn the_window_server_alerts_and_login_items_are_refused_and_the_keychain_is_not() {
+    let (_, read) = compile(&demo());
+    let lookup = |name: &'static str| Request {
+        op: "mach-lookup",
+        subject: Subject::Global(name),
+    };
+    // Screenshots and windows, a password dialog drawn by the system, a program the next login
+    // runs.
+    for name in [
+        "com.apple.windowserver.active",
+        "com.apple.windowserver",
+        "com.apple.UNCUserNotification",
+        "com.apple.coreservices.sharedfilelistd.xpc",
+        "com.apple.coreservices.sharedfilelistd.mig",
+        "com.apple.coreservices.sharedfilelistd.async-mig",
+        "com.apple.backgroundtaskmanagementagent",
+        "com.apple.backgroundtaskmanagement.agent",
+        "com.apple.xpc.smd",
+    ] {
+        let v = read.decide_all(lookup(name)).unwrap();
+        assert!(
+            !v.allowed && v.message.as_deref() == Some("cli-sandbox: way-out"),
+            "{name}: {v:?}"
+        );
+    }
+    // Claude Code reads its login with /usr/bin/security, through securityd (SECURITY.md says
+    // what that leaves open); the pasteboard stays too (pbcopy, pbpaste).
+    for name in [
+        "com.apple.SecurityServer",
+        "com.apple.securityd",
+        "com.apple.security.agent",
+        "com.apple.pasteboard.1",
     ] {
         assert!(allowed(&read, lookup(name)), "{name}");
     }

@@ -306,3 +306,90 @@ fn launchd_jobs_and_preference_writes_are_refused_and_succeed_unconfined() {
         );
     }
 }
+
+/// `renameatx_np(AT_FDCWD, $1, AT_FDCWD, $2, RENAME_SWAP)` (system call 488) through perl, which
+/// macOS ships (unlike a compiler).
+const SWAP: &str =
+    "/usr/bin/perl -e 'exit(syscall(488, -2, $ARGV[0], -2, $ARGV[1], 2) == 0 ? 0 : 1)'";
+
+#[test]
+fn a_pinned_folder_cannot_be_swapped_with_a_decoy_and_succeeds_unconfined() {
+    let Some((_dir, world, profile)) = setup() else {
+        return;
+    };
+    let pinned = world.layout.app_folder.parent().unwrap().to_owned();
+    let decoy = world.home.join("decoy");
+    std::fs::create_dir_all(&decoy).unwrap();
+    std::fs::write(decoy.join("fake"), "fake").unwrap();
+    let swap = format!("{SWAP} {} {}", quote(&decoy), quote(&pinned));
+    for confine in [false, true] {
+        run(&world, confine.then_some(&profile), &swap);
+        let swapped = pinned.join("fake").exists();
+        if swapped {
+            // Put the world back: the same swap again.
+            run(&world, None, &swap);
+        }
+        assert_eq!(
+            swapped,
+            !confine,
+            "{} swapped with a decoy (confined: {confine})",
+            pinned.display()
+        );
+    }
+}
+
+#[test]
+fn another_case_reaches_neither_a_blocked_program_nor_a_missing_hardened_file() {
+    // Says why and returns where Seatbelt cannot run; the world it builds is the plain demo's.
+    let Some(_) = setup() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let base = std::fs::canonicalize(dir.path()).expect("its canonical path");
+    let spec = Spec {
+        harden: true,
+        ..Spec::demo()
+    };
+    let world = World::on_disk(&base, &spec).expect("the hardened layout on disk");
+    let profile = SeatbeltProfile::for_policy(&world.policy).expect("the profile");
+    if !base.join(spec.home.to_uppercase()).exists() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n!!! SKIPPED: this volume is case-sensitive, so no other case names the same file.\n"
+        );
+        return;
+    }
+    // A blocked program of the world, run by another case: it writes a marker when it runs.
+    let blocked = base.join(&spec.blocked[0]);
+    let upper = PathBuf::from(blocked.to_str().unwrap().to_uppercase());
+    let marker = world.scratch.join("ran");
+    let zlogin = world.home.join(".zlogin");
+    for confine in [false, true] {
+        let _ = std::fs::remove_file(&marker);
+        run(
+            &world,
+            confine.then_some(&profile),
+            &format!("{} {}", quote(&upper), quote(&marker)),
+        );
+        assert_eq!(
+            marker.exists(),
+            !confine,
+            "{} ran (confined: {confine})",
+            upper.display()
+        );
+        // A hardened file missing from the world, created in another case.
+        let _ = std::fs::remove_file(&zlogin);
+        run(
+            &world,
+            confine.then_some(&profile),
+            &format!(": > {}", quote(&world.home.join(".ZLOGIN"))),
+        );
+        assert_eq!(
+            zlogin.exists(),
+            !confine,
+            "~/.ZLOGIN created (confined: {confine})"
+        );
+        let _ = std::fs::remove_file(&zlogin);
+    }
+}

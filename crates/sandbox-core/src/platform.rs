@@ -15,6 +15,25 @@ pub struct MacFacts {
     pub people: Vec<String>,
     /// The launcher already runs inside a Seatbelt sandbox (a nested `sandbox-exec` fails).
     pub already_sandboxed: bool,
+    /// The release, as `sw_vers -productVersion` prints it (`14.4.1`); `None` when it could not
+    /// be read.
+    pub version: Option<String>,
+}
+
+/// The oldest macOS whose Seatbelt compiles the profile: 10.12 and 10.13 do not know
+/// `file-clone` and `file-test-existence`, which every refusal of files names, and refuse the
+/// whole profile (see `docs/macos.md`).
+pub const MACOS_MINIMUM: (u32, u32) = (10, 14);
+
+/// `major.minor` of a version string (`14.4.1` is 14.4, `11` is 11.0); `None` when it is not one.
+pub fn macos_release(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.trim().split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = match parts.next() {
+        Some(minor) => minor.parse().ok()?,
+        None => 0,
+    };
+    Some((major, minor))
 }
 
 /// What the launcher found out about a Linux machine.
@@ -161,6 +180,8 @@ fn backend_for(facts: &Facts) -> (Backend, String) {
                     Backend::None,
                     "macOS without /usr/bin/sandbox-exec".to_owned(),
                 )
+            } else if let Some(why) = too_old(mac.version.as_deref()) {
+                (Backend::None, why)
             } else if mac.already_sandboxed {
                 (
                     Backend::None,
@@ -214,6 +235,23 @@ fn backend_for(facts: &Facts) -> (Backend, String) {
     }
 }
 
+/// Why a Mac of `version` cannot run the profile, if it cannot.
+fn too_old(version: Option<&str>) -> Option<String> {
+    let (major, minor) = MACOS_MINIMUM;
+    match version.map(|v| (v, macos_release(v))) {
+        None => Some(format!(
+            "the macOS release could not be read (sw_vers -productVersion), and the profile needs {major}.{minor} or later"
+        )),
+        Some((v, None)) => Some(format!(
+            "the macOS release `{v}` is not a version number, and the profile needs {major}.{minor} or later"
+        )),
+        Some((v, Some(release))) if release < MACOS_MINIMUM => Some(format!(
+            "macOS {v} is older than {major}.{minor}: its Seatbelt does not know file-clone and file-test-existence and refuses the profile"
+        )),
+        Some(_) => None,
+    }
+}
+
 fn notice(backend: Backend, mode: Mode) -> String {
     match (backend, mode) {
         (Backend::None, _) => "You have no shell or file tools here: you work only through the AgentWorks tools (MCP bridge), because this machine cannot confine them.".to_owned(),
@@ -230,11 +268,42 @@ mod tests {
     const BRIDGE: &[Mode] = &[Mode::BridgeOnly];
 
     fn mac(sandbox_exec: bool, people: &[&str], already_sandboxed: bool) -> Facts {
+        mac_of("14.4.1", sandbox_exec, people, already_sandboxed)
+    }
+
+    fn mac_of(
+        version: &str,
+        sandbox_exec: bool,
+        people: &[&str],
+        already_sandboxed: bool,
+    ) -> Facts {
         Facts::MacOs(MacFacts {
             sandbox_exec,
             people: people.iter().map(|s| s.to_string()).collect(),
             already_sandboxed,
+            version: (!version.is_empty()).then(|| version.to_owned()),
         })
+    }
+
+    #[test]
+    fn a_mac_older_than_10_14_or_of_unknown_release_is_bridge_only() {
+        for version in ["10.13.6", "10.12", "", "fourteen"] {
+            let d = decide(&mac_of(version, true, &["ann"], false), Mode::Full, BOTH);
+            assert_eq!(
+                (d.backend, d.mode),
+                (Backend::None, Mode::BridgeOnly),
+                "{version}"
+            );
+            assert!(d.reason.contains("10.14"), "{}", d.reason);
+        }
+        for version in ["10.14", "10.15.7", "11", "14.4.1", "26.0"] {
+            let d = decide(&mac_of(version, true, &["ann"], false), Mode::Full, BOTH);
+            assert_eq!(
+                (d.backend, d.mode),
+                (Backend::Seatbelt, Mode::Full),
+                "{version}"
+            );
+        }
     }
 
     fn linux(abi: Option<u32>, user_namespaces: bool) -> Facts {

@@ -10,23 +10,25 @@
 //! # The profile
 //!
 //! The part that is the same for every chat is `base.sbpl` beside this file: `(allow default)`,
-//! then the ways out (Apple Events, LaunchServices, DiskArbitration and other vendors' Mach
-//! services, file-mount, synthetic input, launchd jobs, preference writes, signals and task
-//! ports outside the sandbox, every unix-socket connect but DNS and syslog). The chat's rules
+//! then the ways out (Apple Events, LaunchServices, DiskArbitration, the window server, alerts,
+//! login items and other vendors' Mach services, mounts and unmounts, synthetic input, launchd
+//! jobs, preference writes, signals and task ports outside the sandbox, every unix-socket connect
+//! but DNS and syslog). The chat's rules
 //! are generated in the order that makes the policy's precedence come out of "the last matching
 //! rule wins":
 //!
-//! 1. closed: each protected root refuses every file operation and exec;
+//! 1. closed: each protected root refuses every file operation and exec, in any case;
 //! 2. the metadata (not the entries) of the folders that lead to the runtime and to each grant
 //!    inside a protected root, so that `realpath` and `getcwd` work there;
 //! 3. the runtime and the grants, shallow before deep (a grant inside another overrides it):
-//!    read-write allows everything but moving the folder itself and hard links; read-only
+//!    read-write allows everything but moving or replacing the folder itself and hard links;
+//!    read-only
 //!    refuses every file operation, then allows reading and exec; each grant's refused patterns
 //!    right after it (a grant inside the runtime keeps the runtime's access and only adds its
 //!    patterns);
 //! 4. hardened (only with `harden = true`): no write to a persistence path of the home, nor to
-//!    anything beneath it, also when created later; none of their ancestors renamed or unlinked;
-//! 5. pinned: no protected root and none of its ancestors may be renamed or unlinked;
+//!    anything beneath it, also when created later; none of their ancestors moved or replaced;
+//! 5. pinned: no protected root and none of its ancestors may be moved or replaced;
 //! 6. blocked programs: no exec, no read (a copy would run the same), no write;
 //! 7. clones of folders that hold something unreadable: the ancestors of each protected root,
 //!    each grant and its ancestors, the ancestors of each blocked program;
@@ -35,6 +37,18 @@
 //! Paths enter only as `(param "NAME")` with `-DNAME=VALUE`, never spliced into the text, so a
 //! path with quotes, parentheses or semicolons cannot change what the profile says: the text
 //! depends only on the policy's shape (how many roots, grants and so on, their kinds and depths).
+//!
+//! Every deny holds in any case of the name (macOS volumes are case-insensitive by default, a
+//! path filter compares bytes): the denies of 1 and 4 to 7 name a parameter holding the path's
+//! folded regex (`folded_regex`) as `(regex (string-append (param "P") "/?$"))` (the path) or
+//! `"(/|$)"` (the path and beneath). Allows stay exact, and so do the grants' and the runtime's
+//! own denies, one parameter each: they lie inside a protected root, whose folded rule refuses
+//! every other spelling, which no exact allow re-opens. Taking a path's place is
+//! `file-write-unlink`, `file-write-create` and `file-link` on it (`MOVE`): a swap
+//! (`renamex_np(RENAME_SWAP)`) may be asked as an unlink at one end and a create at the other.
+//!
+//! The oldest release that compiles the profile is macOS 10.14 (`file-clone` and
+//! `file-test-existence` are unknown to 10.12 and 10.13; `sandbox_core::platform::MACOS_MINIMUM`).
 //!
 //! # Decisions where Seatbelt is not documented
 //!
@@ -45,9 +59,11 @@
 //!   that refuses files names them.
 //! - Rules of one operation and rules of its parent (`file-write-unlink` and `file*`) have been
 //!   reported to weigh by position alone, specific operation first, or a filtered rule on the
-//!   specific operation first. Every rule here names the same levels (`file*` and, below it,
-//!   `file-read*`, `file-write*` and the terminal operations) or a level no later rule
-//!   contradicts, so all three readings give the same verdict; the tests check it.
+//!   specific operation first; and a `require-all` rule has been reported to beat a later plain
+//!   one (the profile's only `require-all` rules are the refused patterns' denies). Every rule
+//!   here names the same levels (`file*` and, below it, `file-read*`, `file-write*` and the
+//!   terminal operations) or a level no later rule contradicts, so all four readings give the
+//!   same verdict; the tests check it.
 //! - Hard links: XNU asks the sandbox about both the source and the destination of `link(2)`,
 //!   each on its own, under `file-link`. A link is another writable name for the same file, and
 //!   a name made in the open home for a file of a grant or of the runtime would outlive the
@@ -66,9 +82,8 @@
 //!   pattern ends in `(/|$)`, a file pattern in `$`); each grant's rule is
 //!   `(require-all (subpath GRANT) (regex REFUSED_DEPTH_d))`. Letters of the patterns are
 //!   folded (`[pP]`), because macOS volumes are case-insensitive by default and a regex compares
-//!   bytes: `PLANNING/plan.json` opens `planning/plan.json`. The grant's own path is matched by
-//!   `subpath`, like the protected roots, whose case handling is one of the facts
-//!   `scripts/macos-facts.sh` settles. One expression per depth also holds for entries created
+//!   bytes: `PLANNING/plan.json` opens `planning/plan.json`. The grant's own path is matched
+//!   exactly: another spelling of it falls to the folded closed rule. One expression per depth also holds for entries created
 //!   after launch, and keeps the command small: 1,000 read-write grants with 190-character paths
 //!   take 0.85 MB of `sandbox-exec`'s arguments, under macOS's 1 MiB (`ARG_MAX`).
 //! - Our operations map to Seatbelt's as: read is `file-read-data` (and `-xattr`,
@@ -123,8 +138,13 @@ const LINK: &str = "file-link";
 const READ: &str = "file-read* file-test-existence file-map-executable process-exec*";
 /// Refused in a read-only grant before [`READ`] is allowed again.
 const NOT_READ: &str = "file* file-write* file-link file-clone file-write-setugid";
-/// Renaming or unlinking the path itself.
-const MOVE: &str = "file-write-unlink";
+/// Taking the path's place: renaming or unlinking it (`file-write-unlink`), and giving its name
+/// to something else (`file-write-create`: a rename or a swap onto it; a hard link made there).
+/// Every path denied this exists (a protected root and its ancestors, a grant, the runtime, the
+/// folders above a persistence path), so refusing its creation costs nothing; and a swap
+/// (`renamex_np(RENAME_SWAP)`) may be asked as an unlink of one end and a create of the other,
+/// so both are refused at each.
+const MOVE: &str = "file-write-unlink file-write-create file-link";
 /// Every write, moving, linking and cloning included.
 const WRITE: &str = "file-write* file-link file-clone file-write-setugid";
 /// Cloning a folder, which copies everything beneath it.
@@ -237,7 +257,9 @@ impl SeatbeltProfile {
             text: String::from(head),
             params: BTreeMap::new(),
             names: HashMap::new(),
+            folded: HashMap::new(),
             extra: 0,
+            extra_folded: 0,
             noted: HashSet::new(),
         };
         out.chat_rules(policy)?;
@@ -421,8 +443,13 @@ struct Writer {
     /// The parameter already naming each path (by its text), so that a later rule on the same
     /// path reuses it.
     names: HashMap<String, String>,
+    /// The parameter already holding the case-folded regex of each path (by its text), so that a
+    /// later deny on the same path reuses it.
+    folded: HashMap<String, String>,
     /// How many `CLONE_i` parameters there are (paths no other rule names).
     extra: usize,
+    /// How many `CASE_i` parameters there are (folded paths no other deny names).
+    extra_folded: usize,
     /// The comments written so far (see [`Writer::note`]).
     noted: HashSet<&'static str>,
 }
@@ -456,9 +483,9 @@ impl Writer {
             self.home_top(policy)?;
         }
 
-        self.line(";; Closed: the protected roots, to every file operation and exec.");
-        let roots = self.params_of("PROTECTED", "protected root", policy.protected())?;
-        self.rule("deny", EVERY, &subpaths(&roots), Some("closed"));
+        self.line(";; Closed: the protected roots, to every file operation and exec, in any case.");
+        let roots = self.folded_of("PROTECTED", "protected root", policy.protected())?;
+        self.rule("deny", EVERY, &folded_subpaths(&roots), Some("closed"));
 
         let ancestors = leading_folders(policy);
         if !ancestors.is_empty() {
@@ -580,40 +607,52 @@ impl Writer {
                 .iter()
                 .map(|h| h.path().to_owned())
                 .collect();
-            let hardened = self.params_of("HARDENED", "persistence path", &paths)?;
-            self.rule("deny", WRITE, &subpaths(&hardened), Some("hardened"));
+            let hardened = self.folded_of("HARDENED", "persistence path", &paths)?;
+            self.rule("deny", WRITE, &folded_subpaths(&hardened), Some("hardened"));
             self.line(
-                ";; ... and none of their ancestors is renamed, so nothing takes their place.",
+                ";; ... and none of their ancestors is moved or replaced, so nothing takes their place.",
             );
-            let ancestors = self.params_of(
+            let ancestors = self.folded_of(
                 "HARDENED_ANCESTOR",
                 "persistence path",
                 &hardened_ancestors(policy),
             )?;
-            self.rule("deny", MOVE, &literals(&ancestors), Some("hardened"));
+            self.rule("deny", MOVE, &folded_literals(&ancestors), Some("hardened"));
         }
 
-        self.line(";; Pinned: no protected root and none of its ancestors is renamed or unlinked.");
-        let pinned = self.params_of("PINNED", "protected root", &pinned(policy))?;
-        self.rule("deny", MOVE, &literals(&pinned), Some("pinned"));
+        self.line(
+            ";; Pinned: no protected root and none of its ancestors is moved or replaced, in any case.",
+        );
+        let pinned = self.folded_of("PINNED", "protected root", &pinned(policy))?;
+        self.rule("deny", MOVE, &folded_literals(&pinned), Some("pinned"));
 
         if !policy.blocked_programs().is_empty() {
             self.line(";; Blocked programs: no exec, and no read (a copy would run the same).");
             let blocked =
-                self.params_of("BLOCKED", "blocked program", policy.blocked_programs())?;
-            self.rule("deny", EVERY, &literals(&blocked), Some("blocked"));
+                self.folded_of("BLOCKED", "blocked program", policy.blocked_programs())?;
+            self.rule("deny", EVERY, &folded_literals(&blocked), Some("blocked"));
         }
 
         self.line(
             ";; Clones of folders that hold what the chat may not read: a clone copies it all.",
         );
-        self.rule("deny", CLONE, &literals(&pinned), Some("closed"));
+        self.rule("deny", CLONE, &folded_literals(&pinned), Some("closed"));
         if !policy.refused().is_empty() {
-            let folders = self.names_for(&grants_and_their_ancestors(policy))?;
-            self.rule("deny", CLONE, &literals(&folders), Some("refused"));
+            // The grants lie in protected roots, whose other spellings the closed rule refuses:
+            // their own names stay exact (one parameter each, a thousand grants). The folders
+            // above them that lie outside every root are folded.
+            let (inside, outside): (Vec<PathBuf>, Vec<PathBuf>) =
+                grants_and_their_ancestors(policy)
+                    .into_iter()
+                    .partition(|folder| policy.is_protected(folder));
+            let inside = self.names_for(&inside)?;
+            let outside = self.folded_for(&outside)?;
+            let mut filters = literals(&inside);
+            filters.extend(folded_literals(&outside));
+            self.rule("deny", CLONE, &filters, Some("refused"));
         }
-        let folders = self.names_for(&strict_ancestors(policy.blocked_programs()))?;
-        self.rule("deny", CLONE, &literals(&folders), Some("blocked"));
+        let folders = self.folded_for(&strict_ancestors(policy.blocked_programs()))?;
+        self.rule("deny", CLONE, &folded_literals(&folders), Some("blocked"));
 
         if !policy.unix_socket_allow().is_empty() {
             self.line(";; The unix sockets this chat may connect to.");
@@ -778,6 +817,58 @@ impl Writer {
             .collect()
     }
 
+    /// A parameter `PREFIX_i` for each path, holding its case-folded regex ([`folded_regex`]),
+    /// for a deny that must hold whatever the case of the name.
+    fn folded_of(
+        &mut self,
+        prefix: &str,
+        what: &'static str,
+        paths: &[PathBuf],
+    ) -> Result<Vec<String>, SeatbeltError> {
+        paths
+            .iter()
+            .enumerate()
+            .map(|(index, path)| self.folded_param(format!("{prefix}_{index}"), what, path))
+            .collect()
+    }
+
+    fn folded_param(
+        &mut self,
+        name: String,
+        what: &'static str,
+        path: &Path,
+    ) -> Result<String, SeatbeltError> {
+        let text = path.to_str().ok_or_else(|| SeatbeltError::PathNotUtf8 {
+            what,
+            path: path.to_owned(),
+        })?;
+        let regex = folded_regex(text);
+        self.check_length(what, regex.len())?;
+        self.params.insert(name.clone(), regex);
+        self.folded
+            .entry(text.to_owned())
+            .or_insert_with(|| name.clone());
+        Ok(name)
+    }
+
+    /// A folded parameter for each path: the one an earlier deny gave it, else a new `CASE_i`.
+    fn folded_for(&mut self, paths: &[PathBuf]) -> Result<Vec<String>, SeatbeltError> {
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            let found = path.to_str().and_then(|text| self.folded.get(text));
+            let name = match found {
+                Some(name) => name.clone(),
+                None => {
+                    let name = format!("CASE_{}", self.extra_folded);
+                    self.extra_folded += 1;
+                    self.folded_param(name, "folder above a grant", path)?
+                }
+            };
+            out.push(name);
+        }
+        Ok(out)
+    }
+
     /// A parameter for each path: the one an earlier rule gave it, else a new `CLONE_i`.
     fn names_for(&mut self, paths: &[PathBuf]) -> Result<Vec<String>, SeatbeltError> {
         let mut out = Vec::with_capacity(paths.len());
@@ -803,6 +894,39 @@ fn subpath(param: &str) -> String {
 
 fn literal(param: &str) -> String {
     format!("(literal (param \"{param}\"))")
+}
+
+/// The path whose folded regex `param` holds ([`folded_regex`]), in any case.
+fn folded_literal(param: &str) -> String {
+    format!("(regex (string-append (param \"{param}\") \"/?$\"))")
+}
+
+/// The path whose folded regex `param` holds and everything beneath it, in any case.
+fn folded_subpath(param: &str) -> String {
+    format!("(regex (string-append (param \"{param}\") \"(/|$)\"))")
+}
+
+fn folded_literals(params: &[String]) -> Vec<String> {
+    params.iter().map(|p| folded_literal(p)).collect()
+}
+
+fn folded_subpaths(params: &[String]) -> Vec<String> {
+    params.iter().map(|p| folded_subpath(p)).collect()
+}
+
+/// `^` and `path` without its trailing `/`, each ASCII letter as `[aA]` and what `regex-quote`
+/// escapes escaped: with `/?$` after it ([`folded_literal`]) it matches the path in any case,
+/// with `(/|$)` ([`folded_subpath`]) the path and everything beneath it. `/` gives `^`. (The
+/// suffix is in the text, the path in the parameter: `(string-append (param ...) "...")`, the
+/// way Apple's own profiles build regexes from parameters.)
+fn folded_regex(path: &str) -> String {
+    let path = path.strip_suffix('/').unwrap_or(path);
+    let mut out = String::with_capacity(1 + path.len() * 4);
+    out.push('^');
+    for c in path.chars() {
+        push_folded(&mut out, c);
+    }
+    out
 }
 
 fn subpaths(params: &[String]) -> Vec<String> {
@@ -1107,6 +1231,27 @@ mod tests {
         assert_eq!(
             refused_regex(2, &patterns),
             r"^/[^/]+/[^/]+/([pP][lL][aA][nN][nN][iI][nN][gG]|([^/]*\.[dD][bB]|[aA][^/][cC]|[xX]\(1\))(-[wW][aA][lL]|-[sS][hH][mM]|-[jJ][oO][uU][rR][nN][aA][lL]|-[wW][aA][lL]2|-[mM][jJ][^/]*)?)(/|$)"
+        );
+    }
+
+    #[test]
+    fn a_folded_path_regex_folds_ascii_letters_escapes_what_regex_quote_escapes_and_roots_at_slash()
+    {
+        assert_eq!(
+            folded_regex("/Users/a.b (1)/"),
+            r"^/[uU][sS][eE][rR][sS]/[aA]\.[bB] \(1\)"
+        );
+        // `/` folds to `^`: `/?$` after it is `/` alone, `(/|$)` every path.
+        assert_eq!(folded_regex("/"), "^");
+        // Other letters are kept as they are (see docs/macos.md for what is not folded).
+        assert_eq!(folded_regex("/é"), "^/é");
+        assert_eq!(
+            folded_literal("P"),
+            r#"(regex (string-append (param "P") "/?$"))"#
+        );
+        assert_eq!(
+            folded_subpath("P"),
+            r#"(regex (string-append (param "P") "(/|$)"))"#
         );
     }
 

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use sandbox_core::{Op, Policy};
 
-use super::sbpl::{Profile, Request, Subject};
+use super::sbpl::{Profile, Request, Subject, other_case};
 use super::world::World;
 
 /// The Seatbelt operations that stand for one of ours. Each must give the verdict `decide()`
@@ -19,10 +19,12 @@ use super::world::World;
 ///
 /// - read: the data, its extended attributes, whether it exists, mapping it executable;
 /// - list: reading a folder's data;
-/// - write: the data, creating it, and the writes of its attributes (setting the set-id bits is
-///   an operation of its own, terminal in libsandbox's table);
+/// - write: the data and the writes of its attributes (setting the set-id bits is an operation
+///   of its own, terminal in libsandbox's table);
 /// - exec: running it (`process-exec*`, which Apple's prelude also calls `process-exec`);
-/// - move: unlinking it, which `rename(2)` checks on its source (its destination is a create).
+/// - move: unlinking it, which `rename(2)` checks on its source.
+///
+/// Creating a name (`file-write-create`) is not one of ours alone: see [`create_expected`].
 pub fn seatbelt_ops(op: Op) -> &'static [&'static str] {
     match op {
         Op::Read => &[
@@ -34,7 +36,6 @@ pub fn seatbelt_ops(op: Op) -> &'static [&'static str] {
         Op::List => &["file-read-data"],
         Op::Write => &[
             "file-write-data",
-            "file-write-create",
             "file-write-mode",
             "file-write-owner",
             "file-write-flags",
@@ -139,22 +140,73 @@ pub fn probes(world: &World) -> Vec<(Op, PathBuf)> {
     out
 }
 
-/// Asks the profile, under both readings of Seatbelt's precedence, every Seatbelt operation that
+/// What `decide()` implies for `file-write-create` of `path`: a name made there, or, when
+/// something is there, a name put in its place (a rename or a swap onto it), which takes the old
+/// one away. So it is allowed when `decide()` allows both writing and moving `path`; a refusal
+/// names the rule that refuses the move (the stronger: pinned before closed), else the write's.
+/// A folder that exists (a protected root, an ancestor of one, a grant, the runtime) is never
+/// created, so refusing its creation costs nothing.
+pub fn create_expected(policy: &Policy, path: &Path) -> Expected {
+    let moved = policy.decide(Op::Move, path);
+    if !moved.allowed {
+        return Expected::refused(moved.rule.name());
+    }
+    let written = policy.decide(Op::Write, path);
+    if !written.allowed {
+        return Expected::refused(written.rule.name());
+    }
+    Expected::ALLOWED
+}
+
+/// Asks the profile, under every reading of Seatbelt's precedence, every Seatbelt operation that
 /// stands for `op` on `path`, and compares with `decide()`: the same verdict, and for a denial
-/// the message that names the same rule.
+/// the message that names the same rule. A refusal must also hold for every other case of the
+/// path ([`other_case`]), by whatever rule. With `op` [`Op::Write`], `file-write-create` is
+/// asked too ([`create_expected`]).
 pub fn agrees(profile: &Profile, world: &World, op: Op, path: &Path) -> Result<(), String> {
-    let expected = world.policy.decide(op, path);
+    let decided = world.policy.decide(op, path);
     let bytes = path.as_os_str().as_encoded_bytes();
-    for seatbelt_op in seatbelt_ops(op) {
+    let mut asked: Vec<(&str, Expected)> = seatbelt_ops(op)
+        .iter()
+        .map(|seatbelt_op| {
+            let expected = if decided.allowed {
+                Expected::ALLOWED
+            } else {
+                Expected::refused(decided.rule.name())
+            };
+            (*seatbelt_op, expected)
+        })
+        .collect();
+    if op == Op::Write {
+        asked.push(("file-write-create", create_expected(&world.policy, path)));
+    }
+    for (seatbelt_op, expected) in asked {
         let verdict = profile.decide_all(Request {
             op: seatbelt_op,
             subject: Subject::Path(bytes),
         })?;
-        let expected_message =
-            (!expected.allowed).then(|| format!("cli-sandbox: {}", expected.rule.name()));
+        let expected_message = expected.rule.map(|r| format!("cli-sandbox: {r}"));
+        if !expected.allowed
+            && let Some(variant) = other_case(bytes)
+        {
+            let other = profile.decide_all(Request {
+                op: seatbelt_op,
+                subject: Subject::Path(&variant),
+            })?;
+            if other.allowed {
+                return Err(format!(
+                    "{} {} ({seatbelt_op}): refused by {:?}, but allowed as {:?} by rule {}",
+                    op.as_str(),
+                    path.display(),
+                    expected.rule,
+                    String::from_utf8_lossy(&variant),
+                    other.rule,
+                ));
+            }
+        }
         if verdict.allowed != expected.allowed || verdict.message != expected_message {
             return Err(format!(
-                "{} {} ({seatbelt_op}): decide() says {} by {:?}, the profile says {} by rule {} {:?}",
+                "{} {} ({seatbelt_op}): decide() implies {} by {:?}, the profile says {} by rule {} {:?}",
                 op.as_str(),
                 path.display(),
                 said(expected.allowed),
@@ -181,12 +233,12 @@ pub struct Expected {
 }
 
 impl Expected {
-    const ALLOWED: Expected = Expected {
+    pub const ALLOWED: Expected = Expected {
         allowed: true,
         rule: None,
     };
 
-    fn refused(rule: &'static str) -> Expected {
+    pub fn refused(rule: &'static str) -> Expected {
         Expected {
             allowed: false,
             rule: Some(rule),
@@ -198,9 +250,15 @@ impl Expected {
 /// same file, so the path must be writable; and it must lie outside every protected root: a
 /// name made in the open home for a file of a grant or of the runtime would outlive the chat,
 /// and a later chat with other grants would read and write this one's files through it.
-/// Seatbelt asks each end on its own, so "both ends in one grant" cannot be said. A refusal is
-/// the rule that decides writing there.
+/// Seatbelt asks each end on its own, so "both ends in one grant" cannot be said. And a link
+/// made at a path gives its name to something else, as a create does: where
+/// [`create_expected`] refuses, so does a link, by the same rule. Otherwise a refusal is the
+/// rule that decides writing there.
 pub fn link_end(policy: &Policy, path: &Path) -> Expected {
+    let create = create_expected(policy, path);
+    if !create.allowed {
+        return create;
+    }
     let write = policy.decide(Op::Write, path);
     if !write.allowed || policy.is_protected(path) {
         Expected::refused(write.rule.name())
@@ -301,8 +359,53 @@ pub fn agrees_on_two_paths(
     Ok(())
 }
 
-/// Every probe of the world through the profile: each `(op, path)` of [`probes`], and a link and
-/// a clone from and to each of their paths. The failures, one line each.
+/// Asks the profile, under every reading, for a swap of `path` with an open file, both ways
+/// round, and compares with what `decide()` implies: `path` loses its name, so the swap is
+/// refused where `decide()` refuses moving `path`, by that rule (the evaluator refuses a swap only
+/// when both of its readings as a rename are refused, so `path` must refuse both its unlink and
+/// its creation). A refusal must also hold for another case of `path` ([`other_case`]).
+pub fn agrees_on_swap(profile: &Profile, world: &World, path: &Path) -> Result<(), String> {
+    let (open, _) = open_ends(world);
+    let open = open.as_os_str().as_encoded_bytes();
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let moved = world.policy.decide(Op::Move, path);
+    let expected = if moved.allowed {
+        Expected::ALLOWED
+    } else {
+        Expected::refused(moved.rule.name())
+    };
+    let message = expected.rule.map(|r| format!("cli-sandbox: {r}"));
+    for (a, b) in [(bytes, open), (open, bytes)] {
+        let verdict = profile.decide_swap_all(a, b)?;
+        if verdict.allowed != expected.allowed || verdict.message != message {
+            return Err(format!(
+                "swap {} <-> {}: decide() implies {expected:?}, the profile says {} by rule {} {:?}",
+                String::from_utf8_lossy(a),
+                String::from_utf8_lossy(b),
+                said(verdict.allowed),
+                verdict.rule,
+                verdict.message,
+            ));
+        }
+    }
+    if !expected.allowed
+        && let Some(variant) = other_case(bytes)
+    {
+        let verdict = profile.decide_swap_all(&variant, open)?;
+        if verdict.allowed {
+            return Err(format!(
+                "swap {} <-> (open): refused by {:?}, but allowed as {:?}",
+                path.display(),
+                expected.rule,
+                String::from_utf8_lossy(&variant),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every probe of the world through the profile: each `(op, path)` of [`probes`], and a link, a
+/// clone and a swap from and to each of their paths. The failures, one line each.
 pub fn disagreements(profile: &Profile, world: &World) -> Vec<String> {
     let probes = probes(world);
     let paths: BTreeSet<&PathBuf> = probes.iter().map(|(_, p)| p).collect();
@@ -315,6 +418,11 @@ pub fn disagreements(profile: &Profile, world: &World) -> Vec<String> {
         paths
             .iter()
             .filter_map(|path| agrees_on_two_paths(profile, world, &unreadable, path).err()),
+    );
+    out.extend(
+        paths
+            .iter()
+            .filter_map(|path| agrees_on_swap(profile, world, path).err()),
     );
     out
 }

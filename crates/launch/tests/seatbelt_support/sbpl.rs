@@ -34,6 +34,14 @@
 //!   `sysctl*`;
 //! - `signal`, `appleevent-send`, `lsopen`, `hid-control` and the `*` parents to `default`.
 //!
+//! Every operation a profile names must also be one of the 196 that libsandbox knows on macOS
+//! 14.4.1 ([`SONOMA_OPERATIONS`], copied from a published harvest of that release's operation
+//! names; `process-exec` is the prelude's alias of `process-exec*`): a name outside that list is
+//! refused, whatever the tables above say, so that a rule cannot silently name an operation a
+//! current Mac does not have. That list has no parents: the fallbacks stay those of the 10.15
+//! table, and an operation new on 14.x (`file-lock`, `mach-message-send`, ...) whose parent is
+//! not known is not in [`OPERATIONS`] either, so naming it is an error too.
+//!
 //! macOS 11 added task-port operations below the control port (`mach-task-read`,
 //! `mach-task-inspect`), which no published dump covers. They exist only in
 //! [`Release::MacOs11Plus`], modelled as terminal: our profile names them directly (its deny and
@@ -47,15 +55,35 @@
 //! the fallback for its operation; `(param "X")` with no value is false (a filter on false is an
 //! error here); several filters in one rule match when any does. How a rule on an operation
 //! weighs against a rule on its parent is not documented, and three readings have been reported,
-//! all implemented ([`Model`]): our profiles must give the same verdict under each.
+//! all implemented ([`Model`]): our profiles must give the same verdict under each. A fourth
+//! reading, also reported from measurements with `sandbox-exec`, has a `require-all` allow beat a
+//! later plain deny; it is implemented as "a matching rule whose filter is a `require-all`
+//! outranks every matching rule whose filter is not, whatever their order"
+//! ([`Model::RequireAllFirst`]), so that a profile must not rely on a plain rule overriding a
+//! `require-all` one in either direction.
 //!
 //! Link and clone name two paths: XNU asks the sandbox about the source and about the
 //! destination of `link(2)` and `clonefile(2)`, both under the one operation. A request with
 //! [`Subject::TwoPaths`] is refused when either path is.
+//!
+//! A rename asks `file-write-unlink` of its source and `file-write-create` of its destination
+//! (there is no rename operation on files). A swap (`renamex_np(RENAME_SWAP)`, `exchangedata`)
+//! moves both names at once, and which end is asked what is not documented: as a rename of `a`
+//! onto `b` (unlink `a`, create `b`) or of `b` onto `a` (unlink `b`, create `a`), or both.
+//! [`Profile::decide_swap`] takes the reading that allows: the swap is refused only when both
+//! renames are, so a profile passes only if the end that must not move refuses both operations
+//! on its own path, whichever way round Seatbelt asks.
+//!
+//! # Case
+//!
+//! APFS and HFS+ are case-insensitive by default and a path filter compares bytes: whether the
+//! kernel hands Seatbelt the name as typed or as stored is not documented. [`case_variants`]
+//! gives the other spellings of a path the suites ask for every refusal: a deny must hold under
+//! each (an allow may stay exact, since a path it misses is refused, the safe side).
 
 use std::collections::BTreeMap;
 
-use regex::bytes::{Regex, RegexBuilder};
+use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -290,6 +318,218 @@ const OPERATIONS_11: &[(&str, &str)] = &[
 /// Names Apple's prelude binds to another operation.
 const ALIASES: &[(&str, &str)] = &[("process-exec", "process-exec*")];
 
+/// The operation names libsandbox knows on macOS 14.4.1 (Sonoma), all 196 of them, in the order
+/// of its table, as harvested from that release's `libsandbox` by a published study of the
+/// Seatbelt operation tables. A fact table: it says which names exist, not which falls back to
+/// which (see the module's documentation).
+pub const SONOMA_OPERATIONS: [&str; 196] = [
+    "default",
+    "appleevent-send",
+    "authorization-right-obtain",
+    "boot-arg-set",
+    "device*",
+    "device-camera",
+    "device-microphone",
+    "darwin-notification-post",
+    "distributed-notification-post",
+    "dynamic-code-generation",
+    "file*",
+    "file-chroot",
+    "file-clone",
+    "file-ioctl",
+    "file-issue-extension",
+    "file-link",
+    "file-lock",
+    "file-map-executable",
+    "file-mknod",
+    "file-mount",
+    "file-mount-update",
+    "file-read*",
+    "file-read-data",
+    "file-read-metadata",
+    "file-read-xattr",
+    "file-revoke",
+    "file-search",
+    "file-test-existence",
+    "file-unmount",
+    "file-write*",
+    "file-write-acl",
+    "file-write-create",
+    "file-write-data",
+    "file-write-finderinfo",
+    "file-write-flags",
+    "file-write-mode",
+    "file-write-owner",
+    "file-write-setugid",
+    "file-write-times",
+    "file-write-unlink",
+    "file-write-xattr",
+    "fs-quota*",
+    "fs-quota-get",
+    "fs-quota-on",
+    "fs-quota-off",
+    "fs-quota-set*",
+    "fs-quota-set-limits",
+    "fs-quota-set-usage",
+    "fs-quota-stat",
+    "fs-quota-sync",
+    "fs-rename",
+    "fs-snapshot*",
+    "fs-snapshot-create",
+    "fs-snapshot-delete",
+    "fs-snapshot-mount",
+    "fs-snapshot-revert",
+    "generic-issue-extension",
+    "qtn-user",
+    "hid-control",
+    "iokit*",
+    "iokit-get-properties",
+    "iokit-issue-extension",
+    "iokit-open*",
+    "iokit-open-user-client",
+    "iokit-open-service",
+    "iokit-set-properties",
+    "ipc*",
+    "ipc-posix*",
+    "ipc-posix-issue-extension",
+    "ipc-posix-sem*",
+    "ipc-posix-sem-create",
+    "ipc-posix-sem-open",
+    "ipc-posix-sem-post",
+    "ipc-posix-sem-unlink",
+    "ipc-posix-sem-wait",
+    "ipc-posix-shm*",
+    "ipc-posix-shm-read-data",
+    "ipc-posix-shm-write*",
+    "ipc-posix-shm-write-create",
+    "ipc-posix-shm-write-data",
+    "ipc-posix-shm-write-unlink",
+    "ipc-sysv*",
+    "ipc-sysv-msg",
+    "ipc-sysv-sem",
+    "ipc-sysv-shm",
+    "job-creation",
+    "lsopen",
+    "mach*",
+    "mach-bootstrap",
+    "mach-cross-domain-lookup",
+    "mach-derive-port",
+    "mach-host*",
+    "mach-host-exception-port-set",
+    "mach-host-special-port-set",
+    "mach-issue-extension",
+    "mach-kernel-endpoint",
+    "mach-lookup",
+    "mach-priv*",
+    "mach-priv-host-port",
+    "mach-priv-task-port",
+    "mach-register",
+    "mach-task*",
+    "mach-task-inspect",
+    "mach-task-name",
+    "mach-task-read",
+    "mach-task-special-port*",
+    "mach-task-special-port-get",
+    "mach-task-special-port-set",
+    "necp-client-open",
+    "network*",
+    "network-inbound",
+    "network-bind",
+    "network-outbound",
+    "nvram*",
+    "nvram-delete",
+    "nvram-get",
+    "nvram-set",
+    "opendirectory-user-modify",
+    "process*",
+    "process-codesigning",
+    "process-exec*",
+    "process-exec-interpreter",
+    "process-fork",
+    "process-info*",
+    "process-info-codesignature",
+    "process-info-dirtycontrol",
+    "process-info-ledger",
+    "process-info-listpids",
+    "process-info-rusage",
+    "process-info-pidinfo",
+    "process-info-pidfdinfo",
+    "process-info-pidfileportinfo",
+    "process-info-setcontrol",
+    "process-legacy-codesigning*",
+    "process-legacy-codesigning-blob-get",
+    "process-legacy-codesigning-cdhash-get",
+    "process-legacy-codesigning-entitlements-blob-get",
+    "process-legacy-codesigning-entitlements-der-blob-get",
+    "process-legacy-codesigning-identity-get",
+    "process-legacy-codesigning-status*",
+    "process-legacy-codesigning-status-get",
+    "process-legacy-codesigning-status-set",
+    "process-legacy-codesigning-teamid-get",
+    "process-legacy-codesigning-text-offset-get",
+    "pseudo-tty",
+    "signal",
+    "socket-ioctl",
+    "socket-option*",
+    "socket-option-get",
+    "socket-option-set",
+    "syscall*",
+    "syscall-unix",
+    "syscall-mach",
+    "syscall-mig",
+    "sysctl*",
+    "sysctl-read",
+    "sysctl-write",
+    "system*",
+    "system-acct",
+    "system-audit",
+    "system-automount",
+    "system-debug",
+    "system-fcntl",
+    "system-fsctl",
+    "system-info",
+    "system-kas-info",
+    "system-kext*",
+    "system-kext-load",
+    "system-kext-unload",
+    "system-kext-query",
+    "system-mac*",
+    "system-mac-label",
+    "system-mac-syscall",
+    "system-memorystatus-control",
+    "system-necp-client-action",
+    "system-nfssvc",
+    "system-package-check",
+    "system-privilege",
+    "system-reboot",
+    "system-sched",
+    "system-set-time",
+    "system-socket",
+    "system-suspend-resume",
+    "system-swap",
+    "user-preference*",
+    "user-preference-read",
+    "managed-preference-read",
+    "user-preference-write",
+    "storage-class-map",
+    "process-exec-update-label",
+    "default-message-filter",
+    "iokit-async-external-method",
+    "iokit-external-method",
+    "iokit-external-trap",
+    "mach-message-send",
+    "xpc-message-send",
+];
+
+/// Whether macOS 14.4.1 knows `name` (an alias counts as the operation it names).
+pub fn sonoma_knows(name: &str) -> bool {
+    let name = ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == name)
+        .map_or(name, |(_, op)| op);
+    SONOMA_OPERATIONS.contains(&name)
+}
+
 fn table(release: Release) -> impl Iterator<Item = &'static (&'static str, &'static str)> {
     let later: &[(&str, &str)] = match release {
         Release::MacOs10_15 => &[],
@@ -394,13 +634,18 @@ pub enum Model {
     /// `(deny file-read* ...)` does not undo an earlier `(allow file-read-data ...)` of the same
     /// path) and by nono ("more specific rules always win regardless of order").
     SpecificFiltered,
+    /// [`Model::Positional`], except that a matching rule whose filter is a `require-all`
+    /// outranks every matching rule whose filter is not, whatever their order: reported from
+    /// measurements with `sandbox-exec` as a `require-all` allow beating a later plain deny.
+    RequireAllFirst,
 }
 
 impl Model {
-    pub const ALL: [Model; 3] = [
+    pub const ALL: [Model; 4] = [
         Model::Positional,
         Model::SpecificFirst,
         Model::SpecificFiltered,
+        Model::RequireAllFirst,
     ];
 }
 
@@ -442,6 +687,8 @@ enum PathMatch {
     Subpath(Vec<u8>),
     Prefix(Vec<u8>),
     Regex(Regex),
+    /// Several regexes of one rule, any of which matches.
+    Set(RegexSet),
 }
 
 impl PathMatch {
@@ -454,6 +701,7 @@ impl PathMatch {
             }
             PathMatch::Prefix(p) => path.starts_with(p),
             PathMatch::Regex(re) => re.is_match(path),
+            PathMatch::Set(set) => set.is_match(path),
         }
     }
 }
@@ -501,6 +749,17 @@ impl Filter {
             },
         })
     }
+}
+
+/// What a one-path request matches, before a model reads it.
+struct Scan {
+    /// The operation, its fallback, ..., `default`.
+    chain: Vec<&'static str>,
+    /// The filtered rules that match, each with the level of the most specific operation of
+    /// the chain it names (0: the operation itself).
+    matching: Vec<(usize, usize)>,
+    /// Those of them that matched through a `require-all` filter.
+    through_all: Vec<usize>,
 }
 
 /// A profile read with its parameters, ready to answer requests.
@@ -591,6 +850,7 @@ impl Profile {
         if Release::ALL
             .iter()
             .all(|r| known_operation(*r, op).is_none())
+            || !sonoma_knows(op)
         {
             return Err(format!("a guard on `{op}`, which no release knows"));
         }
@@ -632,6 +892,11 @@ impl Profile {
         for item in &items[1..] {
             match item {
                 Sexp::Symbol(op) => {
+                    if !sonoma_knows(op) {
+                        return Err(format!(
+                            "`{op}` is not an operation of macOS 14.4.1: unknown operation"
+                        ));
+                    }
                     rule.ops
                         .push(known_operation(self.release, op).ok_or_else(|| {
                             format!("unknown operation `{op}` (on {:?})", self.release)
@@ -656,6 +921,30 @@ impl Profile {
         if rule.ops.is_empty() {
             return Err(format!("a rule without an operation: {form:?}"));
         }
+        // The regexes of one rule match when any does: asked as one set, so that a rule of
+        // thousands (3,000 blocked programs) costs one pass, not thousands.
+        let (regexes, mut others): (Vec<Filter>, Vec<Filter>) = rule
+            .filters
+            .into_iter()
+            .partition(|f| matches!(f, Filter::Path(PathMatch::Regex(_))));
+        if regexes.len() > 1 {
+            let sources: Vec<&str> = regexes
+                .iter()
+                .map(|f| match f {
+                    Filter::Path(PathMatch::Regex(re)) => re.as_str(),
+                    _ => unreachable!("partitioned on regexes"),
+                })
+                .collect();
+            let set = RegexSetBuilder::new(&sources)
+                .unicode(false)
+                .size_limit(1 << 30)
+                .build()
+                .map_err(|e| format!("the regexes of {form:?}: {e}"))?;
+            others.push(Filter::Path(PathMatch::Set(set)));
+        } else {
+            others.extend(regexes);
+        }
+        rule.filters = others;
         Ok(rule)
     }
 
@@ -815,15 +1104,18 @@ impl Profile {
                 Ok(first)
             };
         }
+        let scan = self.scan(request)?;
+        self.pick(model, &scan, request)
+    }
+
+    /// The rules that match a one-path request, read once for every model.
+    fn scan(&self, request: Request<'_>) -> Result<Scan, String> {
         let chain = chain(self.release, request.op)?;
-        let verdict = |rule: usize| Verdict {
-            allowed: self.rules[rule].allow,
-            rule,
-            message: self.rules[rule].message.clone(),
-        };
         // The filtered rules that match, each with the level of the most specific operation of
         // the chain it names (0: the operation itself).
         let mut matching: Vec<(usize, usize)> = Vec::new();
+        // Those of them that matched through a `require-all` filter.
+        let mut through_all: Vec<usize> = Vec::new();
         for (index, rule) in self.rules.iter().enumerate() {
             if rule.filters.is_empty() {
                 continue;
@@ -832,16 +1124,42 @@ impl Profile {
                 continue;
             };
             let mut hit = false;
+            let mut all = false;
             for filter in &rule.filters {
                 if filter.matches(request.subject)? {
                     hit = true;
+                    // Matched through a `require-all` when the first filter that matches is one
+                    // (our profiles never mix the two in one rule).
+                    all = matches!(filter, Filter::All(_));
                     break;
                 }
             }
             if hit {
                 matching.push((level, index));
+                if all {
+                    through_all.push(index);
+                }
             }
         }
+        Ok(Scan {
+            chain,
+            matching,
+            through_all,
+        })
+    }
+
+    /// The rule that decides, read the way `model` says, from what [`Profile::scan`] found.
+    fn pick(&self, model: Model, scan: &Scan, request: Request<'_>) -> Result<Verdict, String> {
+        let Scan {
+            chain,
+            matching,
+            through_all,
+        } = scan;
+        let verdict = |rule: usize| Verdict {
+            allowed: self.rules[rule].allow,
+            rule,
+            message: self.rules[rule].message.clone(),
+        };
         let fallback = |level: &str| {
             self.rules
                 .iter()
@@ -866,6 +1184,12 @@ impl Profile {
             Model::SpecificFiltered => (0..chain.len())
                 .find_map(last_at)
                 .or_else(|| chain.iter().find_map(|level| fallback(level))),
+            Model::RequireAllFirst => through_all
+                .iter()
+                .copied()
+                .max()
+                .or_else(|| matching.iter().map(|(_, i)| *i).max())
+                .or_else(|| chain.iter().find_map(|level| fallback(level))),
         };
         decided.map(verdict).ok_or_else(|| {
             format!(
@@ -877,18 +1201,54 @@ impl Profile {
     /// The same request under every model; an error when they disagree on the verdict or on
     /// the message.
     pub fn decide_all(&self, request: Request<'_>) -> Result<Verdict, String> {
-        let first = self.decide(Model::Positional, request)?;
-        for model in &Model::ALL[1..] {
-            let other = self.decide(*model, request)?;
-            if (first.allowed, &first.message) != (other.allowed, &other.message) {
-                return Err(format!(
-                    "the readings of the profile disagree on {request:?}: {:?} says {first:?}, \
-                     {model:?} says {other:?}",
-                    Model::Positional
-                ));
-            }
+        let what = || format!("{request:?}");
+        if let Subject::TwoPaths { .. } = request.subject {
+            return every_model(what, |model| self.decide(model, request));
         }
-        Ok(first)
+        let scan = self.scan(request)?;
+        every_model(what, |model| self.pick(model, &scan, request))
+    }
+
+    /// A swap of the names `a` and `b` (`renamex_np(RENAME_SWAP)`), read as a rename of `a`
+    /// onto `b` and as one of `b` onto `a` (see the module's documentation): refused only when
+    /// both are, by the refusal of the first; else allowed.
+    pub fn decide_swap(&self, model: Model, a: &[u8], b: &[u8]) -> Result<Verdict, String> {
+        self.swap_with(a, b, |request| self.decide(model, request))
+    }
+
+    /// The two renames of a swap, each asked with `decide`: unlink of the source, then create
+    /// of the destination, the first refusal ending it.
+    fn swap_with(
+        &self,
+        a: &[u8],
+        b: &[u8],
+        decide: impl Fn(Request<'_>) -> Result<Verdict, String>,
+    ) -> Result<Verdict, String> {
+        let rename = |source: &[u8], destination: &[u8]| -> Result<Verdict, String> {
+            let unlink = decide(Request {
+                op: "file-write-unlink",
+                subject: Subject::Path(source),
+            })?;
+            if !unlink.allowed {
+                return Ok(unlink);
+            }
+            decide(Request {
+                op: "file-write-create",
+                subject: Subject::Path(destination),
+            })
+        };
+        let forth = rename(a, b)?;
+        if forth.allowed {
+            return Ok(forth);
+        }
+        let back = rename(b, a)?;
+        Ok(if back.allowed { back } else { forth })
+    }
+
+    /// [`Profile::decide_swap`] under every model, each of its requests read once for all of
+    /// them (an error when they disagree on one).
+    pub fn decide_swap_all(&self, a: &[u8], b: &[u8]) -> Result<Verdict, String> {
+        self.swap_with(a, b, |request| self.decide_all(request))
     }
 
     /// What the brief forbids though Seatbelt would accept it: a rule without a filter after a
@@ -921,6 +1281,61 @@ impl Profile {
         }
         out
     }
+}
+
+/// `decide` under every model; an error naming `what` when they disagree on the verdict or on
+/// the message.
+fn every_model(
+    what: impl Fn() -> String,
+    decide: impl Fn(Model) -> Result<Verdict, String>,
+) -> Result<Verdict, String> {
+    let first = decide(Model::Positional)?;
+    for model in &Model::ALL[1..] {
+        let other = decide(*model)?;
+        if (first.allowed, &first.message) != (other.allowed, &other.message) {
+            return Err(format!(
+                "the readings of the profile disagree on {}: {:?} says {first:?}, \
+                 {model:?} says {other:?}",
+                what(),
+                Model::Positional
+            ));
+        }
+    }
+    Ok(first)
+}
+
+/// `path` with the case of every ASCII letter swapped: the one other spelling the suites ask of
+/// every refusal (a folded rule matches every spelling or none; [`case_variants`] has more).
+/// `None` when the path has no letter.
+pub fn other_case(path: &[u8]) -> Option<Vec<u8>> {
+    case_variants(path).pop()
+}
+
+/// The other spellings of `path` that name the same file on a case-insensitive volume: all in
+/// lower case, all in upper case, every ASCII letter's case swapped (those that differ from
+/// `path`). Only ASCII letters: see `docs/macos.md` for what is not folded.
+pub fn case_variants(path: &[u8]) -> Vec<Vec<u8>> {
+    let swapped: Vec<u8> = path
+        .iter()
+        .map(|b| {
+            if b.is_ascii_lowercase() {
+                b.to_ascii_uppercase()
+            } else {
+                b.to_ascii_lowercase()
+            }
+        })
+        .collect();
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for variant in [
+        path.to_ascii_lowercase(),
+        path.to_ascii_uppercase(),
+        swapped,
+    ] {
+        if variant != path && !out.contains(&variant) {
+            out.push(variant);
+        }
+    }
+    out
 }
 
 /// SBPL's `regex-quote`: a backslash before each of `^.[$()|*+?{\`.
