@@ -666,8 +666,10 @@ fn a_chat_rewriting_the_settings_files_without_pause_fails_no_other_launch() {
             .map_or("this process's user", |u| u.name.as_str());
         let w = world(user.as_ref());
         let home = &w.demo.home;
+        // The person's files a chat can still write: the CLIs' state (`~/.claude.json`,
+        // Gemini's trust list). `~/.codex/config.toml` is read-only in every chat (a setting
+        // Codex acts on: `tests/steering.rs`).
         let files = [
-            home.join(".codex/config.toml"),
             home.join(".claude.json"),
             home.join(".gemini/trustedFolders.json"),
         ];
