@@ -735,7 +735,9 @@ fn with_harden_the_profile_agrees_with_decide_and_closes_persistence_paths() {
     for op in ["file-write-create", "file-write-data", "file-write-unlink"] {
         assert!(write(&temp, op).allowed, "{op} {}", temp.display());
     }
-    assert!(write(&home.join(".claude.json"), "file-write-create").allowed);
+    // Not made under its name either (a rename over it is a creation there, as `decide()`'s
+    // Move says): written in place only.
+    assert!(!write(&home.join(".claude.json"), "file-write-create").allowed);
     let v = write(&home.join(".claude.json"), "file-write-unlink");
     assert!(!v.allowed);
     assert_eq!(v.message.as_deref(), Some("cli-sandbox: hardened"));

@@ -260,6 +260,7 @@ impl SeatbeltProfile {
             folded: HashMap::new(),
             extra: 0,
             extra_folded: 0,
+            git_grants: 0,
             noted: HashSet::new(),
         };
         out.chat_rules(policy)?;
@@ -450,6 +451,8 @@ struct Writer {
     extra: usize,
     /// How many `CASE_i` parameters there are (folded paths no other deny names).
     extra_folded: usize,
+    /// How many read-write grants have a `GIT_OWN_FILES_i` regex.
+    git_grants: usize,
     /// The comments written so far (see [`Writer::note`]).
     noted: HashSet<&'static str>,
 }
@@ -558,16 +561,32 @@ impl Writer {
                     if git_closed {
                         // Before the refused patterns: where both match, the later rule (the
                         // refused one) decides, as `decide()` puts refused first.
-                        if !self.params.contains_key(GIT_PARAM) {
-                            self.params.insert(GIT_PARAM.into(), git_regex());
+                        // One plain regex per grant, its path in front (not a `require-all`
+                        // with the grant's subpath: a reading that puts `require-all` rules
+                        // first would then outweigh a nested read-only grant's later deny,
+                        // which `decide()` puts first there).
+                        let text = path.to_str().ok_or_else(|| SeatbeltError::PathNotUtf8 {
+                            what: "grant",
+                            path: path.to_owned(),
+                        })?;
+                        let mut regex = String::from("^");
+                        for c in text.strip_suffix('/').unwrap_or(text).chars() {
+                            if REGEX_SPECIAL.contains(&c) {
+                                regex.push('\\');
+                            }
+                            regex.push(c);
                         }
+                        // `git_regex` is `^.*/(NAMES)`: here the grant, then any folders.
+                        regex.push_str("/(.*/)?");
+                        regex.push_str(&git_regex()[4..]);
+                        self.check_length("grant", regex.len())?;
+                        let param = format!("{GIT_PARAM}_{}", self.git_grants);
+                        self.git_grants += 1;
+                        self.params.insert(param.clone(), regex);
                         self.note(
                             ";; Git's own files in a read-write grant (hooks, config, .gitmodules): not written or moved.",
                         );
-                        let filter = format!(
-                            "(require-all {} (regex (param \"{GIT_PARAM}\")))",
-                            subpath(&name)
-                        );
+                        let filter = format!("(regex (param \"{param}\"))");
                         // `file-write*` covers moving (`file-write-unlink`) too; naming that
                         // operation on its own would outweigh the refused patterns' rule under
                         // a reading that puts an operation's own rules first.
@@ -679,25 +698,33 @@ impl Writer {
         );
         let home = self.param("HOME".into(), "home", policy.home())?;
         let depth = policy.home().components().count() - 1;
-        let mut top = String::from("^");
+        let mut temp = String::from("^");
         for _ in 0..depth {
-            top.push_str("/[^/]+");
+            temp.push_str("/[^/]+");
         }
-        let mut temp = top.clone();
+        // A deny holds in any case (APFS folds case): the home's path folded, then one name.
+        let text = policy
+            .home()
+            .to_str()
+            .ok_or_else(|| SeatbeltError::PathNotUtf8 {
+                what: "home",
+                path: policy.home().to_owned(),
+            })?;
+        let mut top = folded_regex(text);
         top.push_str("/[^/]+$");
+        self.check_length("home", top.len())?;
         self.params.insert("HOME_TOP".into(), top);
         self.rule(
             "deny",
             WRITE,
-            &[format!(
-                "(require-all {} (regex (param \"HOME_TOP\")))",
-                subpath(&home)
-            )],
+            &["(regex (param \"HOME_TOP\"))".to_owned()],
             Some("hardened"),
         );
         self.line(";; ... but the CLIs' state files, written in place or by their atomic saves.");
         let state = self.params_of("HOME_STATE", "state file", &policy.home_top_state_files())?;
         self.rule("allow", WRITE, &literals(&state), None);
+        // Never removed, renamed, linked or made under its name (`decide()`'s Move): written in
+        // place only (a save by rename over it is refused: docs/macos.md).
         self.rule("deny", MOVE, &literals(&state), Some("hardened"));
         if policy.os() != sandbox_core::Os::MacOs {
             // `decide()` allows the temporary names on macOS only (home_top.rs).

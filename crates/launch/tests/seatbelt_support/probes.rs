@@ -302,7 +302,11 @@ fn both(source: Expected, destination: Expected) -> Expected {
 
 /// An open file to link or clone from, and an open path to link or clone to.
 pub fn open_ends(world: &World) -> (PathBuf, PathBuf) {
-    (world.home.join("notes.txt"), world.home.join("linked-new"))
+    // In a folder of the home, not at its top: with `harden` the top is closed as a class.
+    (
+        world.home.join("work/notes.txt"),
+        world.home.join("work/linked-new"),
+    )
 }
 
 /// Asks the profile, under every reading of Seatbelt's precedence, for a hard link and a clone

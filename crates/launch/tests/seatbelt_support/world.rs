@@ -187,6 +187,7 @@ impl World {
         };
         world.dir(&world.scratch.clone());
         world.file(&home.join("notes.txt"));
+        world.file(&home.join("work/notes.txt"));
         // Persistence paths (closed to writing with `harden`) and their neighbours (never).
         for file in [
             ".bashrc",
