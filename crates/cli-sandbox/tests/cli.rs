@@ -482,6 +482,12 @@ fn close_stderr() -> std::io::Result<()> {
     Ok(())
 }
 
+/// A stream socket, closed on exec where the flag exists (macOS has none).
+#[cfg(target_os = "linux")]
+const SOCKET_FLAGS: libc::c_int = libc::SOCK_STREAM | libc::SOCK_CLOEXEC;
+#[cfg(not(target_os = "linux"))]
+const SOCKET_FLAGS: libc::c_int = libc::SOCK_STREAM;
+
 /// The stderr of `given`, and the other end to read our message from where there is one.
 fn given_stderr(
     given: Given,
@@ -498,8 +504,7 @@ fn given_stderr(
         }
         Given::RefusedNoPeer => {
             // SAFETY: socket() takes no pointer; a non-negative result is a new descriptor.
-            let fd =
-                unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+            let fd = unsafe { libc::socket(libc::AF_UNIX, SOCKET_FLAGS, 0) };
             assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
             // SAFETY: `fd` was just made and is owned by nothing else.
             (Some(unsafe { OwnedFd::from_raw_fd(fd) }), None)

@@ -5,6 +5,7 @@
 
 mod seatbelt_support;
 // The count of skipped tests, shared with the tests in the repository's `tests/` folder.
+#[allow(dead_code)] // On macOS this suite records no skip.
 #[path = "../../../tests/support/skips.rs"]
 mod skips;
 
