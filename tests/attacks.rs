@@ -2060,8 +2060,11 @@ fn with_harden_a_chat_leaves_no_tmux_configuration_for_the_providers_next_server
             // What it is for: the provider's next tmux server runs it, unconfined.
             let socket = lab.outside("control-tmux.sock");
             let mut tmux = command_as(lab.user.as_ref(), "tmux");
+            // SHELL: tmux runs the session's command and the planted `run-shell` with it, else
+            // with the test user's login shell (nologin); CI's environment has none.
             tmux.args(["-S", &socket, "new-session", "-d", "sleep 1"])
                 .env("HOME", &d.home)
+                .env("SHELL", "/bin/sh")
                 .env_remove("XDG_CONFIG_HOME")
                 .stdin(Stdio::null());
             run(tmux);

@@ -996,12 +996,9 @@ struct Panes {
 impl Panes {
     fn start(demo: &Demo) -> Result<Panes, String> {
         let socket = demo.root.join("agents-tmux.sock");
-        let out = Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args(["-f", "/dev/null", "new-session", "-d", "-s", "agents"])
+        let out = crate::tmux_server(&socket)
+            .args(["new-session", "-d", "-s", "agents"])
             .args(["-x", "200", "-y", "50", "sleep 3600"])
-            .env_remove("TMUX")
             .stdin(Stdio::null())
             .output();
         match out {

@@ -49,11 +49,8 @@ pub struct Outside {
 impl Outside {
     pub fn start(demo: &Demo) -> io::Result<Outside> {
         let socket = demo.outside.join("tmux.sock");
-        let tmux = Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
+        let tmux = tmux_server(&socket)
             .args(["new-session", "-d", "-s", "outside", "sleep 3600"])
-            .env_remove("TMUX")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -131,6 +128,20 @@ impl Outside {
     fn reset(&self) {
         let _ = std::fs::remove_file(&self.targets.sentinel_evidence);
     }
+}
+
+/// `tmux` for a new server of the runner's own on `socket`: no configuration file, and `/bin/sh`
+/// as the shell that runs its sessions' commands. Without `SHELL` (CI's environment has none)
+/// tmux takes the user's login shell, and an ordinary user's may be `nologin`: the session's
+/// command would end at once, and the server with it.
+pub(crate) fn tmux_server(socket: &std::path::Path) -> Command {
+    let mut cmd = Command::new("tmux");
+    cmd.arg("-S")
+        .arg(socket)
+        .args(["-f", "/dev/null"])
+        .env("SHELL", "/bin/sh")
+        .env_remove("TMUX");
+    cmd
 }
 
 fn tmux_command(socket: &std::path::Path) -> Command {

@@ -565,11 +565,8 @@ struct RunnerTmux {
 impl RunnerTmux {
     fn start(demo: &Demo) -> Option<RunnerTmux> {
         let socket = demo.root.join("runner-tmux.sock");
-        let ok = Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
+        let ok = crate::tmux_server(&socket)
             .args(["new-session", "-d", "-s", "runner", "sleep 3600"])
-            .env_remove("TMUX")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
