@@ -28,18 +28,22 @@
 //!    patterns);
 //! 4. hardened (only with `harden = true`): no write to a persistence path of the home, nor to
 //!    anything beneath it, also when created later; none of their ancestors moved or replaced;
-//! 5. pinned: no protected root and none of its ancestors may be moved or replaced;
-//! 6. blocked programs: no exec, no read (a copy would run the same), no write;
-//! 7. clones of folders that hold something unreadable: the ancestors of each protected root,
+//! 5. settings (`Policy::settings`, always): no write, creation, link, clone or move of a CLI's
+//!    settings file or of anything beneath a settings folder, under any name of it, so a missing
+//!    one cannot be made (nothing is created before the chat); none of their ancestors moved,
+//!    replaced or made when missing;
+//! 6. pinned: no protected root and none of its ancestors may be moved or replaced;
+//! 7. blocked programs: no exec, no read (a copy would run the same), no write;
+//! 8. clones of folders that hold something unreadable: the ancestors of each protected root,
 //!    each grant and its ancestors, the ancestors of each blocked program;
-//! 8. the chat's allowed unix sockets.
+//! 9. the chat's allowed unix sockets.
 //!
 //! Paths enter only as `(param "NAME")` with `-DNAME=VALUE`, never spliced into the text, so a
 //! path with quotes, parentheses or semicolons cannot change what the profile says: the text
 //! depends only on the policy's shape (how many roots, grants and so on, their kinds and depths).
 //!
 //! Every deny holds in any case of the name (macOS volumes are case-insensitive by default, a
-//! path filter compares bytes): the denies of 1 and 4 to 7 name a parameter holding the path's
+//! path filter compares bytes): the denies of 1 and 4 to 8 name a parameter holding the path's
 //! folded regex (`folded_regex`) as `(regex (string-append (param "P") "/?$"))` (the path) or
 //! `"(/|$)"` (the path and beneath). Allows stay exact, and so do the grants' and the runtime's
 //! own denies, one parameter each: they lie inside a protected root, whose folded rule refuses
@@ -639,6 +643,10 @@ impl Writer {
             self.rule("deny", MOVE, &folded_literals(&ancestors), Some("hardened"));
         }
 
+        if !policy.settings().is_empty() {
+            self.settings(policy)?;
+        }
+
         self.line(
             ";; Pinned: no protected root and none of its ancestors is moved or replaced, in any case.",
         );
@@ -754,6 +762,41 @@ impl Writer {
             )],
             None,
         );
+        Ok(())
+    }
+
+    /// What the CLIs read at start and act on (`Policy::settings`, `Rule::Settings`): read by
+    /// the chat, never written, made, linked, cloned over, renamed or removed, the place and
+    /// everything beneath it, in any case of the name. A missing one is not created before the
+    /// chat (as the Linux plans must, to have an inode to close): the rule names the path, so
+    /// its creation is refused like every other write there. None of their ancestors may be
+    /// moved, replaced or made when missing: a folder or a link renamed (or made) into the place
+    /// of `~/.claude` would bring its own `settings.json`, and a rule on names does not follow a
+    /// link. After the grants, the runtime and `harden` (so that `decide()`'s precedence,
+    /// settings before runtime, granted and hardened, comes out), before pinned and blocked
+    /// (which come before settings there).
+    fn settings(&mut self, policy: &Policy) -> Result<(), SeatbeltError> {
+        self.line(
+            ";; Settings the CLIs act on: read, never written, made, linked or moved, in any case, with all beneath.",
+        );
+        let paths: Vec<PathBuf> = policy
+            .settings()
+            .iter()
+            .map(|s| s.path().to_owned())
+            .collect();
+        let settings = self.folded_of("SETTINGS", "settings path", &paths)?;
+        self.rule("deny", WRITE, &folded_subpaths(&settings), Some("settings"));
+        self.line(
+            ";; ... and none of their ancestors moved, replaced or made, so nothing takes their place.",
+        );
+        // The pinned ones are refused by the pinned rule, which comes later and wins.
+        let pinned: HashSet<PathBuf> = pinned(policy).into_iter().collect();
+        let ancestors: Vec<PathBuf> = strict_ancestors(&paths)
+            .into_iter()
+            .filter(|a| !pinned.contains(a))
+            .collect();
+        let ancestors = self.folded_of("SETTINGS_ANCESTOR", "settings path", &ancestors)?;
+        self.rule("deny", MOVE, &folded_literals(&ancestors), Some("settings"));
         Ok(())
     }
 
