@@ -339,6 +339,73 @@ impl SeatbeltProfile {
     }
 }
 
+/// Makes the acted-on places of the chat's runtime that are missing, in their neutral form (an
+/// empty folder `0700`, a file holding [`sandbox_core::SettingsPath::empty`], `0600`), before the
+/// chat starts; nothing in the person's home. The profile needs no inode to refuse a name, so the
+/// home's missing settings stay missing (their creation is refused by name); in the runtime,
+/// which is AgentWorks' folder, one file must exist for its own sake: Gemini's
+/// `<runtime>/.gemini/.env`, which ends Gemini's `.env` search at the runtime (SECURITY.md).
+/// A place under a symlink a chat left in its runtime (an earlier launch) is not made: no write
+/// follows a link out of the runtime. Returns the places made. Called by
+/// [`crate::wrap::PreparedLaunch::pre_trust`] for a Seatbelt launch, after the runtime is made.
+pub fn create_runtime_settings(
+    runtime: &Path,
+    settings: &[sandbox_core::SettingsPath],
+) -> std::io::Result<Vec<PathBuf>> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let mut made = Vec::new();
+    for setting in settings.iter().filter(|s| s.in_runtime()) {
+        let path = setting.path();
+        let Ok(relative) = path.strip_prefix(runtime) else {
+            continue;
+        };
+        // Every folder on the way, from the runtime down: made when missing, never a link.
+        // (The runtime itself is made by pre-trust, before this.)
+        let skip = usize::from(!setting.is_folder());
+        let folders: Vec<PathBuf> = relative
+            .ancestors()
+            .skip(skip)
+            .filter(|a| !a.as_os_str().is_empty())
+            .map(|a| runtime.join(a))
+            .collect();
+        let mut through_a_link = false;
+        for folder in folders.iter().rev() {
+            match std::fs::symlink_metadata(folder) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => {
+                    through_a_link = true;
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    std::fs::DirBuilder::new().mode(0o700).create(folder)?;
+                    made.push(folder.clone());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if through_a_link || setting.is_folder() {
+            continue;
+        }
+        // `create_new` does not follow a link at the name (it fails with "exists").
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+        {
+            Ok(mut file) => {
+                file.write_all(setting.empty().as_bytes())?;
+                made.push(path.to_owned());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(made)
+}
+
 /// Marks every descriptor above stderr close-on-exec in the child, after `fork` and before it
 /// runs `sandbox-exec`: a descriptor inherited from the launcher (a connected socket, a folder
 /// opened outside) stays usable inside whatever the profile says. (The Linux helper does the
@@ -1232,6 +1299,72 @@ mod tests {
         assert!(!nested_sandbox_refused(&stand_in(dir.path(), 0)));
         assert!(!nested_sandbox_refused(&stand_in(dir.path(), 1)));
         assert!(!nested_sandbox_refused(&dir.path().join("missing")));
+    }
+
+    /// Every entry below `root` (links not followed), but those below `except`.
+    fn listing(root: &Path, except: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![root.to_owned()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.starts_with(except) {
+                    continue;
+                }
+                if std::fs::symlink_metadata(&path).unwrap().is_dir() {
+                    stack.push(path.clone());
+                }
+                out.push(path);
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_runtimes_missing_settings_are_made_and_nothing_in_the_home_nor_through_a_link() {
+        let scratch = tempfile::tempdir().unwrap();
+        let demo = crate::demo::Demo::create(scratch.path()).unwrap();
+        let ctx = crate::Context::load(&demo.settings()).unwrap();
+        let policy = ctx.policy(&demo.chat, &[]).unwrap();
+        ctx.ensure_runtime(&policy).unwrap();
+        let runtime = policy.runtime();
+        assert!(policy.settings_outside_runtime().count() > 10);
+        // A link an earlier chat left at one (`.pi`), to a folder of the home.
+        let elsewhere = demo.home.join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, runtime.join(".pi")).unwrap();
+        let home_before = listing(&demo.home, runtime);
+
+        let made = create_runtime_settings(runtime, policy.settings()).unwrap();
+        assert!(!made.is_empty());
+        assert_eq!(
+            std::fs::read_to_string(runtime.join(".gemini/.env")).unwrap(),
+            "",
+            "Gemini's .env search ends at the runtime"
+        );
+        assert_eq!(
+            std::fs::read_to_string(runtime.join(".mcp.json")).unwrap(),
+            "{\"mcpServers\":{}}"
+        );
+        assert!(runtime.join(".claude").is_dir() && runtime.join(".agents").is_dir());
+        // Nothing made in the home (the profile refuses the names; it needs no inode), nor
+        // through the link.
+        assert_eq!(listing(&demo.home, runtime), home_before);
+        assert!(
+            policy
+                .settings_outside_runtime()
+                .any(|s| !s.path().exists())
+        );
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        for path in &made {
+            assert!(path.starts_with(runtime), "{}", path.display());
+        }
+        // Made once: the next launch finds them.
+        assert_eq!(
+            create_runtime_settings(runtime, policy.settings()).unwrap(),
+            Vec::<PathBuf>::new()
+        );
     }
 
     #[test]
