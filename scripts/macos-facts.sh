@@ -375,3 +375,38 @@ if security add-generic-password -a cli-sandbox-facts -s "$svc" -w "secret-$$" 2
 else
   fact "a keychain item made with security(1) is read through it inside" "not asked: security add-generic-password failed"
 fi
+
+# 25. A missing settings place (issue 24): the profile creates nothing and relies on a folded
+# deny of file-write*, file-link and file-clone on the name (and beneath it) refusing every way a
+# chat could make it: a file, a symlink (symlink(2) asked as file-write-create on the link's
+# name), a hard link (file-link at the destination), a rename onto it (file-write-create at the
+# destination), a folder, and the same in another case. Each is first made unconfined, the control.
+settings_fact() { # NAME COMMAND-MAKING-$T/st/cfg/settings.json
+  rm -rf "$T/st" && mkdir -p "$T/st/cfg" && echo planted >"$T/st/planted"
+  /bin/sh -c "$2" >/dev/null 2>&1
+  if [ ! -e "$T/st/cfg/settings.json" ] && [ ! -L "$T/st/cfg/settings.json" ]; then
+    fact "a missing settings file is not made by $1" "not asked: the unconfined attempt failed"
+    return
+  fi
+  rm -rf "$T/st" && mkdir -p "$T/st/cfg" && echo planted >"$T/st/planted"
+  sb '(version 1)(allow default)(deny file-write* file-link file-clone file-write-setugid (regex (string-append (param "S") "(/|$)")))' \
+    "-DS=$(fold "$T/st/cfg/settings.json")" -- /bin/sh -c "$2"
+  if [ -e "$T/st/cfg/settings.json" ] || [ -L "$T/st/cfg/settings.json" ]; then v="no (made)"; else v=yes; fi
+  fact "a missing settings file is not made by $1" "$v"
+}
+settings_fact "a write" "printf x > '$T/st/cfg/settings.json'"
+settings_fact "a symlink" "ln -s '$T/st/planted' '$T/st/cfg/settings.json'"
+settings_fact "a hard link" "ln '$T/st/planted' '$T/st/cfg/settings.json'"
+settings_fact "a rename onto it" "mv '$T/st/planted' '$T/st/cfg/settings.json'"
+settings_fact "a folder" "mkdir '$T/st/cfg/settings.json'"
+settings_fact "a clone (cp -c)" "cp -c '$T/st/planted' '$T/st/cfg/settings.json'"
+if [ "$case_insensitive" = yes ]; then
+  settings_fact "a write in another case" "printf x > '$T/st/cfg/SETTINGS.JSON'"
+fi
+# The folder above, missing: a prepared folder renamed into its place under the ancestors' rule
+# (file-write-unlink, -create and file-link on the name, folded).
+rm -rf "$T/sa" && mkdir -p "$T/sa/prepared" && echo planted >"$T/sa/prepared/settings.json"
+sb '(version 1)(allow default)(deny file-write-unlink file-write-create file-link (regex (string-append (param "A") "/?$")))' \
+  "-DA=$(fold "$T/sa/.cli")" -- /usr/bin/perl -e 'rename($ARGV[0], $ARGV[1]) or exit 1' "$T/sa/prepared" "$T/sa/.cli"
+if [ -e "$T/sa/.cli/settings.json" ]; then v="no (renamed in)"; else v=yes; fi
+fact "a prepared folder is not renamed into a missing settings folder's parent" "$v"

@@ -40,7 +40,7 @@
 //! | the project's `.claude/settings.json` and `.claude/settings.local.json` in the runtime | hooks (checked: both ran) | `--setting-sources=user`: the project and local sources are not read at all (checked: their hooks do not run, the flag's own `--settings` still applies); the runtime's `.claude/` read-only besides |
 //! | `CLAUDE.md`, `CLAUDE.local.md` in the runtime and in every folder above it a chat can write (`~`, the folders down to the state root) | instructions gathered walking up from the working folder | read-only, missing ones created empty (REPORTED: the walk) |
 //! | the runtime's `.mcp.json` | project MCP servers | `--strict-mcp-config` (none starts); read-only besides |
-//! | `~/.claude.json` | user- and local-scope MCP servers (never started: `--strict-mcp-config`), trust, onboarding, approved keys | **not closed**: it is Claude's state, written at every start; a chat can change the approved keys or the onboarding (Partly, SECURITY.md) |
+//! | `~/.claude.json` | `env`, copied into Claude's environment at start (checked: `ANTHROPIC_BASE_URL` there took the conversation); user- and local-scope MCP servers (never started: `--strict-mcp-config`); `primaryApiKey` (used as the login when no other is: the account a later chat runs under); `customApiKeyResponses.rejected` and `hasCompletedOnboarding: false` (a later tmux launch stops at the login or onboarding, or is refused by readiness); `projects[<path>]`'s trust, `allowedTools` and `hasClaudeMdExternalIncludesApproved` (for a path a later chat uses) | **not closed**: it is Claude's state, written at every start. Pre-trust, under the lock, empties `env` and sets our own trust each launch; the rest stays plantable (Partly, SECURITY.md), and a chat still running can write `env` again between another launch's pre-trust and its Claude's start |
 //!
 //! State that stays writable: `~/.claude/projects/` (sessions), `history.jsonl`, `todos/`,
 //! `shell-snapshots/`, `statsig/`, `.credentials.json` (token refresh), `~/.claude.json`.
@@ -192,6 +192,19 @@ impl CliAdapter for Claude {
             create_mode: 0o600,
             action: Default::default(),
         }];
+        // Claude copies the `env` of `~/.claude.json` into its own environment at start
+        // (checked, 2.1.197: `ANTHROPIC_BASE_URL` there sent the conversation to that server).
+        // `~/.claude.json` is Claude's state, which a chat writes, so an `env` found there is
+        // emptied before each launch: what a chat left there (a base URL, a proxy, `BASH_ENV`)
+        // never reaches a later chat's Claude. The person keeps theirs in `settings.json`.
+        edits.push(FileEdit {
+            file: file.clone(),
+            format: FileFormat::Json,
+            keys: vec!["env".to_owned()],
+            value: json!({}),
+            create_mode: 0o600,
+            action: Default::default(),
+        });
         if let Some(approval) = key_approval(req, person, &file)? {
             edits.push(approval);
         }

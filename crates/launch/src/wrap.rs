@@ -142,6 +142,10 @@ pub struct PreparedLaunch {
     pub files: Vec<LaunchFile>,
     /// The compiled Linux plan the helper reads, when the backend is Landlock.
     pub plan_file: Option<PathBuf>,
+    /// Seatbelt only: the runtime's acted-on places, of which [`PreparedLaunch::pre_trust`] makes
+    /// the missing ones (the Linux helper makes its own).
+    #[serde(skip)]
+    runtime_settings: Vec<sandbox_core::SettingsPath>,
     /// Where [`PreparedLaunch::pre_trust`] may write: the chat's policy and the places the
     /// person named by the variables the adapter read.
     #[serde(skip)]
@@ -585,6 +589,12 @@ impl PreparedLaunch {
         command.extend(launch.args.iter().map(OsString::from));
         let command_len = command.len();
         let (argv, plan_file) = wrap(ctx, &policy, decision.backend, command)?;
+        let runtime_settings = if decision.backend == Backend::Seatbelt {
+            policy.settings_in_runtime().cloned().collect()
+        } else {
+            // The Linux helper makes them itself (`LinuxPlan::create_settings_files`).
+            Vec::new()
+        };
         Ok(PreparedLaunch {
             cli: adapter.name().to_owned(),
             decision,
@@ -598,6 +608,7 @@ impl PreparedLaunch {
             pre_trust: launch.pre_trust,
             files: launch.files,
             plan_file,
+            runtime_settings,
             person_files: person.guard(),
             state_root: ctx.layout.state_root.clone(),
         })
@@ -636,6 +647,18 @@ impl PreparedLaunch {
                 keys: edit.keys.clone(),
                 written,
             });
+        }
+        // Seatbelt: the runtime's missing settings places (Gemini's `.env` among them), made
+        // before the launch's own files; nothing in the home (the profile refuses those names).
+        let made = crate::seatbelt::create_runtime_settings(&self.cwd, &self.runtime_settings)
+            .map_err(|e| {
+                Error::Other(format!(
+                    "the chat's runtime `{}`: its settings places could not be made ({e})",
+                    self.cwd.display()
+                ))
+            })?;
+        for path in &made {
+            tracing::debug!(path = %path.display(), "runtime settings place made");
         }
         for file in &self.files {
             tracing::info!(file = %file.path.display(), mode = %format!("{:04o}", file.mode), "launch file");

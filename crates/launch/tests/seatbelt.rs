@@ -605,7 +605,9 @@ fn the_demo_probes_cover_every_rule_of_decide_allowed_and_refused() {
     for expected in [
         ("open", true),
         ("runtime", true),
-        ("runtime", false),
+        // (Moving the runtime is refused by settings: it holds the CLIs' project settings.)
+        ("settings", true),
+        ("settings", false),
         ("granted", true),
         ("granted", false),
         ("closed", false),
@@ -755,6 +757,252 @@ fn with_harden_the_profile_agrees_with_decide_and_closes_persistence_paths() {
             .text
             .contains("(with message \"cli-sandbox: hardened\")")
     );
+}
+
+/// Issue 24 on macOS: a chat cannot leave anything in the CLIs' settings (`Rule::Settings`) that
+/// a later chat's CLI would act on. Each way in, asked of the profile under every reading, each
+/// with its control: the same operation on a neighbour that is the CLI's state (or an open file)
+/// is allowed.
+#[test]
+fn settings_cannot_be_written_made_linked_or_moved_in_any_case_and_their_neighbours_can() {
+    for world in [demo(), hardened_demo()] {
+        settings_attacks(&world);
+    }
+}
+
+fn settings_attacks(world: &World) {
+    let (profile, read) = compile(world);
+    assert!(profile.text.contains("cli-sandbox: settings"));
+    let home = world.home.clone();
+    let runtime = world.policy.runtime().to_owned();
+    let text = |p: &Path| p.to_str().unwrap().to_owned();
+    let ask = |op: &str, path: &Path| {
+        let path = text(path);
+        read.decide_all(file(op, &path)).unwrap()
+    };
+    let refused_by_settings = |op: &str, path: &Path| {
+        let v = ask(op, path);
+        assert!(!v.allowed, "{op} {} allowed", path.display());
+        assert_eq!(
+            v.message.as_deref(),
+            Some("cli-sandbox: settings"),
+            "{op} {}",
+            path.display()
+        );
+    };
+    // With `harden` the home's top is closed as a class: the controls there are the runtime's.
+    let harden = !world.policy.hardened().is_empty();
+    let allowed = |op: &str, path: &Path| {
+        let v = ask(op, path);
+        assert!(
+            v.allowed,
+            "control: {op} {} refused by rule {}",
+            path.display(),
+            v.rule
+        );
+    };
+    let rename = |source: &Path, destination: &Path| {
+        let unlink = ask("file-write-unlink", source);
+        if !unlink.allowed {
+            return unlink;
+        }
+        ask("file-write-create", destination)
+    };
+    let two = |op: &str, source: &Path, destination: &Path| {
+        let (s, d) = (text(source), text(destination));
+        read.decide_all(Request {
+            op: Box::leak(op.to_owned().into_boxed_str()),
+            subject: Subject::TwoPaths {
+                source: Box::leak(s.into_boxed_str()).as_bytes(),
+                destination: Box::leak(d.into_boxed_str()).as_bytes(),
+            },
+        })
+        .unwrap()
+    };
+    let open = home.join("work/notes.txt");
+    let planted = home.join("work/planted.json");
+
+    // Settings that exist (a file, a file in a settings folder, one above the runtime, one in
+    // the runtime), with a neighbour each that is the CLI's state or the chat's own file.
+    let settings_file = home.join(".claude/settings.json");
+    let pairs = [
+        (settings_file.clone(), home.join(".claude/history.jsonl")),
+        (
+            home.join(".claude/commands/review.md"),
+            home.join(".claude/projects/p/session.jsonl"),
+        ),
+        (
+            home.join(".codex/config.toml"),
+            home.join(".codex/sessions/s.jsonl"),
+        ),
+        (runtime.join("CLAUDE.md"), runtime.join("work.txt")),
+    ];
+    for (setting, neighbour) in &pairs {
+        // Write, truncate, change its mode or times: the data and the attributes.
+        for op in [
+            "file-write-data",
+            "file-write-mode",
+            "file-write-times",
+            "file-write-xattr",
+            "file-write-unlink",
+        ] {
+            refused_by_settings(op, setting);
+            allowed(op, neighbour);
+        }
+        // Rename over it (its name given to a planted file), and a swap with it.
+        let v = rename(&planted, setting);
+        assert!(!v.allowed, "rename over {}", setting.display());
+        assert!(
+            rename(&planted, neighbour).allowed,
+            "control: rename over {}",
+            neighbour.display()
+        );
+        let (s, o) = (text(setting), text(&open));
+        assert!(
+            !read
+                .decide_swap_all(s.as_bytes(), o.as_bytes())
+                .unwrap()
+                .allowed
+        );
+        // A hard link at its name, or of it (another writable name for the same file); a clone
+        // over it.
+        for op in ["file-link", "file-clone"] {
+            assert!(
+                !two(op, &open, setting).allowed,
+                "{op} onto {}",
+                setting.display()
+            );
+            assert!(
+                !two(op, setting, &planted).allowed,
+                "{op} of {}",
+                setting.display()
+            );
+        }
+        assert!(
+            two("file-clone", &open, neighbour).allowed,
+            "control: clone onto {}",
+            neighbour.display()
+        );
+        // Read, always (the person's settings reach the chat's CLI).
+        allowed("file-read-data", setting);
+    }
+    // A hard link of the CLI's state in its folder is not refused by the settings rule (the
+    // open home's rule decides: allowed).
+    assert!(two("file-link", &open, &home.join(".claude/history.jsonl")).allowed);
+
+    // Missing: a settings file, a settings folder, one in a CLI's folder that is missing
+    // altogether, one in the runtime: not made, not as a file, a folder or a symlink (each is
+    // `file-write-create` on the name), not by a hard link or a rename onto it. The control:
+    // a new name beside it.
+    let missing = [
+        (home.join(".claude/skills"), home.join(".claude/todos")),
+        (
+            home.join(".claude/skills/evil/SKILL.md"),
+            home.join(".claude/todos/t.json"),
+        ),
+        (
+            home.join(".claude/CLAUDE.md"),
+            home.join(".claude/new-state.json"),
+        ),
+        (
+            home.join(".gemini/settings.json"),
+            home.join("work/gemini-notes.json"),
+        ),
+        (
+            home.join(".agents/skills/x/SKILL.md"),
+            home.join("work/agents.md"),
+        ),
+        (runtime.join(".mcp.json"), runtime.join("new.json")),
+        (
+            runtime.join(".claude/settings.local.json"),
+            runtime.join("sub/new.json"),
+        ),
+    ];
+    for (setting, neighbour) in &missing {
+        refused_by_settings("file-write-create", setting);
+        allowed("file-write-create", neighbour);
+        assert!(
+            !rename(&planted, setting).allowed,
+            "rename onto {}",
+            setting.display()
+        );
+        assert!(
+            !two("file-link", &open, setting).allowed,
+            "link onto {}",
+            setting.display()
+        );
+    }
+    // A missing CLI folder: not made (mkdir, a symlink to a folder of planted settings, or a
+    // prepared folder renamed in, all `file-write-create` on the name).
+    for folder in [
+        home.join(".gemini"),
+        home.join(".agents"),
+        home.join(".pi/agent"),
+    ] {
+        refused_by_settings("file-write-create", &folder);
+        assert!(!rename(&home.join("work"), &folder).allowed);
+    }
+    if !harden {
+        allowed("file-write-create", &home.join(".gemini-notes"));
+        allowed("file-write-create", &home.join("Notes.md"));
+    }
+
+    // The folder above renamed away (and a new one made in its place), or swapped with a
+    // prepared one: refused at the folder, whatever the settings in it.
+    for folder in [
+        home.join(".claude"),
+        home.join(".codex"),
+        home.join(".claude/commands"),
+    ] {
+        refused_by_settings("file-write-unlink", &folder);
+        refused_by_settings("file-write-create", &folder);
+        let (f, w) = (text(&folder), text(&home.join("work")));
+        assert!(
+            !read
+                .decide_swap_all(f.as_bytes(), w.as_bytes())
+                .unwrap()
+                .allowed
+        );
+    }
+    // A folder of the CLI's state beside them moves freely.
+    allowed("file-write-unlink", &home.join(".claude/projects/p"));
+    allowed("file-write-unlink", &home.join(".claude/projects"));
+
+    // Another case of the name is the same file on a case-insensitive volume.
+    use seatbelt_support::sbpl::case_variants;
+    for path in [
+        home.join(".claude/settings.json"),
+        home.join(".claude/skills/x"),
+        home.join(".gemini/settings.json"),
+        runtime.join(".mcp.json"),
+    ] {
+        let bytes = text(&path).into_bytes();
+        let mut spellings = case_variants(&bytes);
+        spellings.push(
+            text(&path)
+                .replace(".claude", ".CLAUDE")
+                .replace(".gemini", ".Gemini")
+                .replace(".mcp.json", ".MCP.JSON")
+                .into_bytes(),
+        );
+        for spelling in spellings {
+            for op in ["file-write-data", "file-write-create", "file-write-unlink"] {
+                let v = read
+                    .decide_all(Request {
+                        op,
+                        subject: Subject::Path(&spelling),
+                    })
+                    .unwrap();
+                assert!(!v.allowed, "{op} {}", String::from_utf8_lossy(&spelling));
+            }
+        }
+    }
+    // ... and the folder above in another case.
+    for folder in [".CLAUDE", ".Claude", ".GEMINI"] {
+        let path = home.join(folder);
+        assert!(!ask("file-write-unlink", &path).allowed, "{folder}");
+        assert!(!ask("file-write-create", &path).allowed, "{folder}");
+    }
 }
 
 fn specs() -> impl Strategy<Value = Spec> {
@@ -947,7 +1195,9 @@ fn a_pinned_folder_a_grant_or_the_runtime_cannot_be_swapped_with_a_folder_of_the
         (app.parent().unwrap().to_owned(), "pinned"),
         (app.clone(), "pinned"),
         (world.home.clone(), "pinned"),
-        (p.runtime().to_owned(), "runtime"),
+        // The runtime holds the CLIs' project settings (`decide()`: settings before runtime).
+        (p.runtime().to_owned(), "settings"),
+        (world.home.join(".claude"), "settings"),
     ];
     for grant in p.grants() {
         cases.push((grant.path.clone(), "granted"));

@@ -395,3 +395,165 @@ fn another_case_reaches_neither_a_blocked_program_nor_a_missing_hardened_file() 
         let _ = std::fs::remove_file(&zlogin);
     }
 }
+
+/// Issue 24: what a chat leaves in the CLIs' settings is acted on by every later chat's CLI. Each
+/// way in, tried under the profile, its verdict read from the disk, each beside its control: the
+/// same operation on a neighbour that is the CLI's state (or the chat's own file), under the same
+/// profile, succeeds.
+#[test]
+fn settings_are_not_written_made_linked_or_moved_and_their_neighbours_are() {
+    let Some((_dir, world, profile)) = setup() else {
+        return;
+    };
+    let home = &world.home;
+    let q = |p: &Path| quote(p);
+    let settings = home.join(".claude/settings.json");
+    let original = world.files[&settings].clone();
+    let planted = home.join("work/planted.json");
+    std::fs::write(&planted, "{\"hooks\":{}}").unwrap();
+    let content = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    let there = |p: &Path| std::fs::symlink_metadata(p).is_ok();
+    let state = home.join(".claude/history.jsonl");
+    let sh = |script: String| run(&world, Some(&profile), &script);
+
+    // Written in place (appended, truncated), and the control: the CLI's state beside it.
+    sh(format!("printf planted >> {}", q(&settings)));
+    sh(format!(": > {}", q(&settings)));
+    assert_eq!(content(&settings), original, "written");
+    sh(format!("printf more >> {}", q(&state)));
+    assert!(content(&state).ends_with("more"), "control: the state file");
+
+    // Renamed over, or a swap of the planted file with it (perl's rename(2)).
+    sh(format!(
+        "cp {} {}.x && mv -f {}.x {}",
+        q(&planted),
+        q(&planted),
+        q(&planted),
+        q(&settings)
+    ));
+    assert_eq!(content(&settings), original, "renamed over");
+    let neighbour = home.join(".claude/new-state.json");
+    sh(format!(
+        "cp {} {}.y && mv -f {}.y {}",
+        q(&planted),
+        q(&planted),
+        q(&planted),
+        q(&neighbour)
+    ));
+    assert!(
+        there(&neighbour),
+        "control: a rename onto a new name beside it"
+    );
+
+    // Missing: made as a file, a folder, a symlink, a hard link, by a rename; in another case.
+    let missing = home.join(".claude/CLAUDE.md");
+    let skills = home.join(".claude/skills");
+    for script in [
+        format!("printf x > {}", q(&missing)),
+        format!("ln -s {} {}", q(&planted), q(&missing)),
+        format!("ln {} {}", q(&planted), q(&missing)),
+        format!(
+            "cp {} {}.z && mv {}.z {}",
+            q(&planted),
+            q(&planted),
+            q(&planted),
+            q(&missing)
+        ),
+        format!("mkdir {}", q(&skills)),
+        format!("mkdir -p {}/evil", q(&skills)),
+        format!("ln -s {} {}", q(&home.join("work")), q(&skills)),
+        format!(
+            "printf x > {}",
+            q(&PathBuf::from(
+                missing.to_str().unwrap().replace(".claude", ".CLAUDE")
+            ))
+        ),
+    ] {
+        sh(script.clone());
+        assert!(!there(&missing) && !there(&skills), "made by: {script}");
+    }
+    let todo = home.join(".claude/todos");
+    sh(format!(
+        "mkdir {} && ln -s {} {}/l",
+        q(&todo),
+        q(&planted),
+        q(&todo)
+    ));
+    assert!(
+        there(&todo.join("l")),
+        "control: a folder and a link of the CLI's state"
+    );
+
+    // Another case of an existing one (the same file on a case-insensitive volume).
+    let upper = PathBuf::from(settings.to_str().unwrap().replace(".claude", ".CLAUDE"));
+    sh(format!("printf planted > {}", q(&upper)));
+    assert_eq!(
+        content(&settings),
+        original,
+        "written as {}",
+        upper.display()
+    );
+
+    // A hard link of it (another writable name for the same file), then written through it.
+    let link = home.join("work/link.json");
+    sh(format!(
+        "ln {} {} ; printf planted >> {}",
+        q(&settings),
+        q(&link),
+        q(&link)
+    ));
+    assert_eq!(content(&settings), original, "written through a hard link");
+
+    // The folder above renamed away and a new one made in its place; swapped with a prepared
+    // one. The control: a folder of the open home beside it moves.
+    let prepared = home.join("work/prepared");
+    std::fs::create_dir_all(&prepared).unwrap();
+    std::fs::write(prepared.join("settings.json"), "{\"hooks\":{}}").unwrap();
+    let claude = home.join(".claude");
+    sh(format!(
+        "mv {} {} ; mkdir {} ; printf planted > {}",
+        q(&claude),
+        q(&home.join("claude-away")),
+        q(&claude),
+        q(&settings)
+    ));
+    assert_eq!(content(&settings), original, "the folder above replaced");
+    assert!(!there(&home.join("claude-away")));
+    // A prepared folder renamed (rename(2), through perl: mv would move it inside) into the
+    // place of a CLI's missing folder (~/.gemini).
+    let gemini = home.join(".gemini");
+    sh(format!(
+        "/usr/bin/perl -e 'rename($ARGV[0], $ARGV[1]) or exit 1' {} {}",
+        q(&prepared),
+        q(&gemini)
+    ));
+    assert!(!there(&gemini), "a prepared folder renamed into ~/.gemini");
+    sh(format!(
+        "mv {} {}",
+        q(&prepared),
+        q(&home.join("work/moved"))
+    ));
+    assert!(
+        there(&home.join("work/moved/settings.json")),
+        "control: a folder of the open home moves"
+    );
+
+    // A CLI's folder that is missing (~/.gemini): not made, not as a link to planted settings.
+    sh(format!("mkdir {}", q(&gemini)));
+    sh(format!(
+        "ln -s {} {}",
+        q(&home.join("work/moved")),
+        q(&gemini)
+    ));
+    assert!(!there(&gemini), "~/.gemini made");
+    sh(format!("mkdir {}", q(&home.join(".gemini-notes"))));
+    assert!(
+        there(&home.join(".gemini-notes")),
+        "control: a new folder of the home"
+    );
+
+    // Read, always: the person's settings reach the chat's CLI.
+    let out = world.scratch.join("settings-read");
+    sh(format!("cat {} > {}", q(&settings), q(&out)));
+    assert_eq!(content(&out), original);
+}

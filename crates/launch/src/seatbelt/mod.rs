@@ -28,18 +28,22 @@
 //!    patterns);
 //! 4. hardened (only with `harden = true`): no write to a persistence path of the home, nor to
 //!    anything beneath it, also when created later; none of their ancestors moved or replaced;
-//! 5. pinned: no protected root and none of its ancestors may be moved or replaced;
-//! 6. blocked programs: no exec, no read (a copy would run the same), no write;
-//! 7. clones of folders that hold something unreadable: the ancestors of each protected root,
+//! 5. settings (`Policy::settings`, always): no write, creation, link, clone or move of a CLI's
+//!    settings file or of anything beneath a settings folder, under any name of it, so a missing
+//!    one cannot be made (nothing is created before the chat); none of their ancestors moved,
+//!    replaced or made when missing;
+//! 6. pinned: no protected root and none of its ancestors may be moved or replaced;
+//! 7. blocked programs: no exec, no read (a copy would run the same), no write;
+//! 8. clones of folders that hold something unreadable: the ancestors of each protected root,
 //!    each grant and its ancestors, the ancestors of each blocked program;
-//! 8. the chat's allowed unix sockets.
+//! 9. the chat's allowed unix sockets.
 //!
 //! Paths enter only as `(param "NAME")` with `-DNAME=VALUE`, never spliced into the text, so a
 //! path with quotes, parentheses or semicolons cannot change what the profile says: the text
 //! depends only on the policy's shape (how many roots, grants and so on, their kinds and depths).
 //!
 //! Every deny holds in any case of the name (macOS volumes are case-insensitive by default, a
-//! path filter compares bytes): the denies of 1 and 4 to 7 name a parameter holding the path's
+//! path filter compares bytes): the denies of 1 and 4 to 8 name a parameter holding the path's
 //! folded regex (`folded_regex`) as `(regex (string-append (param "P") "/?$"))` (the path) or
 //! `"(/|$)"` (the path and beneath). Allows stay exact, and so do the grants' and the runtime's
 //! own denies, one parameter each: they lie inside a protected root, whose folded rule refuses
@@ -333,6 +337,73 @@ impl SeatbeltProfile {
         }
         Ok(())
     }
+}
+
+/// Makes the acted-on places of the chat's runtime that are missing, in their neutral form (an
+/// empty folder `0700`, a file holding [`sandbox_core::SettingsPath::empty`], `0600`), before the
+/// chat starts; nothing in the person's home. The profile needs no inode to refuse a name, so the
+/// home's missing settings stay missing (their creation is refused by name); in the runtime,
+/// which is AgentWorks' folder, one file must exist for its own sake: Gemini's
+/// `<runtime>/.gemini/.env`, which ends Gemini's `.env` search at the runtime (SECURITY.md).
+/// A place under a symlink a chat left in its runtime (an earlier launch) is not made: no write
+/// follows a link out of the runtime. Returns the places made. Called by
+/// [`crate::wrap::PreparedLaunch::pre_trust`] for a Seatbelt launch, after the runtime is made.
+pub fn create_runtime_settings(
+    runtime: &Path,
+    settings: &[sandbox_core::SettingsPath],
+) -> std::io::Result<Vec<PathBuf>> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let mut made = Vec::new();
+    for setting in settings.iter().filter(|s| s.in_runtime()) {
+        let path = setting.path();
+        let Ok(relative) = path.strip_prefix(runtime) else {
+            continue;
+        };
+        // Every folder on the way, from the runtime down: made when missing, never a link.
+        // (The runtime itself is made by pre-trust, before this.)
+        let skip = usize::from(!setting.is_folder());
+        let folders: Vec<PathBuf> = relative
+            .ancestors()
+            .skip(skip)
+            .filter(|a| !a.as_os_str().is_empty())
+            .map(|a| runtime.join(a))
+            .collect();
+        let mut through_a_link = false;
+        for folder in folders.iter().rev() {
+            match std::fs::symlink_metadata(folder) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => {
+                    through_a_link = true;
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    std::fs::DirBuilder::new().mode(0o700).create(folder)?;
+                    made.push(folder.clone());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if through_a_link || setting.is_folder() {
+            continue;
+        }
+        // `create_new` does not follow a link at the name (it fails with "exists").
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+        {
+            Ok(mut file) => {
+                file.write_all(setting.empty().as_bytes())?;
+                made.push(path.to_owned());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(made)
 }
 
 /// Marks every descriptor above stderr close-on-exec in the child, after `fork` and before it
@@ -639,6 +710,10 @@ impl Writer {
             self.rule("deny", MOVE, &folded_literals(&ancestors), Some("hardened"));
         }
 
+        if !policy.settings().is_empty() {
+            self.settings(policy)?;
+        }
+
         self.line(
             ";; Pinned: no protected root and none of its ancestors is moved or replaced, in any case.",
         );
@@ -754,6 +829,41 @@ impl Writer {
             )],
             None,
         );
+        Ok(())
+    }
+
+    /// What the CLIs read at start and act on (`Policy::settings`, `Rule::Settings`): read by
+    /// the chat, never written, made, linked, cloned over, renamed or removed, the place and
+    /// everything beneath it, in any case of the name. A missing one is not created before the
+    /// chat (as the Linux plans must, to have an inode to close): the rule names the path, so
+    /// its creation is refused like every other write there. None of their ancestors may be
+    /// moved, replaced or made when missing: a folder or a link renamed (or made) into the place
+    /// of `~/.claude` would bring its own `settings.json`, and a rule on names does not follow a
+    /// link. After the grants, the runtime and `harden` (so that `decide()`'s precedence,
+    /// settings before runtime, granted and hardened, comes out), before pinned and blocked
+    /// (which come before settings there).
+    fn settings(&mut self, policy: &Policy) -> Result<(), SeatbeltError> {
+        self.line(
+            ";; Settings the CLIs act on: read, never written, made, linked or moved, in any case, with all beneath.",
+        );
+        let paths: Vec<PathBuf> = policy
+            .settings()
+            .iter()
+            .map(|s| s.path().to_owned())
+            .collect();
+        let settings = self.folded_of("SETTINGS", "settings path", &paths)?;
+        self.rule("deny", WRITE, &folded_subpaths(&settings), Some("settings"));
+        self.line(
+            ";; ... and none of their ancestors moved, replaced or made, so nothing takes their place.",
+        );
+        // The pinned ones are refused by the pinned rule, which comes later and wins.
+        let pinned: HashSet<PathBuf> = pinned(policy).into_iter().collect();
+        let ancestors: Vec<PathBuf> = strict_ancestors(&paths)
+            .into_iter()
+            .filter(|a| !pinned.contains(a))
+            .collect();
+        let ancestors = self.folded_of("SETTINGS_ANCESTOR", "settings path", &ancestors)?;
+        self.rule("deny", MOVE, &folded_literals(&ancestors), Some("settings"));
         Ok(())
     }
 
@@ -1189,6 +1299,72 @@ mod tests {
         assert!(!nested_sandbox_refused(&stand_in(dir.path(), 0)));
         assert!(!nested_sandbox_refused(&stand_in(dir.path(), 1)));
         assert!(!nested_sandbox_refused(&dir.path().join("missing")));
+    }
+
+    /// Every entry below `root` (links not followed), but those below `except`.
+    fn listing(root: &Path, except: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![root.to_owned()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.starts_with(except) {
+                    continue;
+                }
+                if std::fs::symlink_metadata(&path).unwrap().is_dir() {
+                    stack.push(path.clone());
+                }
+                out.push(path);
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_runtimes_missing_settings_are_made_and_nothing_in_the_home_nor_through_a_link() {
+        let scratch = tempfile::tempdir().unwrap();
+        let demo = crate::demo::Demo::create(scratch.path()).unwrap();
+        let ctx = crate::Context::load(&demo.settings()).unwrap();
+        let policy = ctx.policy(&demo.chat, &[]).unwrap();
+        ctx.ensure_runtime(&policy).unwrap();
+        let runtime = policy.runtime();
+        assert!(policy.settings_outside_runtime().count() > 10);
+        // A link an earlier chat left at one (`.pi`), to a folder of the home.
+        let elsewhere = demo.home.join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, runtime.join(".pi")).unwrap();
+        let home_before = listing(&demo.home, runtime);
+
+        let made = create_runtime_settings(runtime, policy.settings()).unwrap();
+        assert!(!made.is_empty());
+        assert_eq!(
+            std::fs::read_to_string(runtime.join(".gemini/.env")).unwrap(),
+            "",
+            "Gemini's .env search ends at the runtime"
+        );
+        assert_eq!(
+            std::fs::read_to_string(runtime.join(".mcp.json")).unwrap(),
+            "{\"mcpServers\":{}}"
+        );
+        assert!(runtime.join(".claude").is_dir() && runtime.join(".agents").is_dir());
+        // Nothing made in the home (the profile refuses the names; it needs no inode), nor
+        // through the link.
+        assert_eq!(listing(&demo.home, runtime), home_before);
+        assert!(
+            policy
+                .settings_outside_runtime()
+                .any(|s| !s.path().exists())
+        );
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        for path in &made {
+            assert!(path.starts_with(runtime), "{}", path.display());
+        }
+        // Made once: the next launch finds them.
+        assert_eq!(
+            create_runtime_settings(runtime, policy.settings()).unwrap(),
+            Vec::<PathBuf>::new()
+        );
     }
 
     #[test]

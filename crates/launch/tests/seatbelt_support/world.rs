@@ -217,6 +217,16 @@ impl World {
             ".CLAUDE.JSON.tmp.42.abcdef",
             "Library/Python/3.12/lib/python/site-packages/evil.pth",
             "Library/Preferences/com.apple.Terminal.plist",
+            // The CLIs' settings (`Rule::Settings`: read, never written, made or moved) and
+            // their state beside them (written). `~/.gemini` and the other CLIs' folders are
+            // missing: nothing may be made there.
+            ".claude/settings.json",
+            ".claude/commands/review.md",
+            ".claude/history.jsonl",
+            ".claude/projects/p/session.jsonl",
+            ".codex/config.toml",
+            ".codex/sessions/s.jsonl",
+            "CLAUDE.md",
         ] {
             world.file(&home.join(file));
         }
@@ -333,6 +343,7 @@ impl World {
             })
             .collect();
         tweak(&mut config, &mut grants);
+        let settings = settings_requests();
         let policy = Policy::build(
             &PolicyRequest {
                 os: Os::MacOs,
@@ -341,7 +352,7 @@ impl World {
                 grants: &grants,
                 config: &config,
                 privileged: spec.privileged,
-                settings: &[],
+                settings: &settings,
             },
             fs,
         )
@@ -352,6 +363,25 @@ impl World {
     pub fn is_dir(&self, path: &Path) -> bool {
         self.dirs.contains(path)
     }
+}
+
+/// Every registered adapter's acted-on places, as a launch gathers them
+/// (`launch::context::settings_requests`), with no folder variable set (`CODEX_HOME` and the
+/// like take their defaults under the home), whatever this process's environment holds.
+pub fn settings_requests() -> Vec<sandbox_core::SettingsRequest> {
+    launch::registry::ADAPTERS
+        .iter()
+        .flat_map(|adapter| {
+            adapter
+                .acted_on()
+                .iter()
+                .map(|entry| sandbox_core::SettingsRequest {
+                    cli: adapter.name(),
+                    entry: *entry,
+                    folder: None,
+                })
+        })
+        .collect()
 }
 
 /// A stand-in until the world is built: the policy of an empty layout with no grants, built by
