@@ -172,6 +172,14 @@ fn confined_exec(
     if tracing::enabled!(tracing::Level::INFO) {
         crate::helper::describe(&plan, std::path::Path::new("(compiled in this process)"));
     }
+    // The chat told who it is (`launch::chat_env`), in the environment the program inherits
+    // from this process.
+    for (name, value) in launch::chat_env::variables(ctx, policy) {
+        // SAFETY: the compile's listing threads are joined and no other thread of this process
+        // runs code that reads the environment (the helper refuses a second thread before it
+        // clones), so nothing reads it while it changes.
+        unsafe { std::env::set_var(name, value) };
+    }
     let err = launch::linux::apply::exec(&plan, argv);
     launch::say!("cli-sandbox step: not started, confinement failed: {err}");
     Ok(ExitCode::from(crate::FAILED))
@@ -200,6 +208,8 @@ fn confined_exec(
     let (wrapped, _) = launch::wrap::wrap(ctx, policy, decision.backend, argv.to_vec())?;
     let mut cmd = std::process::Command::new(&wrapped[0]);
     cmd.args(&wrapped[1..]).current_dir(policy.runtime());
+    // The chat told who it is (`launch::chat_env`), for `cli-sandbox explain` inside it.
+    cmd.envs(launch::chat_env::variables(ctx, policy));
     // A descriptor this process inherited would stay usable inside, whatever the profile says.
     launch::seatbelt::close_inherited_descriptors(&mut cmd);
     let err = cmd.exec();

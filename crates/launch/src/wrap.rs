@@ -585,6 +585,12 @@ impl PreparedLaunch {
         command.extend(launch.args.iter().map(OsString::from));
         let command_len = command.len();
         let (argv, plan_file) = wrap(ctx, &policy, decision.backend, command)?;
+        // The chat told who it is, for `cli-sandbox explain` inside it (`chat_env`); never over
+        // a variable the adapter sets.
+        let mut env = launch.env;
+        for (name, value) in crate::chat_env::variables(ctx, &policy) {
+            env.set.entry(name).or_insert(value);
+        }
         Ok(PreparedLaunch {
             cli: adapter.name().to_owned(),
             decision,
@@ -592,7 +598,7 @@ impl PreparedLaunch {
             program_found,
             command_start: argv.len() - command_len,
             argv,
-            env: launch.env,
+            env,
             cwd: policy.runtime().to_owned(),
             stdin: launch.stdin,
             pre_trust: launch.pre_trust,

@@ -95,6 +95,9 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     let Some(ns) = &plan.namespaces else {
         return exec_in_place(plan, filter, &program, &workdir);
     };
+    // The refused folders the stand-ins cover, made where missing and held until the chat
+    // ends, then removed if this launch made them (`stand_in_dirs.rs`).
+    let stand_ins = super::stand_in_dirs::take(&plan.stand_in_dirs)?;
     check_single_threaded()?;
     crate::phase!("make the folders");
 
@@ -182,6 +185,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
             report: report_read,
             pasta,
             terminal,
+            stand_ins,
         },
         signals,
     )

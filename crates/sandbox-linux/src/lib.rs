@@ -52,6 +52,8 @@ mod process;
 #[cfg(target_os = "linux")]
 mod seccomp;
 #[cfg(target_os = "linux")]
+mod stand_in_dirs;
+#[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
 pub mod trial;

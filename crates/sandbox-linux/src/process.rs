@@ -128,6 +128,9 @@ pub(super) struct Init {
     pub terminal: Option<sys::ForegroundTaken>,
     /// The chat's own network, ended once init has (`network = "isolated"`).
     pub pasta: Option<super::network::Pasta>,
+    /// The refused folders held for the stand-ins, let go (and removed where this launch made
+    /// them) once init has ended.
+    pub stand_ins: Vec<super::stand_in_dirs::Held>,
 }
 
 /// A stop in progress: which signal asked for it, and since when.
@@ -147,14 +150,13 @@ pub(super) fn wait_for_init(
 ) -> Result<super::apply::Never, ApplyError> {
     // Everything the helper inherited and does not need (the caller's leaked descriptors) is
     // closed: it lives as long as the chat.
-    close_all_from(
-        3,
-        &[
-            init.pidfd.as_raw_fd(),
-            init.report.as_raw_fd(),
-            signals.as_raw_fd(),
-        ],
-    )?;
+    let mut keep = vec![
+        init.pidfd.as_raw_fd(),
+        init.report.as_raw_fd(),
+        signals.as_raw_fd(),
+    ];
+    keep.extend(init.stand_ins.iter().flat_map(|h| h.fds()));
+    close_all_from(3, &keep)?;
     let tty: Option<RawFd> = [0, 1, 2].into_iter().find(|fd| is_tty(*fd));
     let mut hung_up = false;
     let mut stop: Option<Stop> = None;
@@ -258,6 +260,8 @@ pub(super) fn wait_for_init(
     if let Some(pasta) = init.pasta.take() {
         pasta.stop();
     }
+    // Nor the folders made for its stand-ins (every process of the chat has ended).
+    super::stand_in_dirs::release(std::mem::take(&mut init.stand_ins));
     sys::collect_unix_garbage();
     let mut heard = Vec::new();
     read_report(&init.report, &mut heard);
