@@ -151,6 +151,28 @@ fn rule_text(rule: &Rule) -> String {
     format!("`{}`{fields}", rule.name())
 }
 
+/// The path resolved as the kernel would. Inside a chat a covered folder cannot be looked into
+/// (a refused folder's stand-in has mode 0: `Permission denied`): then the deepest ancestor that
+/// can be resolved is, and the rest is taken as written, which is what the policy decides on
+/// (everything beneath a refused or closed entry is refused or closed with it).
+fn resolve(path: &std::path::Path) -> Result<PathBuf, Error> {
+    let first = match canonicalize_lenient("path", path, &RealDisk) {
+        Ok(p) => return Ok(p),
+        Err(e) => e,
+    };
+    let mut rest = Vec::new();
+    let mut at = path;
+    while let (Some(parent), Some(name)) = (at.parent(), at.file_name()) {
+        rest.push(name);
+        if let Ok(mut p) = canonicalize_lenient("path", parent, &RealDisk) {
+            p.extend(rest.iter().rev());
+            return Ok(p);
+        }
+        at = parent;
+    }
+    Err(first.into())
+}
+
 pub fn run(settings: &Settings, args: &ExplainArgs) -> Result<ExitCode, Error> {
     let (chat, grants, settings, chat_from) = chat_and_settings(settings, args)?;
     let ctx = crate::load(&settings)?;
@@ -159,7 +181,7 @@ pub fn run(settings: &Settings, args: &ExplainArgs) -> Result<ExitCode, Error> {
         .map(|g| GrantRequest::parse(g).map_err(Error::from))
         .collect::<Result<Vec<_>, _>>()?;
     let policy = ctx.policy(&chat, &grants)?;
-    let path = canonicalize_lenient("path", &args.path, &RealDisk)?;
+    let path = resolve(&args.path)?;
     let Some(op) = args.op.map(Op::from) else {
         let ops: Vec<OpAnswer> = OPS
             .iter()

@@ -1972,14 +1972,15 @@ fn every_page_the_main_man_page_names_exists_and_names_its_commands_options() {
     );
 }
 
-/// A step as `user` (this process's own when `None`) on `l`'s layout, with `stdin`/`stdout`
-/// piped for the test to drive it.
-fn step_as(
+/// A step as `user` (this process's own when `None`) on `l`'s layout, running `script` with
+/// `args` after it (`$0`, `$1`, ...), with `stdin`/`stdout` piped for the test to drive it.
+fn step_with(
     l: &Layout,
     user: Option<&cli_sandbox_tests::users::TestUser>,
     chat: &str,
     grant: &Path,
     script: &str,
+    args: &[&std::ffi::OsStr],
 ) -> std::process::Command {
     let mut cmd = cli_sandbox_tests::users::command_as(user, cargo_bin("cli-sandbox"));
     for var in [
@@ -1997,11 +1998,22 @@ fn step_as(
         .args(["step", "--chat", chat, "--grant"])
         .arg(grant)
         .args(["--", "/bin/sh", "-c", script])
-        .arg(grant)
+        .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     cmd
+}
+
+/// [`step_with`] the grant as `$0`.
+fn step_as(
+    l: &Layout,
+    user: Option<&cli_sandbox_tests::users::TestUser>,
+    chat: &str,
+    grant: &Path,
+    script: &str,
+) -> std::process::Command {
+    step_with(l, user, chat, grant, script, &[grant.as_os_str()])
 }
 
 /// Reads one line the chat printed (it is waiting at its `read` then): no timing, the pipe
@@ -2444,6 +2456,102 @@ fn explain_from_inside_a_chat_tells_a_refusal_from_a_missing_file() {
         std::fs::read_to_string(&other).unwrap(),
         "not this chat's\n"
     );
+}
+
+/// `cli-sandbox explain PATH` inside a confined step, with no flag: the chat's id, grants,
+/// configuration and layout come from the environment its launch set, and each answer names the
+/// layer and the rule. It tells the chat nothing it could not see: another chat's runtime is
+/// `closed` like any path of the state root, and neither the other chat's name nor the
+/// protected root's entries appear in what it prints. As root and as an ordinary user.
+#[test]
+fn explain_inside_a_chat_needs_no_flags_and_tells_only_what_the_chat_can_see() {
+    let test = "explain_inside_a_chat_needs_no_flags_and_tells_only_what_the_chat_can_see";
+    if !confined_here(test) {
+        return;
+    }
+    let user = cli_sandbox_tests::users::TestUser::get(test);
+    for user in [None, user.as_ref()] {
+        let l = layout();
+        std::fs::create_dir_all(&l.demo.other_runtime).unwrap();
+        std::fs::write(l.demo.other_runtime.join("secret-name-note"), "x").unwrap();
+        if let Some(user) = user {
+            user.own(l._dir.path());
+        }
+        let granted = l.demo.granted.join("doc.md");
+        let planning = l.demo.granted.join("planning/plan.json");
+        let other = l.demo.other_workflow.join("inside.md");
+        let home = l.demo.home.join("notes.txt");
+        let runtimes = l.demo.other_runtime.parent().unwrap().to_owned();
+        let asked = [
+            (&granted, "granted"),
+            (&planning, "refused"),
+            (&other, "closed"),
+            (&home, "open"),
+            (&l.demo.blocked_stand_in, "blocked"),
+            (&l.demo.other_runtime, "closed"),
+            (&runtimes, "closed"),
+        ];
+        let script = "for p in \"$@\"; do \"$0\" explain --json \"$p\"; done; \
+                      \"$0\" explain \"$1\"";
+        let binary = cargo_bin("cli-sandbox");
+        let mut args = vec![binary.as_os_str()];
+        args.extend(asked.iter().map(|(p, _)| p.as_os_str()));
+        let out = step_with(&l, user, &l.demo.chat, &l.demo.granted, script, &args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let said = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{user:?}: {said}");
+        let json_end = stdout.rfind('}').unwrap() + 1;
+        let answers: Vec<Value> = serde_json::Deserializer::from_str(&stdout[..json_end])
+            .into_iter::<Value>()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(answers.len(), asked.len(), "{user:?}: {said}");
+        for (answer, (path, layer)) in answers.iter().zip(asked) {
+            assert_eq!(
+                answer["layer"],
+                layer,
+                "{user:?} {}: {answer}",
+                path.display()
+            );
+            assert_eq!(answer["chat_from"], "environment", "{answer}");
+            assert_eq!(answer["ops"].as_array().unwrap().len(), 5, "{answer}");
+        }
+        // The text answer names the chat it answered for and the rule.
+        let plain = &stdout[json_end..];
+        assert!(
+            plain.contains("granted for chat") && plain.contains("`granted`"),
+            "{plain}"
+        );
+        // Nothing of another chat's or of the root's listing: not its name, not its file.
+        assert!(
+            !stdout.contains(&l.demo.other_chat) || {
+                // The other runtime was asked by path: its path is in that answer, and only there.
+                answers[5]["path"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&l.demo.other_chat)
+                    && stdout.matches(&l.demo.other_chat).count() == 1
+            },
+            "{user:?}: {said}"
+        );
+        assert!(!stdout.contains("secret-name-note"), "{user:?}: {said}");
+        // The control: outside any chat, with no flag, explain says what it needs.
+        let out = cli()
+            .env("HOME", &l.demo.home)
+            .env_remove("CLI_SANDBOX_CHAT")
+            .args(["explain", "/tmp"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("CLI_SANDBOX_CHAT"),
+            "{}",
+            text(&out)
+        );
+    }
 }
 
 /// The cross-crate tests in `tests/` find the binary by path: it must be the one cargo built for
