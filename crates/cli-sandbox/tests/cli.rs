@@ -2396,6 +2396,27 @@ fn doctor_says_where_refusals_are_recorded_and_what_never_is() {
         let enabled = String::from_utf8_lossy(&status.stdout).contains("enabled 1");
         assert_eq!(denials["recorded"], enabled, "{denials}");
     }
+    // An ordinary user's launches record nothing, whatever the kernel does: doctor says so.
+    let test = "doctor_says_where_refusals_are_recorded_and_what_never_is";
+    if cfg!(target_os = "linux")
+        && let Some(user) = cli_sandbox_tests::users::TestUser::get(test)
+    {
+        let out = user
+            .command(cargo_bin("cli-sandbox"))
+            .args(["doctor", "--json"])
+            .env("HOME", "/")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let denials = &answer["denials"];
+        assert_eq!(denials["recorded"], false, "{denials}");
+        let how = denials["how"].as_str().unwrap();
+        assert!(
+            how.starts_with("not recorded here: ") && how.contains("root"),
+            "{denials}"
+        );
+    }
 }
 
 #[test]
@@ -2551,6 +2572,113 @@ fn explain_inside_a_chat_needs_no_flags_and_tells_only_what_the_chat_can_see() {
             "{}",
             text(&out)
         );
+    }
+}
+
+/// `step --denials FILE`: the record of what the kernel refused the chat. Where the kernel
+/// records and this launcher may read it (root, Landlock ABI >= 7, the kernel's audit on), it
+/// holds the chat's refused `mknod` with the program that tried it; anywhere else it says "not
+/// recorded here" and why, with `denials: null`, never an empty list. Which case applies is asked
+/// of the kernel, not of the record. As root and as an ordinary user.
+#[test]
+fn a_launch_records_what_the_kernel_refused_or_says_why_not() {
+    let test = "a_launch_records_what_the_kernel_refused_or_says_why_not";
+    if !confined_here(test) {
+        return;
+    }
+    let abi = match launch::facts::probe() {
+        sandbox_core::platform::Facts::Linux(l) => l.landlock_abi.unwrap_or(0),
+        _ => 0,
+    };
+    let audit_on = launch::linux::audit::audit_enabled() == Ok(true);
+    let user = cli_sandbox_tests::users::TestUser::get(test);
+    for user in [None, user.as_ref()] {
+        let l = layout();
+        let record = l._dir.path().join("denials.json");
+        let device = l._dir.path().join("made-device");
+        if let Some(user) = user {
+            user.own(l._dir.path());
+        }
+        let mut cmd = step_with(
+            &l,
+            user,
+            &l.demo.chat,
+            &l.demo.granted,
+            "mknod \"$0\" c 1 3 2>/dev/null && echo MADE; echo done",
+            &[device.as_os_str()],
+        );
+        // `--denials` belongs to `step`: before the `--` that ends its flags.
+        let args: Vec<std::ffi::OsString> = cmd.get_args().map(ToOwned::to_owned).collect();
+        let step = args.iter().position(|a| a == "step").unwrap();
+        let dashes = step + args[step..].iter().position(|a| a == "--").unwrap();
+        let mut fixed = std::process::Command::new(cmd.get_program());
+        for var in [
+            "AGENTWORKS_STATE_ROOT",
+            "AGENTWORKS_WORKSPACE_DOCS",
+            "XDG_DATA_HOME",
+        ] {
+            fixed.env_remove(var);
+        }
+        fixed
+            .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .args(&args[..dashes])
+            .arg("--denials")
+            .arg(&record)
+            .args(&args[dashes..])
+            .stdin(std::process::Stdio::null());
+        let _ = &mut cmd;
+        let out = fixed.output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && said.contains("done"),
+            "{user:?}: {said}"
+        );
+        assert!(
+            !said.contains("MADE") && !device.exists(),
+            "{user:?}: {said}"
+        );
+        let answer: Value =
+            serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+        assert_eq!(answer["chat"], l.demo.chat.as_str(), "{answer}");
+        assert!(
+            answer["never"].as_str().unwrap().contains("mounts"),
+            "{answer}"
+        );
+        let can_record = user.is_none() && abi >= 7 && audit_on;
+        if can_record {
+            assert_eq!(answer["recorded"], true, "{answer}");
+            let denials = answer["denials"].as_array().unwrap();
+            assert!(
+                denials
+                    .iter()
+                    .any(|d| d["blockers"] == "fs.make_char" && d["comm"] == "mknod"),
+                "{answer}"
+            );
+        } else {
+            assert_eq!(answer["recorded"], false, "{answer}");
+            assert!(answer["denials"].is_null(), "{answer}");
+            let why = answer["why"].as_str().unwrap();
+            assert!(why.starts_with("not recorded here: "), "{answer}");
+            if user.is_some() {
+                assert!(why.contains("root"), "{answer}");
+            }
+        }
+    }
+    // The control: unconfined, root makes the device the chat could not.
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } == 0 {
+        let dir = tempfile::tempdir().unwrap();
+        let device = dir.path().join("made-device");
+        let status = std::process::Command::new("mknod")
+            .arg(&device)
+            .args(["c", "1", "3"])
+            .status()
+            .unwrap();
+        assert!(status.success() && device.exists());
     }
 }
 

@@ -473,6 +473,7 @@ pub(super) fn compile(
         create_dirs,
         // The fallback freezes each grant's top: nothing can be made there, nothing is made.
         stand_in_dirs: Vec::new(),
+        denials_record: None,
         create_home_dirs: create_home_dirs
             .into_iter()
             .chain(settings_create)

@@ -37,6 +37,8 @@ mod bpf;
 #[cfg(target_os = "linux")]
 mod caps;
 #[cfg(target_os = "linux")]
+pub mod denials;
+#[cfg(target_os = "linux")]
 mod descriptors;
 mod frozen;
 mod harden;

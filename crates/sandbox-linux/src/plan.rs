@@ -362,6 +362,11 @@ pub struct LinuxPlan {
     /// (`stand_in_dirs.rs`: no entry is left in a grant by a launch).
     #[serde(default)]
     pub stand_in_dirs: Vec<PathBuf>,
+    /// Where the helper writes the record of what the kernel refused the chat, once it has
+    /// ended (`denials.rs`, `docs/json.md`); `None`: no record. Set by the launcher
+    /// (`step --denials FILE`, `run --denials FILE`), never by the compile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denials_record: Option<PathBuf>,
     /// Folders created in the person's home before confinement, empty, mode 0700, owned like
     /// the folder that holds them: the persistence folders (`harden`) below an open folder that
     /// do not exist yet, so that they can be bound read-only (an empty one changes nothing for
@@ -1093,6 +1098,7 @@ pub fn compile(
         workdir: policy.runtime().to_owned(),
         create_dirs,
         stand_in_dirs,
+        denials_record: None,
         create_home_dirs,
         create_home_files,
         create_settings_files: settings.create_files,
