@@ -24,8 +24,10 @@ pub struct ExplainArgs {
     /// The chat's id; inside a chat, its own (`CLI_SANDBOX_CHAT`) when left out.
     #[arg(long, value_name = "ID")]
     chat: Option<String>,
-    /// A folder this chat may use inside a protected root: PATH, PATH:ro or PATH:rw; repeat it
-    /// for more. Inside a chat, with --chat left out, its own grants (`CLI_SANDBOX_GRANTS`).
+    /// A folder this chat may use inside a protected root: PATH, PATH:ro or PATH:rw (read-write
+    /// when no access is given); repeat it for more. A folder whose name holds `:` is given
+    /// with its access written out (`DIR/wf:1:rw`). Never split at commas: a path may hold one.
+    /// Inside a chat, with --chat left out, its own grants (`CLI_SANDBOX_GRANTS`).
     #[arg(long = "grant", value_name = "PATH[:ro|:rw]", value_parser = crate::utf8_grant())]
     grants: Vec<String>,
     /// One operation; without it, every operation and the layer the path is in (open,

@@ -315,6 +315,8 @@ mod tests {
             ],
             &["-v", "--verbose", "-vvv", "step", "--chat", "c", "--", "x"],
             &["step", "-v", "--chat", "c", "--verbose", "-vv", "--", "x"],
+            &["step", "--denials", "/r.json", "--chat", "c", "--", "x"],
+            &["step", "--chat", "c", "--denials=/r.json", "--", "x"],
         ] {
             taken_as_clap_takes_it(line(words));
         }
