@@ -1768,6 +1768,15 @@ fn the_readme_tour_runs_as_written_on_a_fresh_layout_with_a_stand_in_codex() {
                     "done\n",
                     "{said}"
                 );
+                // The record of refusals: recorded, or why not (never an empty list alone).
+                let record: Value = serde_json::from_str(
+                    &std::fs::read_to_string(layout.join("denials.json")).unwrap(),
+                )
+                .unwrap();
+                assert!(
+                    record["recorded"] == true || record["why"].is_string(),
+                    "{record}"
+                );
             }
             "run" => {
                 // The stand-in CLI's own status; it ran in the chat's runtime, and its write into
