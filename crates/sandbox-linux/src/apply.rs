@@ -108,6 +108,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
                             .to_owned(),
                     ),
                     denials: None,
+                    incomplete: None,
                     never: super::denials::NEVER,
                 },
             );

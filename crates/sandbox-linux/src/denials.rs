@@ -43,6 +43,10 @@ pub struct Record<'a> {
     pub why: Option<String>,
     /// Each refusal, in order (`null` when not recorded: not "none").
     pub denials: Option<Vec<Denial>>,
+    /// Set when records were lost on the way (the socket overran while the machine logged
+    /// more than the helper read, or the end marker did not come back): the list may miss some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
     /// What no record holds.
     pub never: &'static str,
 }
@@ -86,6 +90,8 @@ pub(crate) struct Reader {
     events: HashMap<String, Event>,
     order: Vec<String>,
     marker: String,
+    /// Why records may have been lost, if they may.
+    lost: Option<String>,
 }
 
 #[derive(Default)]
@@ -139,6 +145,7 @@ pub(crate) fn open(landlock_abi: u32) -> Result<Reader, String> {
         events: HashMap::new(),
         order: Vec::new(),
         marker: String::new(),
+        lost: None,
     })
 }
 
@@ -163,6 +170,14 @@ impl Reader {
                     if self.take(&buf) {
                         return true;
                     }
+                }
+                // The kernel had more for this socket than its buffer held: some were dropped.
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    self.lost = Some(
+                        "the audit socket overran (the machine logged faster than it was read): \
+                         some records were lost"
+                            .to_owned(),
+                    );
                 }
                 Err(_) => return false,
             }
@@ -217,21 +232,36 @@ impl Reader {
 
     /// After the chat: the end marker written into the audit log and read back (everything
     /// queued before it has been read then), up to `patience`; the refusals of this launch.
-    pub(crate) fn finish(mut self, chat: &str, patience: std::time::Duration) -> Vec<Denial> {
+    pub(crate) fn finish(
+        mut self,
+        chat: &str,
+        patience: std::time::Duration,
+    ) -> (Vec<Denial>, Option<String>) {
         self.marker = format!(
             "cli-sandbox end of chat {chat} helper {}",
             std::process::id()
         );
         let sent = send_user_message(&self.marker);
         let start = std::time::Instant::now();
+        let mut back = false;
         while sent && start.elapsed() < patience {
             if self.drain() {
+                back = true;
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
-        self.drain();
-        self.denials()
+        if !back {
+            back = self.drain();
+        }
+        if !back && self.lost.is_none() {
+            self.lost = Some(format!(
+                "the end marker did not come back through the audit queue within {} s: the \
+                 last refusals may be missing",
+                patience.as_secs()
+            ));
+        }
+        (self.denials(), self.lost.take())
     }
 
     /// The access records of this launch's domains, in order, each with its event's program.
@@ -369,6 +399,7 @@ mod tests {
             events: HashMap::new(),
             order: Vec::new(),
             marker: "cli-sandbox end of chat c1 helper 1".into(),
+            lost: None,
         };
         let lines: [(u16, &str); 8] = [
             (

@@ -286,13 +286,12 @@ pub(super) fn wait_for_init(
     super::stand_in_dirs::release(std::mem::take(&mut init.stand_ins));
     // What the kernel refused the chat, written where the launch asked.
     if let (Some(reader), Some(path)) = (init.denials.take(), init.denials_record.as_ref()) {
-        let (recorded, why, denials) = match reader {
-            Ok(reader) => (
-                true,
-                None,
-                Some(reader.finish(&init.chat, DENIALS_PATIENCE)),
-            ),
-            Err(why) => (false, Some(why), None),
+        let (recorded, why, denials, incomplete) = match reader {
+            Ok(reader) => {
+                let (denials, lost) = reader.finish(&init.chat, DENIALS_PATIENCE);
+                (true, None, Some(denials), lost)
+            }
+            Err(why) => (false, Some(why), None, None),
         };
         super::denials::write(
             path,
@@ -302,6 +301,7 @@ pub(super) fn wait_for_init(
                 recorded,
                 why,
                 denials,
+                incomplete,
                 never: super::denials::NEVER,
             },
         );

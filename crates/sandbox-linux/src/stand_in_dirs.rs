@@ -55,7 +55,9 @@ pub(crate) fn take(paths: &[PathBuf]) -> Result<Vec<Held>, crate::apply::ApplyEr
         };
         let parent_fd = rustix::fs::open(
             parent,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            // The grant is canonical: a symlink in its place now was put there since the plan
+            // was made, and is not followed (the launch fails, naming it).
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(|e| super::sys::fail(format!("open {}", parent.display()), e))?;
