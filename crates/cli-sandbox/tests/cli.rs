@@ -2589,6 +2589,7 @@ fn explain_inside_a_chat_needs_no_flags_and_tells_only_what_the_chat_can_see() {
 /// holds the chat's refused `mknod` with the program that tried it; anywhere else it says "not
 /// recorded here" and why, with `denials: null`, never an empty list. Which case applies is asked
 /// of the kernel, not of the record. As root and as an ordinary user.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_launch_records_what_the_kernel_refused_or_says_why_not() {
     let test = "a_launch_records_what_the_kernel_refused_or_says_why_not";
