@@ -2692,6 +2692,40 @@ fn a_launch_records_what_the_kernel_refused_or_says_why_not() {
     }
 }
 
+/// `run`'s launch (what `plan --json` prints) tells the chat who it is, for `explain` inside
+/// it, and names the record of refusals in the plan file the helper reads.
+#[test]
+fn a_planned_launch_tells_the_chat_who_it_is_and_where_its_record_goes() {
+    let l = layout();
+    let record = l._dir.path().join("record.json");
+    let out = l
+        .cli()
+        .args(["plan", "--cli", "codex", "--chat", &l.demo.chat, "--grant"])
+        .arg(l.demo.grant_arg())
+        .arg("--denials")
+        .arg(&record)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let set = &answer["env"]["set"];
+    assert_eq!(set["CLI_SANDBOX_CHAT"], l.demo.chat.as_str(), "{set}");
+    let grants: Vec<String> =
+        serde_json::from_str(set["CLI_SANDBOX_GRANTS"].as_str().unwrap()).unwrap();
+    assert_eq!(grants.len(), 1, "{set}");
+    assert!(grants[0].ends_with(":rw"), "{set}");
+    assert_eq!(
+        set["CLI_SANDBOX_CONFIG"],
+        l.demo.config.to_str().unwrap(),
+        "{set}"
+    );
+    if let Some(plan) = answer["plan_file"].as_str() {
+        let plan: Value = serde_json::from_str(&std::fs::read_to_string(plan).unwrap()).unwrap();
+        assert_eq!(plan["denials_record"], record.to_str().unwrap(), "{plan}");
+    }
+}
+
 /// The cross-crate tests in `tests/` find the binary by path: it must be the one cargo built for
 /// this package, which it builds before any of its tests runs (so no test runs a stale binary).
 #[test]
