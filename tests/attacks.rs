@@ -1402,6 +1402,7 @@ fn structured_claude(chat: &str) -> launch::wrap::LaunchSpec {
         prompt: None,
         model: None,
         extra_args: vec![],
+        denials: None,
     }
 }
 

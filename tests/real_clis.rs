@@ -589,6 +589,7 @@ fn confined_in_tmux(
         prompt: None,
         model: None,
         extra_args: Vec::new(),
+        denials: None,
     };
     let args = launch::PreparedLaunch::prepare(&ctx, &spec, &launch::facts::probe()).unwrap();
     assert!(

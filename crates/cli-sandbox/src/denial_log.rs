@@ -34,30 +34,47 @@ pub fn probe(landlock_abi: Option<u32>) -> DenialLog {
         return DenialLog {
             recorded: false,
             how: format!(
-                "nothing: Landlock ABI {abi} has no audit records (ABI 7, Linux 6.15, added them)"
+                "not recorded here: Landlock ABI {abi} has no audit records (ABI 7, Linux 6.15, \
+                 added them)"
             ),
+            never,
+        };
+    }
+    // SAFETY: geteuid cannot fail and touches no memory.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        return DenialLog {
+            recorded: false,
+            how: "not recorded here: a launch's record (`--denials FILE`) reads the kernel's \
+                  audit records, which only root may (CAP_AUDIT_READ); this launcher is not \
+                  root, so its records say `recorded: false` with why. Whether the kernel logs \
+                  Landlock's refusals at all (audit on) only root may ask (`auditctl -s`)"
+                .to_owned(),
             never,
         };
     }
     let (recorded, how) = match launch::linux::audit::audit_enabled() {
         Ok(true) => (
             true,
-            "Landlock's refusals go to the kernel's audit log (records 1423 and 1424): \
-             `ausearch -i -m 1423,1424` with auditd, else `dmesg | grep -E 'type=142[34]'`"
+            "Landlock's refusals of a chat go into its launch's record (`--denials FILE`, \
+             docs/json.md), read from the kernel's audit log (records 1423 and 1424), which \
+             also holds them: `ausearch -i -m 1423,1424` with auditd, else `dmesg | grep -E \
+             'type=142[34]'`"
                 .to_owned(),
         ),
         Ok(false) => (
             false,
-            "nothing: the kernel's audit is off (`auditctl -s`: enabled 0); `auditctl -e 1`, as \
-             root, turns it on until reboot (or boot with audit=1), and Landlock's refusals are \
-             then recorded (records 1423 and 1424)"
+            "not recorded here: the kernel's audit is off (`auditctl -s`: enabled 0); \
+             `auditctl -e 1`, as root, turns it on until reboot (or boot with audit=1), and \
+             Landlock's refusals are then recorded (records 1423 and 1424) and a launch's record \
+             (`--denials FILE`) holds them"
                 .to_owned(),
         ),
         Err(why) => (
             false,
             format!(
-                "cannot tell: {why}; Landlock's refusals are recorded only while the kernel's \
-                 audit is on (`auditctl -s`, as root)"
+                "not recorded here: {why}; Landlock's refusals are recorded only while the \
+                 kernel's audit is on (`auditctl -s`, as root)"
             ),
         ),
     };
@@ -74,7 +91,9 @@ pub fn probe(_landlock_abi: Option<u32>) -> DenialLog {
     DenialLog {
         recorded: true,
         how: "Seatbelt's denials are in the unified log, each tagged `cli-sandbox: RULE`: \
-              `log stream --style compact --predicate 'sender == \"Sandbox\"'` in a plain Terminal"
+              `log stream --style compact --predicate 'sender == \"Sandbox\"'` in a plain \
+              Terminal; a launch's record (`--denials FILE`) says `recorded: false` on macOS \
+              (not collected by the launch yet)"
             .to_owned(),
         never: "nothing the profile denies goes unlogged, but `log` itself cannot run inside a \
                 chat"

@@ -47,6 +47,11 @@ pub struct LaunchArgs {
     /// The model.
     #[arg(long)]
     model: Option<String>,
+    /// Write the record of what the kernel refused the chat to FILE when the chat ends (JSON,
+    /// docs/json.md "denials"; replaced if there). Where nothing can be recorded the record
+    /// says so, with why.
+    #[arg(long, value_name = "FILE")]
+    denials: Option<std::path::PathBuf>,
     /// Passed to the CLI after our own arguments.
     #[arg(last = true, value_name = "EXTRA")]
     extra: Vec<String>,
@@ -121,6 +126,12 @@ impl LaunchArgs {
             prompt: self.prompt.clone(),
             model: self.model.clone(),
             extra_args: self.extra.clone(),
+            denials: self
+                .denials
+                .as_deref()
+                .map(std::path::absolute)
+                .transpose()
+                .map_err(|e| Error::BadInput(format!("--denials: {e}")))?,
         })
     }
 }

@@ -14,6 +14,11 @@ use crate::{ChatArgs, Globals};
 pub struct StepArgs {
     #[command(flatten)]
     chat: ChatArgs,
+    /// Write the record of what the kernel refused the chat to FILE when the step ends (JSON,
+    /// docs/json.md "denials"; replaced if there). Where nothing can be recorded the record
+    /// says so, with why.
+    #[arg(long, value_name = "FILE")]
+    denials: Option<PathBuf>,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     argv: Vec<OsString>,
@@ -22,7 +27,7 @@ pub struct StepArgs {
 /// `cli-sandbox [GLOBAL...] step [FLAG...] -- PROGRAM [ARGS...]`, read without clap: a step
 /// starts at every workflow step, and building clap's parser and touching its code costs a
 /// launch about 0.13 ms cold (BENCHMARKS.md). Taken are the flags `step` has (`--chat`,
-/// `--grant`) and the global ones (`--state-root`, `--workspace-docs`, `--config`, `-v`,
+/// `--grant`, `--denials`) and the global ones (`--state-root`, `--workspace-docs`, `--config`, `-v`,
 /// `-vv`..., `--verbose`), before or after `step` as clap allows, each value in the next word
 /// or after `=`. Everything else is `None`, and the whole parser then reads the line and says
 /// what is wrong as usual: another command, `--help`, a flag with a value given twice, `-v` on
@@ -59,7 +64,14 @@ pub fn fast_path(args: impl Iterator<Item = OsString>) -> Option<(Globals, StepA
         chat: line.chat?,
         grants: line.grants,
     };
-    Some((globals, StepArgs { chat, argv }))
+    Some((
+        globals,
+        StepArgs {
+            chat,
+            denials: line.denials,
+            argv,
+        },
+    ))
 }
 
 /// What [`fast_path`] has read so far.
@@ -73,6 +85,7 @@ struct Line {
     verbose_side: Option<bool>,
     chat: Option<String>,
     grants: Vec<String>,
+    denials: Option<PathBuf>,
 }
 
 impl Line {
@@ -113,6 +126,7 @@ impl Line {
             b"--workspace-docs" => set(&mut self.workspace_docs, value(rest)?.into()),
             b"--config" => set(&mut self.config, value(rest)?.into()),
             b"--chat" if after_step => set(&mut self.chat, value(rest)?.into_string().ok()?),
+            b"--denials" if after_step => set(&mut self.denials, value(rest)?.into()),
             b"--grant" if after_step => {
                 self.grants.push(value(rest)?.into_string().ok()?);
                 Some(())
@@ -146,7 +160,14 @@ pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
     launch::phase!("build the policy");
     ctx.ensure_runtime(&policy)?;
     launch::phase!("make the runtime");
-    confined_exec(&ctx, &policy, &args.argv)
+    let denials = match &args.denials {
+        Some(path) => Some(
+            std::path::absolute(path)
+                .map_err(|e| Error::BadInput(format!("--denials `{}`: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    confined_exec(&ctx, &policy, &args.argv, denials.as_deref())
 }
 
 /// Linux: the helper applied in this very process (no second exec on the launch path).
@@ -155,6 +176,7 @@ fn confined_exec(
     ctx: &Context,
     policy: &sandbox_core::Policy,
     argv: &[OsString],
+    denials: Option<&std::path::Path>,
 ) -> Result<ExitCode, Error> {
     // The one decision of the plan (`launch::facts::probe`): where nothing confines, the step is
     // refused naming the missing feature.
@@ -166,11 +188,20 @@ fn confined_exec(
     // The step applies its plan itself and runs no helper; a helper named where a chat could
     // replace it is refused all the same, as every other launch of the provider's refuses it.
     launch::wrap::check_named_helper(ctx, policy)?;
-    let plan = launch::linux::compile(policy, launch::linux::this_kernel())?;
+    let mut plan = launch::linux::compile(policy, launch::linux::this_kernel())?;
+    plan.denials_record = denials.map(ToOwned::to_owned);
     launch::phase!("compile the plan");
     let _span = tracing::info_span!("helper", chat = %plan.chat).entered();
     if tracing::enabled!(tracing::Level::INFO) {
         crate::helper::describe(&plan, std::path::Path::new("(compiled in this process)"));
+    }
+    // The chat told who it is (`launch::chat_env`), in the environment the program inherits
+    // from this process.
+    for (name, value) in launch::chat_env::variables(ctx, policy) {
+        // SAFETY: the compile's listing threads are joined and no other thread of this process
+        // runs code that reads the environment (the helper refuses a second thread before it
+        // clones), so nothing reads it while it changes.
+        unsafe { std::env::set_var(name, value) };
     }
     let err = launch::linux::apply::exec(&plan, argv);
     launch::say!("cli-sandbox step: not started, confinement failed: {err}");
@@ -183,6 +214,7 @@ fn confined_exec(
     ctx: &Context,
     policy: &sandbox_core::Policy,
     argv: &[OsString],
+    denials: Option<&std::path::Path>,
 ) -> Result<ExitCode, Error> {
     use std::os::unix::process::CommandExt;
     let facts = launch::facts::probe();
@@ -197,9 +229,12 @@ fn confined_exec(
             decision.reason
         )));
     }
-    let (wrapped, _) = launch::wrap::wrap(ctx, policy, decision.backend, argv.to_vec())?;
+    let (wrapped, _) =
+        launch::wrap::wrap_with(ctx, policy, decision.backend, argv.to_vec(), denials)?;
     let mut cmd = std::process::Command::new(&wrapped[0]);
     cmd.args(&wrapped[1..]).current_dir(policy.runtime());
+    // The chat told who it is (`launch::chat_env`), for `cli-sandbox explain` inside it.
+    cmd.envs(launch::chat_env::variables(ctx, policy));
     // A descriptor this process inherited would stay usable inside, whatever the profile says.
     launch::seatbelt::close_inherited_descriptors(&mut cmd);
     let err = cmd.exec();
@@ -280,6 +315,8 @@ mod tests {
             ],
             &["-v", "--verbose", "-vvv", "step", "--chat", "c", "--", "x"],
             &["step", "-v", "--chat", "c", "--verbose", "-vv", "--", "x"],
+            &["step", "--denials", "/r.json", "--chat", "c", "--", "x"],
+            &["step", "--chat", "c", "--denials=/r.json", "--", "x"],
         ] {
             taken_as_clap_takes_it(line(words));
         }

@@ -1768,6 +1768,15 @@ fn the_readme_tour_runs_as_written_on_a_fresh_layout_with_a_stand_in_codex() {
                     "done\n",
                     "{said}"
                 );
+                // The record of refusals: recorded, or why not (never an empty list alone).
+                let record: Value = serde_json::from_str(
+                    &std::fs::read_to_string(layout.join("denials.json")).unwrap(),
+                )
+                .unwrap();
+                assert!(
+                    record["recorded"] == true || record["why"].is_string(),
+                    "{record}"
+                );
             }
             "run" => {
                 // The stand-in CLI's own status; it ran in the chat's runtime, and its write into
@@ -1972,40 +1981,149 @@ fn every_page_the_main_man_page_names_exists_and_names_its_commands_options() {
     );
 }
 
+/// A step as `user` (this process's own when `None`) on `l`'s layout, running `script` with
+/// `args` after it (`$0`, `$1`, ...), with `stdin`/`stdout` piped for the test to drive it.
+fn step_with(
+    l: &Layout,
+    user: Option<&cli_sandbox_tests::users::TestUser>,
+    chat: &str,
+    grant: &Path,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+) -> std::process::Command {
+    let mut cmd = cli_sandbox_tests::users::command_as(user, cargo_bin("cli-sandbox"));
+    for var in [
+        "AGENTWORKS_STATE_ROOT",
+        "AGENTWORKS_WORKSPACE_DOCS",
+        "XDG_DATA_HOME",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("HOME", &l.demo.home)
+        .arg("--config")
+        .arg(&l.demo.config)
+        .arg("--state-root")
+        .arg(&l.demo.state_root)
+        .args(["step", "--chat", chat, "--grant"])
+        .arg(grant)
+        .args(["--", "/bin/sh", "-c", script])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    cmd
+}
+
+/// [`step_with`] the grant as `$0`.
+fn step_as(
+    l: &Layout,
+    user: Option<&cli_sandbox_tests::users::TestUser>,
+    chat: &str,
+    grant: &Path,
+    script: &str,
+) -> std::process::Command {
+    step_with(l, user, chat, grant, script, &[grant.as_os_str()])
+}
+
+/// Reads one line the chat printed (it is waiting at its `read` then): no timing, the pipe
+/// orders the test and the chat.
+fn started(child: &mut std::process::Child) {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "started\n");
+}
+
+/// The refused `planning/` a grant lacks: covered during the chat (the chat cannot make it nor
+/// write into it), made for the stand-in before the chat and removed after it, so that the
+/// granted folder on disk is as it was. Two launches of the grant at once: the first to end
+/// does not remove the folder the other's stand-in sits on (the kernel would detach that
+/// stand-in). As root and as an ordinary user.
 #[test]
-#[ignore = "a gap, still open: the namespace plan mounts its stand-in for a grant's refused \
-            `planning/` on an empty folder it makes in the granted folder on disk, and leaves it \
-            there; the FUSE layer of the `guard` branch replaces that stand-in (issue 31)"]
 fn a_launch_creates_no_entry_in_a_grant() {
     let test = "a_launch_creates_no_entry_in_a_grant";
     if !confined_here(test) {
         return;
     }
-    let l = layout();
-    let fresh = l.demo.workspace_docs.join("workflows/wf-untouched");
-    std::fs::create_dir_all(&fresh).unwrap();
-    std::fs::write(fresh.join("notes.md"), "mine\n").unwrap();
-    let before = tree(&fresh);
-    let out = l
-        .cli()
-        .args(["step", "--chat", "c-untouched", "--grant"])
-        .arg(&fresh)
-        .args(["--", "/bin/sh", "-c", "ls -a \"$0\""])
-        .arg(&fresh)
-        .output()
-        .unwrap();
-    // The control: the step ran, confined, and saw the grant.
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("notes.md"),
-        "{}",
-        text(&out)
-    );
-    assert_eq!(
-        tree(&fresh),
-        before,
-        "the launch left entries in the granted folder on disk"
-    );
+    let user = cli_sandbox_tests::users::TestUser::get(test);
+    for user in [None, user.as_ref()] {
+        let l = layout();
+        if let Some(user) = user {
+            user.own(l._dir.path());
+        }
+        let fresh = l.demo.workspace_docs.join("workflows/wf-untouched");
+        std::fs::create_dir_all(&fresh).unwrap();
+        std::fs::write(fresh.join("notes.md"), "mine\n").unwrap();
+        if let Some(user) = user {
+            user.own(&l.demo.workspace_docs);
+        }
+        let before = tree(&fresh);
+        // The chat tries the second and third ways to a refused folder it lacks: make it, and
+        // write beneath it; then it lists the grant.
+        let script = "echo started; read x; mkdir \"$0/planning\" 2>/dev/null && echo MADE; \
+                      echo planted > \"$0/planning/p\" 2>/dev/null && echo WROTE; ls -a \"$0\"";
+        let out = step_as(&l, user, "c-untouched", &fresh, script)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The control: the step ran, confined, and saw the grant.
+        assert!(out.status.success(), "{user:?}: {said}");
+        assert!(said.contains("notes.md"), "{user:?}: {said}");
+        assert!(
+            !said.contains("MADE") && !said.contains("WROTE"),
+            "{user:?}: {said}"
+        );
+        assert_eq!(
+            tree(&fresh),
+            before,
+            "{user:?}: the launch left entries in the granted folder on disk"
+        );
+
+        // Two launches at once: A makes `planning`, B finds it there; A ends first.
+        let script = "echo started; read x; mkdir \"$0/planning\" 2>/dev/null && echo MADE; \
+                      echo planted > \"$0/planning/p\" 2>/dev/null && echo WROTE; echo done";
+        let mut a = step_as(&l, user, "c-first", &fresh, script)
+            .spawn()
+            .unwrap();
+        started(&mut a);
+        let mut b = step_as(&l, user, "c-second", &fresh, script)
+            .spawn()
+            .unwrap();
+        started(&mut b);
+        drop(a.stdin.take());
+        let a = a.wait_with_output().unwrap();
+        assert!(
+            a.status.success(),
+            "{user:?}: {}",
+            String::from_utf8_lossy(&a.stderr)
+        );
+        // B's stand-in is still on the folder: A did not remove it from under it.
+        assert!(fresh.join("planning").is_dir(), "{user:?}");
+        drop(b.stdin.take());
+        let b = b.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&b.stdout);
+        assert!(
+            b.status.success(),
+            "{user:?}: {}",
+            String::from_utf8_lossy(&b.stderr)
+        );
+        assert!(said.contains("done"), "{user:?}: {said}");
+        assert!(
+            !said.contains("MADE") && !said.contains("WROTE"),
+            "{user:?}: {said}"
+        );
+        assert!(!fresh.join("planning/p").exists(), "{user:?}");
+        // The folder both held stays (the stated limit): a launch removes only what it made,
+        // and only when no other launch holds it. The next launch alone uses it and leaves it.
+        assert!(fresh.join("planning").is_dir(), "{user:?}");
+    }
 }
 
 #[test]
@@ -2287,6 +2405,27 @@ fn doctor_says_where_refusals_are_recorded_and_what_never_is() {
         let enabled = String::from_utf8_lossy(&status.stdout).contains("enabled 1");
         assert_eq!(denials["recorded"], enabled, "{denials}");
     }
+    // An ordinary user's launches record nothing, whatever the kernel does: doctor says so.
+    let test = "doctor_says_where_refusals_are_recorded_and_what_never_is";
+    if cfg!(target_os = "linux")
+        && let Some(user) = cli_sandbox_tests::users::TestUser::get(test)
+    {
+        let out = user
+            .command(cargo_bin("cli-sandbox"))
+            .args(["doctor", "--json"])
+            .env("HOME", "/")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let denials = &answer["denials"];
+        assert_eq!(denials["recorded"], false, "{denials}");
+        let how = denials["how"].as_str().unwrap();
+        assert!(
+            how.starts_with("not recorded here: ") && how.contains("root"),
+            "{denials}"
+        );
+    }
 }
 
 #[test]
@@ -2347,6 +2486,244 @@ fn explain_from_inside_a_chat_tells_a_refusal_from_a_missing_file() {
         std::fs::read_to_string(&other).unwrap(),
         "not this chat's\n"
     );
+}
+
+/// `cli-sandbox explain PATH` inside a confined step, with no flag: the chat's id, grants,
+/// configuration and layout come from the environment its launch set, and each answer names the
+/// layer and the rule. It tells the chat nothing it could not see: another chat's runtime is
+/// `closed` like any path of the state root, and neither the other chat's name nor the
+/// protected root's entries appear in what it prints. As root and as an ordinary user.
+#[test]
+fn explain_inside_a_chat_needs_no_flags_and_tells_only_what_the_chat_can_see() {
+    let test = "explain_inside_a_chat_needs_no_flags_and_tells_only_what_the_chat_can_see";
+    if !confined_here(test) {
+        return;
+    }
+    let user = cli_sandbox_tests::users::TestUser::get(test);
+    for user in [None, user.as_ref()] {
+        let l = layout();
+        std::fs::create_dir_all(&l.demo.other_runtime).unwrap();
+        std::fs::write(l.demo.other_runtime.join("secret-name-note"), "x").unwrap();
+        if let Some(user) = user {
+            user.own(l._dir.path());
+        }
+        let granted = l.demo.granted.join("doc.md");
+        let planning = l.demo.granted.join("planning/plan.json");
+        let other = l.demo.other_workflow.join("inside.md");
+        let home = l.demo.home.join("notes.txt");
+        let runtimes = l.demo.other_runtime.parent().unwrap().to_owned();
+        let asked = [
+            (&granted, "granted"),
+            (&planning, "refused"),
+            (&other, "closed"),
+            (&home, "open"),
+            (&l.demo.blocked_stand_in, "blocked"),
+            (&l.demo.other_runtime, "closed"),
+            (&runtimes, "closed"),
+        ];
+        let script = "for p in \"$@\"; do \"$0\" explain --json \"$p\"; done; \
+                      \"$0\" explain \"$1\"";
+        let binary = cargo_bin("cli-sandbox");
+        let mut args = vec![binary.as_os_str()];
+        args.extend(asked.iter().map(|(p, _)| p.as_os_str()));
+        let out = step_with(&l, user, &l.demo.chat, &l.demo.granted, script, &args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let said = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{user:?}: {said}");
+        let json_end = stdout.rfind('}').unwrap() + 1;
+        let answers: Vec<Value> = serde_json::Deserializer::from_str(&stdout[..json_end])
+            .into_iter::<Value>()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(answers.len(), asked.len(), "{user:?}: {said}");
+        for (answer, (path, layer)) in answers.iter().zip(asked) {
+            assert_eq!(
+                answer["layer"],
+                layer,
+                "{user:?} {}: {answer}",
+                path.display()
+            );
+            assert_eq!(answer["chat_from"], "environment", "{answer}");
+            assert_eq!(answer["ops"].as_array().unwrap().len(), 5, "{answer}");
+        }
+        // The text answer names the chat it answered for and the rule.
+        let plain = &stdout[json_end..];
+        assert!(
+            plain.contains("granted for chat") && plain.contains("`granted`"),
+            "{plain}"
+        );
+        // Nothing of another chat's or of the root's listing: not its name, not its file.
+        assert!(
+            !stdout.contains(&l.demo.other_chat) || {
+                // The other runtime was asked by path: its path is in that answer, and only there.
+                answers[5]["path"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&l.demo.other_chat)
+                    && stdout.matches(&l.demo.other_chat).count() == 1
+            },
+            "{user:?}: {said}"
+        );
+        assert!(!stdout.contains("secret-name-note"), "{user:?}: {said}");
+        // The control: outside any chat, with no flag, explain says what it needs.
+        let out = cli()
+            .env("HOME", &l.demo.home)
+            .env_remove("CLI_SANDBOX_CHAT")
+            .args(["explain", "/tmp"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("CLI_SANDBOX_CHAT"),
+            "{}",
+            text(&out)
+        );
+    }
+}
+
+/// `step --denials FILE`: the record of what the kernel refused the chat. Where the kernel
+/// records and this launcher may read it (root, Landlock ABI >= 7, the kernel's audit on), it
+/// holds the chat's refused `mknod` with the program that tried it; anywhere else it says "not
+/// recorded here" and why, with `denials: null`, never an empty list. Which case applies is asked
+/// of the kernel, not of the record. As root and as an ordinary user.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_launch_records_what_the_kernel_refused_or_says_why_not() {
+    let test = "a_launch_records_what_the_kernel_refused_or_says_why_not";
+    if !confined_here(test) {
+        return;
+    }
+    let abi = match launch::facts::probe() {
+        sandbox_core::platform::Facts::Linux(l) => l.landlock_abi.unwrap_or(0),
+        _ => 0,
+    };
+    let audit_on = launch::linux::audit::audit_enabled() == Ok(true);
+    let user = cli_sandbox_tests::users::TestUser::get(test);
+    for user in [None, user.as_ref()] {
+        let l = layout();
+        let record = l._dir.path().join("denials.json");
+        let device = l._dir.path().join("made-device");
+        if let Some(user) = user {
+            user.own(l._dir.path());
+        }
+        let mut cmd = step_with(
+            &l,
+            user,
+            &l.demo.chat,
+            &l.demo.granted,
+            "mknod \"$0\" c 1 3 2>/dev/null && echo MADE; echo done",
+            &[device.as_os_str()],
+        );
+        // `--denials` belongs to `step`: before the `--` that ends its flags.
+        let args: Vec<std::ffi::OsString> = cmd.get_args().map(ToOwned::to_owned).collect();
+        let step = args.iter().position(|a| a == "step").unwrap();
+        let dashes = step + args[step..].iter().position(|a| a == "--").unwrap();
+        let mut fixed = std::process::Command::new(cmd.get_program());
+        for var in [
+            "AGENTWORKS_STATE_ROOT",
+            "AGENTWORKS_WORKSPACE_DOCS",
+            "XDG_DATA_HOME",
+        ] {
+            fixed.env_remove(var);
+        }
+        fixed
+            .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .args(&args[..dashes])
+            .arg("--denials")
+            .arg(&record)
+            .args(&args[dashes..])
+            .stdin(std::process::Stdio::null());
+        let _ = &mut cmd;
+        let out = fixed.output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && said.contains("done"),
+            "{user:?}: {said}"
+        );
+        assert!(
+            !said.contains("MADE") && !device.exists(),
+            "{user:?}: {said}"
+        );
+        let answer: Value =
+            serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+        assert_eq!(answer["chat"], l.demo.chat.as_str(), "{answer}");
+        assert!(
+            answer["never"].as_str().unwrap().contains("mounts"),
+            "{answer}"
+        );
+        let can_record = user.is_none() && abi >= 7 && audit_on;
+        if can_record {
+            assert_eq!(answer["recorded"], true, "{answer}");
+            let denials = answer["denials"].as_array().unwrap();
+            assert!(
+                denials
+                    .iter()
+                    .any(|d| d["blockers"] == "fs.make_char" && d["comm"] == "mknod"),
+                "{answer}"
+            );
+        } else {
+            assert_eq!(answer["recorded"], false, "{answer}");
+            assert!(answer["denials"].is_null(), "{answer}");
+            let why = answer["why"].as_str().unwrap();
+            assert!(why.starts_with("not recorded here: "), "{answer}");
+            if user.is_some() {
+                assert!(why.contains("root"), "{answer}");
+            }
+        }
+    }
+    // The control: unconfined, root makes the device the chat could not.
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } == 0 {
+        let dir = tempfile::tempdir().unwrap();
+        let device = dir.path().join("made-device");
+        let status = std::process::Command::new("mknod")
+            .arg(&device)
+            .args(["c", "1", "3"])
+            .status()
+            .unwrap();
+        assert!(status.success() && device.exists());
+    }
+}
+
+/// `run`'s launch (what `plan --json` prints) tells the chat who it is, for `explain` inside
+/// it, and names the record of refusals in the plan file the helper reads.
+#[test]
+fn a_planned_launch_tells_the_chat_who_it_is_and_where_its_record_goes() {
+    let l = layout();
+    let record = l._dir.path().join("record.json");
+    let out = l
+        .cli()
+        .args(["plan", "--cli", "codex", "--chat", &l.demo.chat, "--grant"])
+        .arg(l.demo.grant_arg())
+        .arg("--denials")
+        .arg(&record)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let set = &answer["env"]["set"];
+    assert_eq!(set["CLI_SANDBOX_CHAT"], l.demo.chat.as_str(), "{set}");
+    let grants: Vec<String> =
+        serde_json::from_str(set["CLI_SANDBOX_GRANTS"].as_str().unwrap()).unwrap();
+    assert_eq!(grants.len(), 1, "{set}");
+    assert!(grants[0].ends_with(":rw"), "{set}");
+    assert_eq!(
+        set["CLI_SANDBOX_CONFIG"],
+        l.demo.config.to_str().unwrap(),
+        "{set}"
+    );
+    if let Some(plan) = answer["plan_file"].as_str() {
+        let plan: Value = serde_json::from_str(&std::fs::read_to_string(plan).unwrap()).unwrap();
+        assert_eq!(plan["denials_record"], record.to_str().unwrap(), "{plan}");
+    }
 }
 
 /// The cross-crate tests in `tests/` find the binary by path: it must be the one cargo built for

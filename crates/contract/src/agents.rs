@@ -644,6 +644,7 @@ impl World<'_> {
             prompt: Some(PROMPT.to_owned()),
             model: None,
             extra_args: Vec::new(),
+            denials: None,
         };
         let mut launch = PreparedLaunch::prepare(ctx, &spec, self.facts)?;
         launch.pre_trust()?;

@@ -251,6 +251,7 @@ pub fn run(
                 prompt: None,
                 model: None,
                 extra_args: Vec::new(),
+                denials: None,
             };
             let launch = match PreparedLaunch::prepare(&ctx, &spec, facts) {
                 Ok(launch) => launch,
@@ -471,6 +472,7 @@ fn unconfined_row(
         prompt: None,
         model: None,
         extra_args: Vec::new(),
+        denials: None,
     };
     let full = PreparedLaunch::prepare(ctx, &spec(Mode::Full), facts);
     let has_bridge_only = adapter.modes().contains(&Mode::BridgeOnly);
@@ -676,6 +678,7 @@ fn real_cli(
         prompt: None,
         model: None,
         extra_args: Vec::new(),
+        denials: None,
     };
     // Where nothing confines there is no confined start to prove (the rows say why).
     if sandbox_core::platform::decide(facts, Mode::Full, adapter.modes()).backend == Backend::None {

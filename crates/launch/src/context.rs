@@ -51,6 +51,9 @@ pub struct Context {
     pub accept_replaceable_helper: Option<PathBuf>,
     /// The configuration read from [`Settings::config`] (every default without one).
     pub config: Config,
+    /// Where that configuration was read, absolute (`None`: every default); a chat is told it
+    /// ([`crate::chat_env`]) for `explain` inside it.
+    pub config_file: Option<PathBuf>,
     /// Where the home, the app folder and workspace-docs are, canonical.
     /// [`sandbox_core::Policy::build`] refuses a layout changed here into one that is not.
     pub layout: Layout,
@@ -164,6 +167,10 @@ impl Context {
                 .clone()
                 .or_else(|| env_path("CLI_SANDBOX_ACCEPT_REPLACEABLE_HELPER")),
             config,
+            config_file: settings
+                .config
+                .as_ref()
+                .map(|path| std::path::absolute(path).unwrap_or_else(|_| path.clone())),
             layout,
             named,
             canonical: looks.into_known(),

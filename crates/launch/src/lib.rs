@@ -66,6 +66,7 @@
 
 #![warn(missing_docs)]
 
+pub mod chat_env;
 pub mod context;
 pub mod demo;
 /// The real file system behind the core's `Resolver` and the plan's `LaunchDisk`.

@@ -44,6 +44,9 @@ pub struct LaunchSpec {
     pub model: Option<String>,
     /// Passed to the CLI after the adapter's own arguments.
     pub extra_args: Vec<String>,
+    /// Where the record of what the kernel refused the chat is written when it ends
+    /// (`docs/json.md`, "denials"); `None`: no record.
+    pub denials: Option<PathBuf>,
 }
 
 impl LaunchSpec {
@@ -61,6 +64,7 @@ impl LaunchSpec {
             prompt: None,
             model: None,
             extra_args: Vec::new(),
+            denials: None,
         }
     }
 
@@ -97,6 +101,13 @@ impl LaunchSpec {
     /// The model, where the CLI takes one.
     pub fn model(mut self, model: impl Into<String>) -> LaunchSpec {
         self.model = Some(model.into());
+        self
+    }
+
+    /// Asks for the record of what the kernel refused the chat, written to `path` (absolute)
+    /// when the chat ends ([`LaunchSpec::denials`]).
+    pub fn denials_to(mut self, path: impl Into<PathBuf>) -> LaunchSpec {
+        self.denials = Some(path.into());
         self
     }
 
@@ -588,13 +599,25 @@ impl PreparedLaunch {
         let mut command: Vec<OsString> = vec![program.clone().into_os_string()];
         command.extend(launch.args.iter().map(OsString::from));
         let command_len = command.len();
-        let (argv, plan_file) = wrap(ctx, &policy, decision.backend, command)?;
+        let (argv, plan_file) = wrap_with(
+            ctx,
+            &policy,
+            decision.backend,
+            command,
+            spec.denials.as_deref(),
+        )?;
         let runtime_settings = if decision.backend == Backend::Seatbelt {
             policy.settings_in_runtime().cloned().collect()
         } else {
             // The Linux helper makes them itself (`LinuxPlan::create_settings_files`).
             Vec::new()
         };
+        // The chat told who it is, for `cli-sandbox explain` inside it (`chat_env`); never over
+        // a variable the adapter sets.
+        let mut env = launch.env;
+        for (name, value) in crate::chat_env::variables(ctx, &policy) {
+            env.set.entry(name).or_insert(value);
+        }
         Ok(PreparedLaunch {
             cli: adapter.name().to_owned(),
             decision,
@@ -602,7 +625,7 @@ impl PreparedLaunch {
             program_found,
             command_start: argv.len() - command_len,
             argv,
-            env: launch.env,
+            env,
             cwd: policy.runtime().to_owned(),
             stdin: launch.stdin,
             pre_trust: launch.pre_trust,
@@ -807,6 +830,36 @@ pub fn wrap(
     backend: Backend,
     command: Vec<OsString>,
 ) -> Result<(Vec<OsString>, Option<PathBuf>), Error> {
+    wrap_with(ctx, policy, backend, command, None)
+}
+
+/// As [`wrap`], with the record of what the kernel refused the chat written to `denials` when it
+/// ends (Linux: by the helper, `sandbox_linux::denials`). Where the launch cannot record, the
+/// record says so, with why, as soon as that is known.
+pub fn wrap_with(
+    ctx: &Context,
+    policy: &Policy,
+    backend: Backend,
+    command: Vec<OsString>,
+    denials: Option<&Path>,
+) -> Result<(Vec<OsString>, Option<PathBuf>), Error> {
+    if let Some(path) = denials
+        && !path.is_absolute()
+    {
+        return Err(Error::BadInput(format!(
+            "--denials `{}` is not absolute: give the record's place as an absolute path",
+            path.display()
+        )));
+    }
+    if backend == Backend::None
+        && let Some(path) = denials
+    {
+        not_recorded(
+            path,
+            policy,
+            "not recorded: nothing confines this launch (bridge-only), so nothing is refused by a sandbox",
+        )?;
+    }
     match backend {
         Backend::Seatbelt => {
             // TODO(macOS): the Seatbelt profile has no rule for the machine's loopback yet
@@ -830,6 +883,15 @@ pub fn wrap(
                 bytes = profile.text.len(),
                 "seatbelt profile"
             );
+            if let Some(path) = denials {
+                not_recorded(
+                    path,
+                    policy,
+                    "not recorded by the launch on macOS yet: Seatbelt's refusals are in the \
+                     unified log, each tagged `cli-sandbox: RULE` (`log show --last 1h --predicate \
+                     'sender == \"Sandbox\" AND eventMessage CONTAINS \"cli-sandbox:\"'`)",
+                )?;
+            }
             let argv = profile.wrap(&command);
             // Refused here, before anything runs, rather than by execve with E2BIG.
             let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
@@ -842,13 +904,14 @@ pub fn wrap(
             Ok((argv, None))
         }
         Backend::Landlock { abi, namespaces } => {
-            let plan = crate::linux::compile(
+            let mut plan = crate::linux::compile(
                 policy,
                 crate::linux::plan::Kernel {
                     landlock_abi: abi,
                     namespaces,
                 },
             )?;
+            plan.denials_record = denials.map(Path::to_owned);
             let file = crate::linux::write_plan(&plan, &ctx.layout)?;
             let helper = helper_for(ctx, policy)?;
             tracing::info!(plan = %file.display(), helper = %helper.display(), "plan file");
@@ -867,6 +930,22 @@ pub fn wrap(
             Ok((command, None))
         }
     }
+}
+
+/// The record of a launch that records nothing, with why (`docs/json.md`, "denials").
+fn not_recorded(path: &Path, policy: &Policy, why: &str) -> Result<(), Error> {
+    let record = serde_json::json!({
+        "version": 1,
+        "chat": policy.chat().as_str(),
+        "recorded": false,
+        "why": why,
+        "denials": null,
+    });
+    let text = serde_json::to_string_pretty(&record).unwrap_or_default() + "\n";
+    std::fs::write(path, text).map_err(|e| Error::Io {
+        what: format!("the record of refusals `{}`", path.display()),
+        source: e,
+    })
 }
 
 /// Arguments as JSON strings; one that is not UTF-8 cannot be passed on as text, so it is an

@@ -40,6 +40,7 @@ fn a_symlink_at_the_bridge_extensions_name_is_replaced_not_followed() {
         prompt: Some("hello".into()),
         model: None,
         extra_args: vec![],
+        denials: None,
     };
     let launch = PreparedLaunch::prepare(&ctx, &spec, &linux_facts()).unwrap();
     assert_eq!(launch.files.len(), 1, "{:?}", launch.files);
@@ -86,6 +87,7 @@ fn without_a_bridge_pi_gets_no_extension_file() {
         prompt: None,
         model: None,
         extra_args: vec![],
+        denials: None,
     };
     let launch = PreparedLaunch::prepare(&ctx, &spec, &linux_facts()).unwrap();
     assert!(launch.files.is_empty(), "no bridge, no extension file");

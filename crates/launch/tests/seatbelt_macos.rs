@@ -557,3 +557,69 @@ fn settings_are_not_written_made_linked_or_moved_and_their_neighbours_are() {
     sh(format!("cat {} > {}", q(&settings), q(&out)));
     assert_eq!(content(&out), original);
 }
+
+/// Seatbelt's side of the record of refusals (issue 31): a read the profile refuses shows in the
+/// unified log as a `Sandbox` denial of that path, tagged with the rule `decide()` names
+/// (`(with message "cli-sandbox: closed")`). The control: unconfined, the same read succeeds.
+/// Run once on a Mac, this tells whether the tag reaches the log line as `docs/macos.md` says
+/// (not yet seen on a Mac); `log` itself cannot run inside a sandbox, so it runs here, outside.
+/// The unified log is written asynchronously: it is asked up to ten times, a second apart.
+#[test]
+fn a_refused_read_is_in_the_unified_log_tagged_with_its_rule() {
+    let Some((_dir, world, profile)) = setup() else {
+        return;
+    };
+    let app = &world.layout.app_folder;
+    let secret = world
+        .files
+        .keys()
+        .find(|p| p.starts_with(app))
+        .expect("the demo layout holds a file in the app folder")
+        .clone();
+    let rule = world
+        .policy
+        .decide(sandbox_core::Op::Read, &secret)
+        .rule
+        .name();
+    let script = format!("cat {} >/dev/null", quote(&secret));
+    let confined_out = confined(&world, &profile, &script);
+    assert!(
+        !confined_out.status.success(),
+        "the profile let {} be read",
+        secret.display()
+    );
+    let unconfined = Command::new("/bin/sh")
+        .args(["-c", &script])
+        .status()
+        .expect("sh runs");
+    assert!(
+        unconfined.success(),
+        "the control read of {} failed",
+        secret.display()
+    );
+    let wanted = format!("cli-sandbox: {rule}");
+    let mut last = String::new();
+    for _ in 0..10 {
+        let out = Command::new("/usr/bin/log")
+            .args(["show", "--last", "2m", "--style", "compact", "--predicate"])
+            .arg("sender == \"Sandbox\" AND eventMessage CONTAINS \"deny\"")
+            .output()
+            .expect("log runs");
+        last = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = last
+            .lines()
+            .find(|l| l.contains(&*secret.to_string_lossy()));
+        if let Some(line) = line {
+            assert!(
+                line.contains(&wanted),
+                "the denial is logged without its tag `{wanted}`: {line}"
+            );
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    panic!(
+        "no Sandbox denial of {} in the unified log:\n{last}",
+        secret.display()
+    );
+}

@@ -93,8 +93,36 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         sys::create_with_text(&file.path, Some(&file.text))?;
     }
     let Some(ns) = &plan.namespaces else {
+        if let Some(path) = &plan.denials_record {
+            // No process stays beside the chat to read the kernel's records.
+            super::denials::write(
+                path,
+                &super::denials::Record {
+                    version: 1,
+                    chat: &plan.chat,
+                    recorded: false,
+                    why: Some(
+                        "not recorded here: the Landlock-only plan keeps no process beside the \
+                         chat to read the kernel's records (with the kernel's audit on they are in \
+                         its log: `ausearch -m 1423`)"
+                            .to_owned(),
+                    ),
+                    denials: None,
+                    incomplete: None,
+                    never: super::denials::NEVER,
+                },
+            );
+        }
         return exec_in_place(plan, filter, &program, &workdir);
     };
+    // The reader of the kernel's refusals, joined before the chat starts (or why it cannot be).
+    let denials = plan
+        .denials_record
+        .as_ref()
+        .map(|_| super::denials::open(kernel_abi));
+    // The refused folders the stand-ins cover, made where missing and held until the chat
+    // ends, then removed if this launch made them (`stand_in_dirs.rs`).
+    let stand_ins = super::stand_in_dirs::take(&plan.stand_in_dirs)?;
     check_single_threaded()?;
     crate::phase!("make the folders");
 
@@ -182,6 +210,15 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
             report: report_read,
             pasta,
             terminal,
+            stand_ins,
+            denials: denials.map(|d| {
+                d.map(|mut reader| {
+                    reader.set_pid(init);
+                    reader
+                })
+            }),
+            chat: plan.chat.clone(),
+            denials_record: plan.denials_record.clone(),
         },
         signals,
     )

@@ -471,6 +471,9 @@ pub(super) fn compile(
         chat: policy.chat().to_string(),
         workdir: policy.runtime().to_owned(),
         create_dirs,
+        // The fallback freezes each grant's top: nothing can be made there, nothing is made.
+        stand_in_dirs: Vec::new(),
+        denials_record: None,
         create_home_dirs: create_home_dirs
             .into_iter()
             .chain(settings_create)

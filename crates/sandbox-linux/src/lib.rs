@@ -37,6 +37,8 @@ mod bpf;
 #[cfg(target_os = "linux")]
 mod caps;
 #[cfg(target_os = "linux")]
+pub mod denials;
+#[cfg(target_os = "linux")]
 mod descriptors;
 mod frozen;
 mod harden;
@@ -51,6 +53,8 @@ pub mod plan;
 mod process;
 #[cfg(target_os = "linux")]
 mod seccomp;
+#[cfg(target_os = "linux")]
+mod stand_in_dirs;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]

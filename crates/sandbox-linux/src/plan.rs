@@ -15,7 +15,7 @@ pub use sandbox_core::{Enforcement, EntryKind, Guarantee};
 use serde::{Deserialize, Serialize};
 
 /// The version of the plan format; the helper refuses a plan of another version.
-pub const PLAN_VERSION: u32 = 4;
+pub const PLAN_VERSION: u32 = 5;
 
 /// The highest Landlock ABI this plan compiler knows how to use.
 pub const NEWEST_KNOWN_ABI: u32 = 9;
@@ -354,9 +354,19 @@ pub struct LinuxPlan {
     pub chat: String,
     /// The program's working folder: the chat's runtime.
     pub workdir: PathBuf,
-    /// Folders created before confinement (the runtime; refused folders in read-write grants,
-    /// so that they cannot be created later outside the mask).
+    /// Folders created before confinement (the runtime).
     pub create_dirs: Vec<PathBuf>,
+    /// The folders at the top of read-write grants that a stand-in covers (`planning/`): made
+    /// before confinement where missing, so that the chat cannot make them, and removed again
+    /// once the chat has ended if the launch made them and they are still empty
+    /// (`stand_in_dirs.rs`: no entry is left in a grant by a launch).
+    #[serde(default)]
+    pub stand_in_dirs: Vec<PathBuf>,
+    /// Where the helper writes the record of what the kernel refused the chat, once it has
+    /// ended (`denials.rs`, `docs/json.md`); `None`: no record. Set by the launcher
+    /// (`step --denials FILE`, `run --denials FILE`), never by the compile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denials_record: Option<PathBuf>,
     /// Folders created in the person's home before confinement, empty, mode 0700, owned like
     /// the folder that holds them: the persistence folders (`harden`) below an open folder that
     /// do not exist yet, so that they can be bound read-only (an empty one changes nothing for
@@ -413,6 +423,7 @@ impl LinuxPlan {
     pub fn paths(&self) -> Vec<&Path> {
         let mut out: Vec<&Path> = vec![&self.workdir];
         out.extend(self.create_dirs.iter().map(PathBuf::as_path));
+        out.extend(self.stand_in_dirs.iter().map(PathBuf::as_path));
         out.extend(self.create_home_dirs.iter().map(PathBuf::as_path));
         out.extend(self.create_home_files.iter().map(PathBuf::as_path));
         out.extend(self.create_settings_files.iter().map(|f| f.path.as_path()));
@@ -846,7 +857,7 @@ pub fn compile(
     let network = network_plan(policy, disk)?;
     let abi = kernel.landlock_abi.min(NEWEST_KNOWN_ABI);
     let mut guarantees = Vec::new();
-    let mut create_dirs = vec![policy.runtime().to_owned()];
+    let create_dirs = vec![policy.runtime().to_owned()];
 
     let outermost = outermost_existing_roots(policy, disk, &mut guarantees);
     // What each path is, looked at once in this compile, shared by both (they share ancestors).
@@ -909,6 +920,7 @@ pub fn compile(
 
     // Refused entries inside grants (not the runtime), as the policy works them out.
     let mut made_later = false;
+    let mut stand_in_dirs = Vec::new();
     let listings = disk.entries_of(&policy.grants().iter().map(|g| &*g.path).collect::<Vec<_>>());
     for (grant, entries) in policy.grants().iter().zip(listings) {
         let refused = policy.refused_entries(
@@ -916,13 +928,18 @@ pub fn compile(
             entries.iter().map(|(name, kind)| (name.as_os_str(), *kind)),
         );
         for (path, kind) in refused.present {
+            // A present folder of a read-write grant is held too (`stand_in_dirs`), so that a
+            // launch that made it does not remove it while this chat's stand-in is on it.
+            if kind == EntryKind::Dir && grant.access == Access::ReadWrite {
+                stand_in_dirs.push(path.clone());
+            }
             mounts.push(MountStep::Hide {
                 path,
                 dir: kind == EntryKind::Dir,
             });
         }
         for path in refused.create {
-            create_dirs.push(path.clone());
+            stand_in_dirs.push(path.clone());
             mounts.push(MountStep::Hide { path, dir: true });
         }
         made_later |= refused.made_later;
@@ -1080,6 +1097,8 @@ pub fn compile(
         chat: policy.chat().to_string(),
         workdir: policy.runtime().to_owned(),
         create_dirs,
+        stand_in_dirs,
+        denials_record: None,
         create_home_dirs,
         create_home_files,
         create_settings_files: settings.create_files,

@@ -128,7 +128,21 @@ pub(super) struct Init {
     pub terminal: Option<sys::ForegroundTaken>,
     /// The chat's own network, ended once init has (`network = "isolated"`).
     pub pasta: Option<super::network::Pasta>,
+    /// The refused folders held for the stand-ins, let go (and removed where this launch made
+    /// them) once init has ended.
+    pub stand_ins: Vec<super::stand_in_dirs::Held>,
+    /// The reader of the kernel's refusals, or why there is none (`None`: no record asked).
+    pub denials: Option<Result<super::denials::Reader, String>>,
+    /// The chat's id, for the record.
+    pub chat: String,
+    /// Where the record goes.
+    pub denials_record: Option<std::path::PathBuf>,
 }
+
+/// How long the helper waits, once the chat has ended, for its marker to come back through the
+/// kernel's audit queue (it comes within milliseconds; a longer wait means the audit log is
+/// backed up, and the record may then miss the last refusals).
+const DENIALS_PATIENCE: Duration = Duration::from_secs(2);
 
 /// A stop in progress: which signal asked for it, and since when.
 struct Stop {
@@ -147,14 +161,18 @@ pub(super) fn wait_for_init(
 ) -> Result<super::apply::Never, ApplyError> {
     // Everything the helper inherited and does not need (the caller's leaked descriptors) is
     // closed: it lives as long as the chat.
-    close_all_from(
-        3,
-        &[
-            init.pidfd.as_raw_fd(),
-            init.report.as_raw_fd(),
-            signals.as_raw_fd(),
-        ],
-    )?;
+    let mut keep = vec![
+        init.pidfd.as_raw_fd(),
+        init.report.as_raw_fd(),
+        signals.as_raw_fd(),
+    ];
+    keep.extend(init.stand_ins.iter().flat_map(|h| h.fds()));
+    let audit = match &init.denials {
+        Some(Ok(reader)) => reader.fd(),
+        _ => -1,
+    };
+    keep.push(audit);
+    close_all_from(3, &keep)?;
     let tty: Option<RawFd> = [0, 1, 2].into_iter().find(|fd| is_tty(*fd));
     let mut hung_up = false;
     let mut stop: Option<Stop> = None;
@@ -180,6 +198,7 @@ pub(super) fn wait_for_init(
             pollfd(signals.as_raw_fd(), libc::POLLIN),
             // Events 0: only a hang-up (or an error) is reported, and nothing is read.
             pollfd(tty.filter(|_| !hung_up).unwrap_or(-1), 0),
+            pollfd(audit, libc::POLLIN),
         ];
         let timeout = stop.as_ref().map(|s| {
             let next = if s.termed { KILL_AFTER } else { TERM_AFTER };
@@ -206,6 +225,11 @@ pub(super) fn wait_for_init(
             // Nothing to wait with: end the chat rather than leave it unwatched.
             kill(init.pid, libc::SIGKILL);
             return Err(sys::os_fail("wait for the chat"));
+        }
+        if fds[3].revents & libc::POLLIN != 0
+            && let Some(Ok(reader)) = init.denials.as_mut()
+        {
+            reader.drain();
         }
         if fds[0].revents & libc::POLLIN != 0 {
             break;
@@ -257,6 +281,30 @@ pub(super) fn wait_for_init(
     // Nothing of the chat's outlives the launch, pasta included.
     if let Some(pasta) = init.pasta.take() {
         pasta.stop();
+    }
+    // Nor the folders made for its stand-ins (every process of the chat has ended).
+    super::stand_in_dirs::release(std::mem::take(&mut init.stand_ins));
+    // What the kernel refused the chat, written where the launch asked.
+    if let (Some(reader), Some(path)) = (init.denials.take(), init.denials_record.as_ref()) {
+        let (recorded, why, denials, incomplete) = match reader {
+            Ok(reader) => {
+                let (denials, lost) = reader.finish(&init.chat, DENIALS_PATIENCE);
+                (true, None, Some(denials), lost)
+            }
+            Err(why) => (false, Some(why), None, None),
+        };
+        super::denials::write(
+            path,
+            &super::denials::Record {
+                version: 1,
+                chat: &init.chat,
+                recorded,
+                why,
+                denials,
+                incomplete,
+                never: super::denials::NEVER,
+            },
+        );
     }
     sys::collect_unix_garbage();
     let mut heard = Vec::new();
