@@ -141,6 +141,20 @@ pub(super) fn compile(
             closed.insert(program.clone());
         }
     }
+    // The credential places (`secrets = "closed"`): closed like a root where they exist (a link
+    // gets no rule anyway: its target, listed too, is closed where it is).
+    let secrets_present: Vec<&PathBuf> = policy
+        .secrets()
+        .iter()
+        .filter(|p| matches!(disk.kind(p), Some(EntryKind::Dir | EntryKind::File)))
+        .filter(|p| {
+            !p.ancestors()
+                .skip(1)
+                .any(|a| disk.kind(a) == Some(EntryKind::Symlink))
+        })
+        .filter(|p| !closed_roots.iter().any(|r| p.starts_with(r)))
+        .collect();
+    closed.extend(secrets_present.iter().map(|p| (*p).clone()));
     let mut frozen: BTreeSet<PathBuf> = BTreeSet::new();
     for path in &closed {
         frozen.extend(path.ancestors().skip(1).map(Path::to_owned));
@@ -332,6 +346,37 @@ pub(super) fn compile(
         "Landlock: no right at all on the frozen folders, so none of them can be renamed",
         Enforcement::Fully,
     ));
+    if !policy.secrets().is_empty() {
+        // A missing one is closed when its folder is frozen (an entry made there after launch
+        // has no rule); elsewhere, made during the chat, it is open.
+        let open_if_made: Vec<String> = policy
+            .secrets()
+            .iter()
+            .filter(|p| disk.kind(p).is_none())
+            .filter(|p| !p.parent().is_some_and(|parent| frozen.contains(parent)))
+            .filter(|p| {
+                !p.ancestors()
+                    .skip(1)
+                    .any(|a| disk.kind(a) == Some(EntryKind::Symlink))
+            })
+            .map(|p| p.display().to_string())
+            .collect();
+        let note = if open_if_made.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; missing at launch in a folder not frozen, so open if made during the chat: {}",
+                open_if_made.join(", ")
+            )
+        };
+        guarantees.push(Guarantee::new(
+            Promise::Secrets,
+            "Landlock alone: no rule on each present one (rules are on inodes: a file saved by rename over it, a new one in its frozen folder, get none either), its ancestors frozen",
+            Enforcement::Partly(format!(
+                "a hard link the person made elsewhere before the chat is another name, open; the cost of the frozen folders is the protected roots' above{note}"
+            )),
+        ));
+    }
     if !policy.hardened().is_empty() {
         let below_home: Vec<String> = frozen_for_harden
             .iter()
