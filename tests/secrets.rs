@@ -163,7 +163,7 @@ fn attacks(demo: &Demo) -> (String, Vec<(&'static str, &'static str, bool)>) {
         ssh = q(&h.join(".ssh")),
         rlink = q(&demo.runtime.join("key-link")),
         hlink = q(&h.join("ssh-link")),
-        rhard = q(&demo.runtime.join("key-hard")),
+        rhard = q(&h.join("key-hard")),
         aws = q(&h.join(".aws/credentials")),
         netrc = q(&h.join(".netrc")),
         docker = q(&h.join(".docker/config.json")),
@@ -191,7 +191,7 @@ fn attacks(demo: &Demo) -> (String, Vec<(&'static str, &'static str, bool)>) {
         ("direct", KEY, true),
         ("symlink", KEY, true),
         ("homelink", KEY, false),
-        ("hard", KEY, true),
+        ("hard", KEY, false),
         ("list", "id_ed25519", true),
         ("aws", "AWS-SECRET", true),
         ("netrc", "NETRC-SECRET", true),
@@ -250,8 +250,11 @@ fn with_secrets_closed_every_way_to_a_credential_is_refused_in_both_plans_and_th
                     failures.push(format!("{what}: ~/.codex/auth.json not read"));
                 }
                 // The stated gap: a hard link the person made before the chat is a name of its
-                // own, open in both plans (SECURITY.md).
-                if !got(&lab.demo, "backup", KEY) {
+                // own, open in the namespace plan (SECURITY.md); in the fallback it lies in the
+                // frozen home, where it gets no rule (a rule there would be on the key's inode,
+                // and would open `~/.ssh/id_ed25519` itself: found by this test).
+                let backup_expected = !(closed && plan == Plan::Fallback);
+                if got(&lab.demo, "backup", KEY) != backup_expected {
                     failures.push(format!(
                         "{what}: the person's own hard link was closed: the stated gap changed, update SECURITY.md"
                     ));

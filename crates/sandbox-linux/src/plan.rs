@@ -723,6 +723,12 @@ pub trait LaunchDisk {
         let _ = path;
         None
     }
+    /// A regular file's device and inode, when it has more than one name (a hard link), not
+    /// following a symlink at its own name; `None` otherwise (a fake disk has no inodes).
+    fn linked_file_id(&self, path: &Path) -> Option<(u64, u64)> {
+        let _ = path;
+        None
+    }
 }
 
 /// A [`LaunchDisk`] that looks at each path's kind once and keeps the answer, for one compile.
@@ -766,6 +772,9 @@ impl LaunchDisk for LookedOnce<'_> {
     }
     fn canonical(&self, path: &Path) -> Option<PathBuf> {
         self.disk.canonical(path)
+    }
+    fn linked_file_id(&self, path: &Path) -> Option<(u64, u64)> {
+        self.disk.linked_file_id(path)
     }
 }
 
