@@ -247,9 +247,195 @@ pub fn special(address: IpAddr) -> bool {
     }
 }
 
+/// What the first bytes of a tunnel say about the TLS server name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientHello {
+    /// More bytes are needed to tell (at most [`CLIENT_HELLO_MAX`] in all).
+    Incomplete,
+    /// A ClientHello naming this server (its `server_name` extension's host name, lowercase).
+    ServerName(String),
+    /// A ClientHello without a server name.
+    NoServerName,
+    /// Not a TLS ClientHello, or one that breaks its own lengths.
+    NotTls,
+}
+
+/// The most bytes of a ClientHello the proxy reads before deciding (a ClientHello with a
+/// post-quantum key share is about 1.8 KB; one record holds at most 16 KB).
+pub const CLIENT_HELLO_MAX: usize = 16 * 1024 + 5;
+
+/// Reads the TLS server name from the first bytes a client sent through a tunnel: one
+/// handshake record (content type 22) holding a ClientHello (type 1), its extensions walked with
+/// every length checked against what holds it. A ClientHello split over several records is
+/// [`ClientHello::NotTls`] (no client does that for the first message; refusing is the safe
+/// side).
+pub fn client_hello_server_name(bytes: &[u8]) -> ClientHello {
+    /// A cursor that refuses to read past its slice.
+    struct Cursor<'a> {
+        bytes: &'a [u8],
+    }
+    impl<'a> Cursor<'a> {
+        fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+            if self.bytes.len() < n {
+                return None;
+            }
+            let (head, rest) = self.bytes.split_at(n);
+            self.bytes = rest;
+            Some(head)
+        }
+        fn u8(&mut self) -> Option<usize> {
+            self.take(1).map(|b| b[0] as usize)
+        }
+        fn u16(&mut self) -> Option<usize> {
+            self.take(2)
+                .map(|b| u16::from_be_bytes([b[0], b[1]]) as usize)
+        }
+        fn u24(&mut self) -> Option<usize> {
+            self.take(3)
+                .map(|b| ((b[0] as usize) << 16) | ((b[1] as usize) << 8) | b[2] as usize)
+        }
+        fn vec8(&mut self) -> Option<&'a [u8]> {
+            let n = self.u8()?;
+            self.take(n)
+        }
+        fn vec16(&mut self) -> Option<&'a [u8]> {
+            let n = self.u16()?;
+            self.take(n)
+        }
+    }
+
+    if bytes.len() < 5 {
+        // Not even a record header: more, unless what is there already is not TLS.
+        return if bytes.first().is_some_and(|b| *b != 22) {
+            ClientHello::NotTls
+        } else {
+            ClientHello::Incomplete
+        };
+    }
+    let mut record = Cursor { bytes };
+    let (Some(22), Some(_version), Some(length)) = (record.u8(), record.u16(), record.u16()) else {
+        return ClientHello::NotTls;
+    };
+    if length == 0 || length > 16 * 1024 + 256 {
+        return ClientHello::NotTls;
+    }
+    let Some(body) = record.take(length) else {
+        return if bytes.len() >= CLIENT_HELLO_MAX {
+            ClientHello::NotTls
+        } else {
+            ClientHello::Incomplete
+        };
+    };
+    let parse = || -> Option<ClientHello> {
+        let mut hs = Cursor { bytes: body };
+        if hs.u8()? != 1 {
+            return Some(ClientHello::NotTls);
+        }
+        let hello_len = hs.u24()?;
+        let mut hello = Cursor {
+            bytes: hs.take(hello_len)?,
+        };
+        hello.take(2)?; // legacy_version
+        hello.take(32)?; // random
+        hello.vec8()?; // legacy_session_id
+        hello.vec16()?; // cipher_suites
+        hello.vec8()?; // legacy_compression_methods
+        if hello.bytes.is_empty() {
+            return Some(ClientHello::NoServerName);
+        }
+        let mut extensions = Cursor {
+            bytes: hello.vec16()?,
+        };
+        while !extensions.bytes.is_empty() {
+            let kind = extensions.u16()?;
+            let data = extensions.vec16()?;
+            if kind != 0 {
+                continue;
+            }
+            // server_name: a list of (type, name); the host_name type is 0, and RFC 6066 allows
+            // one name of each type.
+            let mut list = Cursor {
+                bytes: Cursor { bytes: data }.vec16()?,
+            };
+            while !list.bytes.is_empty() {
+                let name_type = list.u8()?;
+                let name = list.vec16()?;
+                if name_type == 0 {
+                    let name = std::str::from_utf8(name).ok()?;
+                    return Some(ClientHello::ServerName(name.to_ascii_lowercase()));
+                }
+            }
+            return Some(ClientHello::NoServerName);
+        }
+        Some(ClientHello::NoServerName)
+    };
+    // A length that points past what holds it is not a ClientHello any client sends.
+    parse().unwrap_or(ClientHello::NotTls)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A minimal ClientHello record naming `name` (or none).
+    pub(crate) fn hello(name: Option<&str>) -> Vec<u8> {
+        let mut ext = Vec::new();
+        if let Some(name) = name {
+            let mut entry = vec![0u8];
+            entry.extend((name.len() as u16).to_be_bytes());
+            entry.extend(name.as_bytes());
+            let mut list = (entry.len() as u16).to_be_bytes().to_vec();
+            list.extend(entry);
+            ext.extend(0u16.to_be_bytes());
+            ext.extend((list.len() as u16).to_be_bytes());
+            ext.extend(list);
+        }
+        let mut body = vec![3, 3];
+        body.extend([7u8; 32]);
+        body.push(0); // session id
+        body.extend(2u16.to_be_bytes());
+        body.extend([0x13, 0x01]);
+        body.extend([1, 0]); // compression
+        body.extend((ext.len() as u16).to_be_bytes());
+        body.extend(ext);
+        let mut hs = vec![1u8];
+        hs.extend(&(body.len() as u32).to_be_bytes()[1..]);
+        hs.extend(body);
+        let mut record = vec![22u8, 3, 1];
+        record.extend((hs.len() as u16).to_be_bytes());
+        record.extend(hs);
+        record
+    }
+
+    #[test]
+    fn the_server_name_is_read_from_a_client_hello_and_every_short_or_broken_one_is_no_name() {
+        let full = hello(Some("API.Example.com"));
+        assert_eq!(
+            client_hello_server_name(&full),
+            ClientHello::ServerName("api.example.com".into())
+        );
+        assert_eq!(
+            client_hello_server_name(&hello(None)),
+            ClientHello::NoServerName
+        );
+        for cut in 0..full.len() {
+            let v = client_hello_server_name(&full[..cut]);
+            assert!(
+                v == ClientHello::Incomplete || v == ClientHello::NotTls,
+                "{cut}: {v:?}"
+            );
+        }
+        assert_eq!(
+            client_hello_server_name(b"GET / HTTP/1.1\r\n"),
+            ClientHello::NotTls
+        );
+        // Each length byte made larger than what holds it: never a name, never a panic.
+        for i in 0..full.len() {
+            let mut broken = full.clone();
+            broken[i] = broken[i].wrapping_add(0x41);
+            let _ = client_hello_server_name(&broken);
+        }
+    }
 
     fn rules(allowed: &[&str], denied: &[&str]) -> HostRules {
         let own = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
