@@ -68,7 +68,28 @@ pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode,
     let both = [Mode::Full, Mode::BridgeOnly];
     let decision = platform::decide(&facts, Mode::Full, &both);
     let cannot_confine = platform::cannot_confine(&facts, Mode::Full, &both);
-    let ways_out = ways_out(settings, &facts, decision.backend);
+    let mut ways_out = ways_out(settings, &facts, decision.backend);
+    // Applied by the launch, not by a backend's plan: said from the configuration (unless
+    // nothing confines here, which every promise already says).
+    let environment = match ctx.config.policy.env {
+        sandbox_core::EnvPolicy::Allowlist => Guarantee::new(
+            Promise::Environment,
+            "the launch: the CLI starts from an empty environment, given back only `env_allow`, the basic names (sandbox_core::ENV_ALWAYS_KEPT) and the CLI's own",
+            Enforcement::Partly(
+                "a scripted step (`cli-sandbox step`) keeps the caller's environment".into(),
+            ),
+        ),
+        sandbox_core::EnvPolicy::Inherit => Guarantee::new(
+            Promise::Environment,
+            "nothing: `env` is \"inherit\" (the caller's environment reaches the chat)",
+            Enforcement::Not(
+                "GITHUB_TOKEN and every other variable of the caller's environment reach the chat; `env = \"allowlist\"` under [policy] keeps only `env_allow` (SECURITY.md)".into(),
+            ),
+        ),
+    };
+    if !ways_out.iter().any(|g| g.is(Promise::Environment)) {
+        ways_out.push(environment);
+    }
     let denials = crate::denial_log::probe(match &facts {
         Facts::Linux(l) => l.landlock_abi,
         _ => None,

@@ -67,6 +67,15 @@ pub struct EgressProxy {
     log: Mutex<Box<dyn Write + Send>>,
 }
 
+impl std::fmt::Debug for EgressProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EgressProxy")
+            .field("rules", &self.rules)
+            .field("resolve", &self.resolve)
+            .finish_non_exhaustive()
+    }
+}
+
 impl EgressProxy {
     /// A proxy judging by `rules`, resolving by `resolve`, writing one JSON line per decision
     /// to `log`.

@@ -17,7 +17,7 @@
 //! [`crate::PolicyError::EgressNotYet`] after these rules validated (docs/linux.md, "Egress by
 //! host name", has the design of the proxy that will enforce them).
 
-use std::net::IpAddr;
+use core::net::IpAddr;
 
 /// One pattern of `allowed_hosts` or `denied_hosts`, validated.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

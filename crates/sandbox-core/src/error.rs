@@ -21,7 +21,7 @@ pub enum PolicyError {
     },
     /// `network = "allowlist"`: its rules validate, and no backend enforces them yet.
     #[error(
-        "`[policy] network = \"allowlist\"` is not built yet: the launcher's proxy that would be the chat's only route out does not exist in this version, so the launch is refused rather than run with a route that does not hold (docs/linux.md, \"Egress by host name\"). Set network = \"isolated\" (outbound only, no machine loopback) or \"shared\""
+        "`[policy] network = \"allowlist\"` is not built yet: nothing in this version makes the launcher's proxy the chat's only route out, so the launch is refused rather than run with a route that does not hold (docs/linux.md, \"Egress by host name\"). Set network = \"isolated\" (outbound only, no machine loopback) or \"shared\""
     )]
     EgressNotYet,
     /// An adapter's acted-on place that is not a plain relative path (a bug in its table).

@@ -27,7 +27,7 @@ mod adapter;
 pub mod adapter_kit;
 mod config;
 pub mod egress;
-pub mod env;
+pub mod environment;
 mod error;
 pub mod guarantee;
 mod layout;
@@ -47,7 +47,7 @@ pub use adapter::{
 pub use config::{
     CliConfig, Config, ConfigError, EnvPolicy, LayoutConfig, Network, PolicyConfig, Secrets,
 };
-pub use env::{ENV_ALWAYS_KEPT, EnvAllow};
+pub use environment::{ENV_ALWAYS_KEPT, EnvAllow};
 pub use error::PolicyError;
 pub use guarantee::{Enforcement, Guarantee, Promise};
 pub use layout::{ChatId, Layout, LayoutInputs, Os};
