@@ -200,6 +200,8 @@ const READ_BACK: &[(&str, &str)] = &[
     // `--mcp-bridge JSON` on the command line.
     ("McpServer", "the `--mcp-bridge` argument"),
     ("Mode", "a mode a provider stored (older names too)"),
+    ("Secrets", "`[policy] secrets` in the configuration file"),
+    ("EnvPolicy", "`[policy] env` in the configuration file"),
 ];
 
 /// Every type of the workspace's sources that derives or implements `Deserialize` is one that is

@@ -90,41 +90,48 @@ pub struct PolicyConfig {
     pub env_allow: Vec<String>,
 }
 
-/// Reads a lowercase word of the configuration into one of an enum's values, with an error that
+/// A lowercase word of the configuration read into one of an enum's values, with an error that
 /// names the key and every value (serde's own names neither the key nor, for a value of the
 /// wrong type, the values).
-macro_rules! config_word {
-    ($ty:ident, $key:literal, $( $word:literal => $value:expr, $meaning:literal );+ $(;)?) => {
-        impl $ty {
-            /// The configuration's word for it.
-            pub fn as_str(self) -> &'static str {
-                $( if self == $value { return $word; } )+
-                unreachable!()
-            }
-        }
+trait ConfigWord: Sized + Copy + PartialEq + 'static {
+    /// The key under `[policy]`.
+    const KEY: &'static str;
+    /// Each word, its value, and what it means (for the error).
+    const WORDS: &'static [(&'static str, Self, &'static str)];
 
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$ty, D::Error> {
-                struct Visitor;
-                impl serde::de::Visitor<'_> for Visitor {
-                    type Value = $ty;
-                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                        f.write_str(concat!("policy.", $key, ": ", $( "\"", $word, "\" " ),+))
-                    }
-                    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<$ty, E> {
-                        $( if v == $word { return Ok($value); } )+
-                        let choices: Vec<String> = vec![$( format!("\"{}\" ({})", $word, $meaning) ),+];
-                        Err(E::custom(format!(
-                            "policy.{} is \"{v}\": use {}",
-                            $key,
-                            choices.join(" or ")
-                        )))
-                    }
-                }
-                d.deserialize_str(Visitor)
-            }
+    fn word(self) -> &'static str {
+        Self::WORDS
+            .iter()
+            .find(|(_, v, _)| *v == self)
+            .map_or("", |(w, _, _)| w)
+    }
+}
+
+struct WordVisitor<T>(std::marker::PhantomData<T>);
+
+impl<T: ConfigWord> serde::de::Visitor<'_> for WordVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let words: Vec<String> = T::WORDS
+            .iter()
+            .map(|(w, _, _)| format!("\"{w}\""))
+            .collect();
+        write!(f, "policy.{}: {}", T::KEY, words.join(" or "))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+        if let Some((_, value, _)) = T::WORDS.iter().find(|(w, _, _)| *w == v) {
+            return Ok(*value);
         }
-    };
+        let choices: Vec<String> = T::WORDS
+            .iter()
+            .map(|(w, _, meaning)| format!("\"{w}\" ({meaning})"))
+            .collect();
+        Err(E::custom(format!(
+            "policy.{} is \"{v}\": use {}",
+            T::KEY,
+            choices.join(" or ")
+        )))
+    }
 }
 
 /// `[policy] secrets`: the credential places of the home ([`crate::SECRETS_HOME`]).
@@ -144,9 +151,34 @@ pub enum Secrets {
     Closed,
 }
 
-config_word!(Secrets, "secrets",
-    "open" => Secrets::Open, "the home's credential places open, the default";
-    "closed" => Secrets::Closed, "~/.ssh, ~/.aws, ~/.netrc and the others closed");
+impl ConfigWord for Secrets {
+    const KEY: &'static str = "secrets";
+    const WORDS: &'static [(&'static str, Secrets, &'static str)] = &[
+        (
+            "open",
+            Secrets::Open,
+            "the home's credential places open, the default",
+        ),
+        (
+            "closed",
+            Secrets::Closed,
+            "~/.ssh, ~/.aws, ~/.netrc and the others closed",
+        ),
+    ];
+}
+
+impl Secrets {
+    /// The configuration's word for it.
+    pub fn as_str(self) -> &'static str {
+        self.word()
+    }
+}
+
+impl<'de> Deserialize<'de> for Secrets {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Secrets, D::Error> {
+        d.deserialize_str(WordVisitor(std::marker::PhantomData))
+    }
+}
 
 /// `[policy] env`: which of the caller's environment variables reach a chat.
 ///
@@ -164,9 +196,34 @@ pub enum EnvPolicy {
     Allowlist,
 }
 
-config_word!(EnvPolicy, "env",
-    "inherit" => EnvPolicy::Inherit, "the caller's environment, the default";
-    "allowlist" => EnvPolicy::Allowlist, "only env_allow's names and the CLI's own");
+impl ConfigWord for EnvPolicy {
+    const KEY: &'static str = "env";
+    const WORDS: &'static [(&'static str, EnvPolicy, &'static str)] = &[
+        (
+            "inherit",
+            EnvPolicy::Inherit,
+            "the caller's environment, the default",
+        ),
+        (
+            "allowlist",
+            EnvPolicy::Allowlist,
+            "only env_allow's names and the CLI's own",
+        ),
+    ];
+}
+
+impl EnvPolicy {
+    /// The configuration's word for it.
+    pub fn as_str(self) -> &'static str {
+        self.word()
+    }
+}
+
+impl<'de> Deserialize<'de> for EnvPolicy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<EnvPolicy, D::Error> {
+        d.deserialize_str(WordVisitor(std::marker::PhantomData))
+    }
+}
 
 /// `[policy] network`: what the network of a chat is.
 ///
@@ -417,6 +474,35 @@ mod tests {
                 message.contains(key) && message.contains(known),
                 "{message}"
             );
+        }
+    }
+
+    #[test]
+    fn secrets_and_env_read_their_words_and_a_wrong_one_names_the_key_and_the_values() {
+        let c = Config::parse(
+            "[policy]\nsecrets = \"closed\"\nenv = \"allowlist\"\nenv_allow = [\"LC_*\"]\n",
+            "x.toml",
+            CLIS,
+        )
+        .unwrap();
+        assert_eq!(c.policy.secrets, Secrets::Closed);
+        assert_eq!(c.policy.env, EnvPolicy::Allowlist);
+        assert_eq!(Config::default().policy.secrets.as_str(), "open");
+        assert_eq!(Config::default().policy.env.as_str(), "inherit");
+        for (text, words) in [
+            (
+                "[policy]\nsecrets = \"shut\"\n",
+                ["policy.secrets", "\"open\"", "\"closed\""],
+            ),
+            (
+                "[policy]\nenv = true\n",
+                ["policy.env", "\"inherit\"", "\"allowlist\""],
+            ),
+        ] {
+            let err = Config::parse(text, "x.toml", CLIS).unwrap_err().to_string();
+            for word in words {
+                assert!(err.contains(word), "{word} missing: {err}");
+            }
         }
     }
 
