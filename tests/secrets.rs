@@ -88,6 +88,13 @@ impl Lab {
 
     /// `sh -c script` confined by `plan`, as the lab's user, through the real helper.
     fn confined(&self, plan: Plan, script: &str) -> Output {
+        self.confined_command(plan, script)
+            .output()
+            .expect("run cli-sandbox exec")
+    }
+
+    /// The command of [`Lab::confined`], not started.
+    fn confined_command(&self, plan: Plan, script: &str) -> Command {
         let policy = self.policy();
         let kernel = Kernel {
             namespaces: plan == Plan::Namespaces,
@@ -107,7 +114,7 @@ impl Lab {
             .arg(&file)
             .args(["--", "/bin/sh", "-c", script]);
         self.environment(&mut cmd);
-        cmd.output().expect("run cli-sandbox exec")
+        cmd
     }
 
     fn environment(&self, cmd: &mut Command) {
@@ -348,6 +355,97 @@ fn with_env_allowlist_the_callers_token_does_not_reach_a_chat_stand_in_cli() {
             }
             if !seen.lines().any(|l| l.starts_with("PATH=")) {
                 failures.push(format!("{what}: PATH did not reach the chat"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{test}:\n{}", failures.join("\n"));
+}
+
+/// The person acts during the chat: `aws configure` makes `~/.aws` where none was at launch, and
+/// `docker login` saves `~/.docker/config.json` by rename. The chat waits on a fifo until the
+/// person is done (no timing), then reads both. The fallback closes both (a rule is on an
+/// inode: a new entry in a frozen folder has none); the namespace plan leaves both open, the gap
+/// its guarantee states (a stand-in is a mount on a name) — checked here so that the statement
+/// stays true. The control is the same run without the option. The person acts once the chat's
+/// script has begun (a second fifo), so the chat's mounts and rules are in place.
+#[test]
+fn credentials_the_person_makes_or_saves_during_the_chat_are_closed_in_the_fallback_and_the_stated_gap_in_the_namespace_plan()
+ {
+    let test = "credentials_the_person_makes_or_saves_during_the_chat_are_closed_in_the_fallback_and_the_stated_gap_in_the_namespace_plan";
+    if !confinement_available(test) {
+        return;
+    }
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        for plan in [Plan::Namespaces, Plan::Fallback] {
+            for closed in [true, false] {
+                let extra = if closed { "secrets = \"closed\"\n" } else { "" };
+                let lab = Lab::new(user.as_ref(), extra);
+                let h = lab.demo.home.clone();
+                std::fs::remove_dir_all(h.join(".aws")).unwrap();
+                let go = lab.demo.root.join("go");
+                let ready = lab.demo.root.join("ready");
+                for fifo in [&go, &ready] {
+                    let made = Command::new("mkfifo").arg(fifo).status().unwrap();
+                    assert!(made.success());
+                    if let Some(user) = &lab.user {
+                        user.own(fifo);
+                    }
+                }
+                let out = lab.demo.runtime.join("out");
+                let script = format!(
+                    "mkdir -p {out}; echo ready > {ready}; cat {go} >/dev/null; cat {aws} > {out}/late 2>/dev/null; cat {docker} > {out}/saved 2>/dev/null; true",
+                    out = q(&out),
+                    go = q(&go),
+                    ready = q(&ready),
+                    aws = q(&h.join(".aws/credentials")),
+                    docker = q(&h.join(".docker/config.json")),
+                );
+                let mut chat = lab
+                    .confined_command(plan, &script)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("start the chat");
+                // The chat runs, confined: its script has begun.
+                std::fs::read(&ready).unwrap();
+                // The person, outside: a new ~/.aws, and docker's atomic save.
+                std::fs::create_dir_all(h.join(".aws")).unwrap();
+                std::fs::write(h.join(".aws/credentials"), "LATE-AWS-SECRET").unwrap();
+                std::fs::write(h.join(".docker/config.json.tmp"), "SAVED-DOCKER-SECRET").unwrap();
+                std::fs::rename(
+                    h.join(".docker/config.json.tmp"),
+                    h.join(".docker/config.json"),
+                )
+                .unwrap();
+                if let Some(user) = &lab.user {
+                    user.own(&h.join(".aws"));
+                    user.own(&h.join(".docker"));
+                }
+                // Opening the fifo waits for the chat to open it: the chat reads after this.
+                std::fs::write(&go, "go\n").unwrap();
+                let status = chat.wait().unwrap();
+                assert!(status.success(), "{} {plan:?}", lab.who());
+                let late = got(&lab.demo, "late", "LATE-AWS-SECRET");
+                let saved = got(&lab.demo, "saved", "SAVED-DOCKER-SECRET");
+                let what = format!("{} {plan:?} closed={closed}", lab.who());
+                let expected = match (plan, closed) {
+                    // The stated gap.
+                    (Plan::Namespaces, true) => (true, true),
+                    (Plan::Namespaces, false) => (true, true),
+                    (Plan::Fallback, true) => (false, false),
+                    // Without the option a new ~/.aws stays closed too: an entry made in a
+                    // frozen folder (the home, frozen for the state root below it) after launch
+                    // gets no rule, the fallback's own cost; ~/.docker is not frozen then, so
+                    // the file saved in it is read.
+                    (Plan::Fallback, false) => (false, true),
+                };
+                if (late, saved) != expected {
+                    failures.push(format!(
+                        "{what}: read (late ~/.aws, saved docker config) = {:?}, expected {expected:?}",
+                        (late, saved)
+                    ));
+                }
             }
         }
     }
