@@ -993,6 +993,7 @@ fn without_user_namespaces_isolated_is_refused_and_doctor_says_why() {
                     "{stderr}"
                 );
             }
+            Network::Allowlist => unreachable!("not among the networks this test runs"),
         }
         if network == Network::Isolated {
             let mut doctor = Command::new("unshare");

@@ -108,6 +108,20 @@ pub static ADAPTER: &dyn CliAdapter = &Claude;
 const SETTINGS: &str = "--settings=";
 
 impl CliAdapter for Claude {
+    /// Kept with `env = "allowlist"`: the login's keys and where its settings are.
+    fn env_kept(&self) -> &'static [&'static str] {
+        &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_MODEL",
+            "CLAUDE_CONFIG_DIR",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "CLAUDE_CODE_USE_BEDROCK",
+            "CLAUDE_CODE_USE_VERTEX",
+        ]
+    }
+
     fn readiness(
         &self,
         home: &Path,

@@ -105,6 +105,16 @@ pub struct Codex;
 pub static ADAPTER: &dyn CliAdapter = &Codex;
 
 impl CliAdapter for Codex {
+    /// Kept with `env = "allowlist"`: the login's keys and where its settings are.
+    fn env_kept(&self) -> &'static [&'static str] {
+        &[
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "CODEX_API_KEY",
+            "CODEX_HOME",
+        ]
+    }
+
     fn readiness(
         &self,
         home: &Path,

@@ -56,6 +56,11 @@ pub struct Cursor;
 pub static ADAPTER: &dyn CliAdapter = &Cursor;
 
 impl CliAdapter for Cursor {
+    /// Kept with `env = "allowlist"`: the login's keys and where its settings are.
+    fn env_kept(&self) -> &'static [&'static str] {
+        &["CURSOR_API_KEY", "CURSOR_DATA_DIR"]
+    }
+
     fn name(&self) -> &'static str {
         "cursor"
     }

@@ -112,6 +112,19 @@ pub struct Gemini;
 pub static ADAPTER: &dyn CliAdapter = &Gemini;
 
 impl CliAdapter for Gemini {
+    /// Kept with `env = "allowlist"`: the login's keys and where its settings are.
+    fn env_kept(&self) -> &'static [&'static str] {
+        &[
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
+            "GOOGLE_GEMINI_BASE_URL",
+            "GOOGLE_CLOUD_PROJECT",
+            "GOOGLE_CLOUD_LOCATION",
+            "GOOGLE_GENAI_USE_VERTEXAI",
+            "GEMINI_CLI_HOME",
+        ]
+    }
+
     fn readiness(
         &self,
         home: &std::path::Path,

@@ -101,6 +101,16 @@ pub struct Pi;
 pub static ADAPTER: &dyn CliAdapter = &Pi;
 
 impl CliAdapter for Pi {
+    /// Kept with `env = "allowlist"`: the login's keys and where its settings are.
+    fn env_kept(&self) -> &'static [&'static str] {
+        &[
+            "PI_CODING_AGENT_DIR",
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "GEMINI_API_KEY",
+        ]
+    }
+
     fn readiness(
         &self,
         home: &std::path::Path,

@@ -28,6 +28,18 @@ struct Report {
     clis: Vec<crate::cli_readiness::CliReadiness>,
     /// What stays open by the owner's decision, with the configuration that closes it.
     limits: &'static [Limit],
+    /// The home's credential places (`sandbox_core::SECRETS_HOME`) and whether this
+    /// configuration closes them (`[policy] secrets`).
+    secrets: SecretsReport,
+}
+
+/// `[policy] secrets` as a chat launched now would have it.
+#[derive(Debug, Serialize)]
+struct SecretsReport {
+    /// `open` or `closed`.
+    policy: &'static str,
+    /// Each place, relative to the home (`~/.ssh`).
+    places: Vec<String>,
 }
 
 /// A limit stated by the owner's decision (SECURITY.md, "One chat steering another").
@@ -56,12 +68,41 @@ pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode,
     let both = [Mode::Full, Mode::BridgeOnly];
     let decision = platform::decide(&facts, Mode::Full, &both);
     let cannot_confine = platform::cannot_confine(&facts, Mode::Full, &both);
-    let ways_out = ways_out(settings, &facts, decision.backend);
+    let mut ways_out = ways_out(settings, &facts, decision.backend);
+    // Applied by the launch, not by a backend's plan: said from the configuration (unless
+    // nothing confines here, which every promise already says).
+    let environment = match ctx.config.policy.env {
+        sandbox_core::EnvPolicy::Allowlist => Guarantee::new(
+            Promise::Environment,
+            "the launch: the CLI starts from an empty environment, given back only `env_allow`, the basic names (sandbox_core::ENV_ALWAYS_KEPT) and the CLI's own",
+            Enforcement::Partly(
+                "a scripted step (`cli-sandbox step`) keeps the caller's environment".into(),
+            ),
+        ),
+        sandbox_core::EnvPolicy::Inherit => Guarantee::new(
+            Promise::Environment,
+            "nothing: `env` is \"inherit\" (the caller's environment reaches the chat)",
+            Enforcement::Not(
+                "GITHUB_TOKEN and every other variable of the caller's environment reach the chat; `env = \"allowlist\"` under [policy] keeps only `env_allow` (SECURITY.md)".into(),
+            ),
+        ),
+    };
+    if !ways_out.iter().any(|g| g.is(Promise::Environment)) {
+        ways_out.push(environment);
+    }
     let denials = crate::denial_log::probe(match &facts {
         Facts::Linux(l) => l.landlock_abi,
         _ => None,
     });
+    let secrets = SecretsReport {
+        policy: ctx.config.policy.secrets.as_str(),
+        places: sandbox_core::SECRETS_HOME
+            .iter()
+            .map(|p| format!("~/{p}"))
+            .collect(),
+    };
     let report = Report {
+        secrets,
         os: std::env::consts::OS,
         facts,
         backend: decision.backend,
@@ -112,9 +153,20 @@ fn ways_out(settings: &Settings, facts: &Facts, backend: Backend) -> Vec<Guarant
                 by: "the Seatbelt profile (cli-sandbox profile --backend seatbelt)".into(),
                 enforcement: Enforcement::Fully,
             }];
-            let hardened = Context::load(settings)
-                .and_then(|ctx| ctx.policy("doctor", &[]))
-                .is_ok_and(|policy| policy.home_top_closed());
+            let policy = Context::load(settings).and_then(|ctx| ctx.policy("doctor", &[]));
+            if policy
+                .as_ref()
+                .is_ok_and(|policy| !policy.secrets().is_empty())
+            {
+                out.push(Guarantee::new(
+                    Promise::Secrets,
+                    "the Seatbelt profile: every file operation denied on each place by name, in any case, present or not (a link is judged at its target), its ancestors not moved or cloned",
+                    Enforcement::Partly(
+                        "a hard link the person made elsewhere before the chat is another name, open".into(),
+                    ),
+                ));
+            }
+            let hardened = policy.is_ok_and(|policy| policy.home_top_closed());
             if hardened {
                 out.push(Guarantee::new(
                     Promise::Persistence,
@@ -131,9 +183,19 @@ fn ways_out(settings: &Settings, facts: &Facts, backend: Backend) -> Vec<Guarant
     }
 }
 
-/// The plan reports the `persistence` promise only with `harden`; without it the home is open
-/// by the owner's decision, which doctor says too, with what `harden` would close.
+/// The plan reports the `persistence` promise only with `harden`, and `secrets` only with
+/// `secrets = "closed"`; without them the home is open by the owner's decision, which doctor
+/// says too, with what the option would close.
 fn with_persistence(mut guarantees: Vec<Guarantee>) -> Vec<Guarantee> {
+    if !guarantees.iter().any(|g| g.is(Promise::Secrets)) {
+        guarantees.push(Guarantee::new(
+            Promise::Secrets,
+            "nothing: `secrets` is open (the home is open by the owner's decision)",
+            Enforcement::Not(
+                "a chat reads ~/.ssh, ~/.aws, ~/.netrc and the other credential places listed below; `secrets = \"closed\"` under [policy] closes them (SECURITY.md)".into(),
+            ),
+        ));
+    }
     if !guarantees.iter().any(|g| g.is(Promise::Persistence)) {
         guarantees.push(Guarantee::new(
             Promise::Persistence,
@@ -207,6 +269,11 @@ fn print_text(r: &Report) -> Result<(), Error> {
         };
         outln!("  - {}\n      by {}\n      {}", g.what, g.by, state);
     }
+    outln!(
+        "credential places of the home ({}; `[policy] secrets = \"closed\"` closes them):\n      {}",
+        r.secrets.policy,
+        r.secrets.places.join(" ")
+    );
     outln!("stated limits (open by the owner's decision):");
     for l in r.limits {
         outln!("  - {}\n      closed by: {}", l.what, l.closed_by);

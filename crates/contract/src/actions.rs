@@ -518,6 +518,7 @@ fn describe(rule: &Rule) -> String {
         Rule::Hardened { path } => format!("hardened ({})", path.display()),
         Rule::Settings { path } => format!("settings ({})", path.display()),
         Rule::Kernel { path } => format!("kernel ({})", path.display()),
+        Rule::Secret { path } => format!("a credential place ({})", path.display()),
         Rule::System => "the system, read-only to a root chat".into(),
         Rule::Open => "open".into(),
     }

@@ -69,6 +69,7 @@
 pub mod chat_env;
 pub mod context;
 pub mod demo;
+pub mod egress;
 /// The real file system behind the core's `Resolver` and the plan's `LaunchDisk`.
 pub use sandbox_linux::disk;
 mod error;

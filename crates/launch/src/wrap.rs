@@ -164,6 +164,10 @@ pub struct PreparedLaunch {
     /// The state root the working folder lies in (which must exist when it is made).
     #[serde(skip)]
     state_root: PathBuf,
+    /// `[policy] env = "allowlist"`: the variables of the launcher's environment that reach
+    /// the chat (the command starts from an empty environment); `None` to inherit it.
+    #[serde(skip)]
+    env_allow: Option<sandbox_core::EnvAllow>,
 }
 
 /// What [`PreparedLaunch::pre_trust`] did.
@@ -618,6 +622,23 @@ impl PreparedLaunch {
         for (name, value) in crate::chat_env::variables(ctx, &policy) {
             env.set.entry(name).or_insert(value);
         }
+        let env_allow = sandbox_core::EnvAllow::from_config(&ctx.config, adapter.env_kept())
+            .map_err(|e| Error::Other(e.to_string()))?;
+        if let Some(allow) = &env_allow {
+            // Said in the plan too, for a caller that builds the environment itself from `set`
+            // and `remove` (the command below starts from an empty one anyway). A name that is
+            // not text cannot be written here; `std_command` leaves it out all the same.
+            let vars: Vec<OsString> = std::env::vars_os().map(|(k, _)| k).collect();
+            for name in allow.removed(vars.iter().map(OsString::as_os_str)) {
+                if let Some(name) = name.to_str()
+                    && !env.set.contains_key(name)
+                    && !env.remove.iter().any(|r| r == name)
+                {
+                    env.remove.push(name.to_owned());
+                }
+            }
+            tracing::info!(removed = env.remove.len(), "environment: allowlist");
+        }
         Ok(PreparedLaunch {
             cli: adapter.name().to_owned(),
             decision,
@@ -634,6 +655,7 @@ impl PreparedLaunch {
             runtime_settings,
             person_files: person.guard(),
             state_root: ctx.layout.state_root.clone(),
+            env_allow,
         })
     }
 
@@ -724,6 +746,16 @@ impl PreparedLaunch {
     pub fn std_command(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new(&self.argv[0]);
         cmd.args(&self.argv[1..]).current_dir(&self.cwd);
+        if let Some(allow) = &self.env_allow {
+            // From an empty environment: only what the rules keep of the launcher's, then the
+            // adapter's own below (a variable set after `prepare` is judged all the same).
+            cmd.env_clear();
+            for (k, v) in std::env::vars_os() {
+                if allow.keeps(&k) {
+                    cmd.env(k, v);
+                }
+            }
+        }
         for (k, v) in &self.env.set {
             cmd.env(k, v);
         }

@@ -562,6 +562,8 @@ const READ_BACK: &[(&str, &str)] = &[
     // `--mcp-bridge JSON` on the command line.
     ("McpServer", "the `--mcp-bridge` argument"),
     ("Mode", "a mode a provider stored (older names too)"),
+    ("Secrets", "`[policy] secrets` in the configuration file"),
+    ("EnvPolicy", "`[policy] env` in the configuration file"),
 ];
 
 /// The names of the types in `source` that derive or implement `Deserialize`, however the

@@ -1005,6 +1005,115 @@ fn settings_attacks(world: &World) {
     }
 }
 
+#[test]
+fn with_secrets_closed_the_credential_places_are_closed_in_any_case_and_the_clis_logins_open() {
+    let spec = Spec {
+        secrets: true,
+        ..Spec::demo()
+    };
+    let world = World::virtual_at(Path::new(BASE), &spec).expect("the world builds");
+    let (profile, read) = compile(&world);
+    assert_eq!(read.lint(), Vec::<String>::new());
+    assert_eq!(read.unused_params(&profile.params), Vec::<&str>::new());
+    let failures = disagreements(&read, &world);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The control: the same world without the option, where the home is open.
+    let (_, open) = compile(&demo());
+
+    let home = world.home.to_str().unwrap().to_owned();
+    let ask = |profile: &Profile, op: &str, path: &str| {
+        profile
+            .decide_all(file(op, &format!("{home}/{path}")))
+            .unwrap()
+    };
+    for path in [
+        ".ssh/id_ed25519",
+        ".SSH/id_ed25519",
+        ".Ssh/ID_ED25519",
+        ".aws/credentials",
+        ".AWS/config",
+        ".config/gh/hosts.yml",
+        ".CONFIG/GH/hosts.yml",
+        ".netrc",
+        ".NETRC",
+        ".npmrc",
+        ".docker/config.json",
+        ".Docker/Config.JSON",
+        ".kube/config",
+        ".gnupg/private-keys-v1.d/key.key",
+        ".config/gcloud/credentials.db",
+        ".azure/msal_token_cache.json",
+        ".pypirc",
+        // Made during the chat: the rule is on the name, whether or not it exists.
+        ".ssh/new_key",
+        ".git-credentials",
+    ] {
+        for op in [
+            "file-read-data",
+            "file-read-metadata",
+            "file-write-data",
+            "file-write-create",
+            "file-write-unlink",
+            "file-link",
+            "file-clone",
+        ] {
+            let v = ask(&read, op, path);
+            assert!(!v.allowed, "{op} ~/{path}");
+            assert_eq!(
+                v.message.as_deref(),
+                Some("cli-sandbox: secret"),
+                "{op} ~/{path}"
+            );
+            if op == "file-read-data" {
+                assert!(ask(&open, op, path).allowed, "control: {op} ~/{path}");
+            }
+        }
+    }
+    // The CLIs' own logins, and the rest of the home and of `~/.docker` and `~/.config`.
+    for path in [
+        ".codex/auth.json",
+        ".claude/.credentials.json",
+        ".gemini/oauth_creds.json",
+        ".claude.json",
+        ".docker/contexts/meta.json",
+        ".config/other-app/settings.json",
+        "notes.txt",
+    ] {
+        assert!(ask(&read, "file-read-data", path).allowed, "~/{path}");
+    }
+    // No ancestor moved, replaced or cloned (a renamed `~/.config` would carry `gh` away).
+    for ancestor in [".config", ".CONFIG", ".docker", ".cargo", ".local/share"] {
+        for op in ["file-write-unlink", "file-write-create", "file-clone"] {
+            let v = ask(&read, op, ancestor);
+            assert!(!v.allowed, "{op} ~/{ancestor}");
+        }
+        assert!(
+            ask(&open, "file-write-unlink", ancestor).allowed,
+            "control: ~/{ancestor}"
+        );
+    }
+
+    // A hard link is refused at either end (`file-link` asks both), so the chat cannot make a
+    // second name for a key in the open home (a symlink is judged at its target, which is the
+    // rule above: Seatbelt resolves it before asking).
+    let source = format!("{home}/.ssh/id_ed25519");
+    let destination = format!("{home}/work/key");
+    let link = |profile: &Profile| {
+        profile
+            .decide_all(Request {
+                op: "file-link",
+                subject: Subject::TwoPaths {
+                    source: source.as_bytes(),
+                    destination: destination.as_bytes(),
+                },
+            })
+            .unwrap()
+            .allowed
+    };
+    assert!(!link(&read), "a hard link to a key");
+    assert!(link(&open), "control: the same link with the home open");
+}
+
 fn specs() -> impl Strategy<Value = Spec> {
     let grants = proptest::sample::subsequence(
         vec![
@@ -1045,6 +1154,7 @@ fn specs() -> impl Strategy<Value = Spec> {
             any::<bool>(),
             any::<bool>(),
             any::<bool>(),
+            any::<bool>(),
         ),
     )
         .prop_map(
@@ -1055,7 +1165,7 @@ fn specs() -> impl Strategy<Value = Spec> {
                 read_only,
                 refused,
                 protected,
-                (b1, b2, socket, harden, privileged),
+                (b1, b2, socket, harden, privileged, secrets),
             )| {
                 let docs_rel = docs.map(str::to_owned).unwrap_or_else(|| {
                     format!(
@@ -1098,6 +1208,7 @@ fn specs() -> impl Strategy<Value = Spec> {
                         Vec::new()
                     },
                     harden,
+                    secrets,
                     privileged,
                 }
             },

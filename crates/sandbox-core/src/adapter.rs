@@ -477,6 +477,13 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
         person: &dyn PersonFiles,
     ) -> Result<McpIsolation, AdapterError>;
 
+    /// The variables of the caller's environment this CLI reads itself and keeps with
+    /// `[policy] env = "allowlist"`: its login's key, its base URL, the variables that move its
+    /// settings (none by default).
+    fn env_kept(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Environment to set and remove (nothing by default; the form always removes the
     /// multiplexer's variables).
     fn env(&self, req: &LaunchRequest) -> EnvChanges {

@@ -66,6 +66,163 @@ pub struct PolicyConfig {
     /// own with outbound access only. See [`Network`].
     #[serde(default)]
     pub network: Network,
+    /// With `network = "allowlist"`: the host names a chat may reach through the launcher's
+    /// proxy, each exact (`api.anthropic.com`) or a suffix (`*.example.com`: any name below
+    /// `example.com`, not `example.com` itself). See [`crate::egress`].
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// With `network = "allowlist"`: host names refused even when `allowed_hosts` lists them
+    /// (deny wins); the same forms.
+    #[serde(default)]
+    pub denied_hosts: Vec<String>,
+    /// Whether the credential places of the home ([`crate::SECRETS_HOME`]: `~/.ssh`, `~/.aws`,
+    /// `~/.netrc`, ...) stay open to a chat (`open`, the default: the home is the person's) or
+    /// are closed to every operation (`closed`). See [`Secrets`].
+    #[serde(default)]
+    pub secrets: Secrets,
+    /// Which of the caller's environment variables reach a chat: all of them (`inherit`, the
+    /// default) or only those of `env_allow` and what the CLI's adapter sets (`allowlist`).
+    #[serde(default)]
+    pub env: EnvPolicy,
+    /// With `env = "allowlist"`: the names of the variables a chat keeps from the caller's
+    /// environment (exact names, or a prefix ending in `*`: `LC_*`).
+    #[serde(default)]
+    pub env_allow: Vec<String>,
+}
+
+/// A lowercase word of the configuration read into one of an enum's values, with an error that
+/// names the key and every value (serde's own names neither the key nor, for a value of the
+/// wrong type, the values).
+trait ConfigWord: Sized + Copy + PartialEq + 'static {
+    /// The key under `[policy]`.
+    const KEY: &'static str;
+    /// Each word, its value, and what it means (for the error).
+    const WORDS: &'static [(&'static str, Self, &'static str)];
+
+    fn word(self) -> &'static str {
+        Self::WORDS
+            .iter()
+            .find(|(_, v, _)| *v == self)
+            .map_or("", |(w, _, _)| w)
+    }
+}
+
+struct WordVisitor<T>(std::marker::PhantomData<T>);
+
+impl<T: ConfigWord> serde::de::Visitor<'_> for WordVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let words: Vec<String> = T::WORDS
+            .iter()
+            .map(|(w, _, _)| format!("\"{w}\""))
+            .collect();
+        write!(f, "policy.{}: {}", T::KEY, words.join(" or "))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+        if let Some((_, value, _)) = T::WORDS.iter().find(|(w, _, _)| *w == v) {
+            return Ok(*value);
+        }
+        let choices: Vec<String> = T::WORDS
+            .iter()
+            .map(|(w, _, meaning)| format!("\"{w}\" ({meaning})"))
+            .collect();
+        Err(E::custom(format!(
+            "policy.{} is \"{v}\": use {}",
+            T::KEY,
+            choices.join(" or ")
+        )))
+    }
+}
+
+/// `[policy] secrets`: the credential places of the home ([`crate::SECRETS_HOME`]).
+///
+/// - `open` (the default, by the owner's decision): the home is open, these places with it.
+/// - `closed`: each is closed to every operation (read, write, list, exec, move; none of its
+///   ancestors is moved), on every backend, whatever its case on macOS and also when missing at
+///   launch where the backend can (see `SECURITY.md`). The CLIs' own logins (`~/.claude`,
+///   `~/.codex/auth.json`, `~/.gemini`) are not among them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Secrets {
+    /// Open like the rest of the home.
+    #[default]
+    Open,
+    /// Closed to every operation.
+    Closed,
+}
+
+impl ConfigWord for Secrets {
+    const KEY: &'static str = "secrets";
+    const WORDS: &'static [(&'static str, Secrets, &'static str)] = &[
+        (
+            "open",
+            Secrets::Open,
+            "the home's credential places open, the default",
+        ),
+        (
+            "closed",
+            Secrets::Closed,
+            "~/.ssh, ~/.aws, ~/.netrc and the others closed",
+        ),
+    ];
+}
+
+impl Secrets {
+    /// The configuration's word for it.
+    pub fn as_str(self) -> &'static str {
+        self.word()
+    }
+}
+
+impl<'de> Deserialize<'de> for Secrets {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Secrets, D::Error> {
+        d.deserialize_str(WordVisitor(std::marker::PhantomData))
+    }
+}
+
+/// `[policy] env`: which of the caller's environment variables reach a chat.
+///
+/// - `inherit` (the default): all of them, but those the adapter removes.
+/// - `allowlist`: only the names of `env_allow`, and what the CLI's adapter sets itself (its
+///   home, its settings' places, its terminal); everything else is removed before the chat
+///   starts (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`, ...).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnvPolicy {
+    /// The caller's environment, as the adapter leaves it.
+    #[default]
+    Inherit,
+    /// Only the listed variables and the adapter's own.
+    Allowlist,
+}
+
+impl ConfigWord for EnvPolicy {
+    const KEY: &'static str = "env";
+    const WORDS: &'static [(&'static str, EnvPolicy, &'static str)] = &[
+        (
+            "inherit",
+            EnvPolicy::Inherit,
+            "the caller's environment, the default",
+        ),
+        (
+            "allowlist",
+            EnvPolicy::Allowlist,
+            "only env_allow's names and the CLI's own",
+        ),
+    ];
+}
+
+impl EnvPolicy {
+    /// The configuration's word for it.
+    pub fn as_str(self) -> &'static str {
+        self.word()
+    }
+}
+
+impl<'de> Deserialize<'de> for EnvPolicy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<EnvPolicy, D::Error> {
+        d.deserialize_str(WordVisitor(std::marker::PhantomData))
+    }
 }
 
 /// `[policy] network`: what the network of a chat is.
@@ -79,6 +236,9 @@ pub struct PolicyConfig {
 ///   DNS works; the machine's loopback is out of reach. Only where the backend can build it
 ///   (Linux with user namespaces, and `pasta`): anywhere else the launch is refused, never
 ///   silently shared.
+/// - `allowlist`: the chat's only route out is the launcher's HTTP(S) proxy, which connects only
+///   to the names of `allowed_hosts` that `denied_hosts` does not list ([`crate::egress`]).
+///   Where the backend cannot make the proxy the only route, the launch is refused.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Network {
@@ -87,6 +247,8 @@ pub enum Network {
     Shared,
     /// A network of the chat's own, outbound only.
     Isolated,
+    /// Out only through the launcher's proxy, to the listed host names.
+    Allowlist,
 }
 
 impl Network {
@@ -95,6 +257,7 @@ impl Network {
         match self {
             Network::Shared => "shared",
             Network::Isolated => "isolated",
+            Network::Allowlist => "allowlist",
         }
     }
 }
@@ -107,14 +270,15 @@ impl<'de> Deserialize<'de> for Network {
         impl serde::de::Visitor<'_> for Visitor {
             type Value = Network;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(r#"policy.network: "shared" or "isolated""#)
+                f.write_str(r#"policy.network: "shared", "isolated" or "allowlist""#)
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Network, E> {
                 match v {
                     "shared" => Ok(Network::Shared),
                     "isolated" => Ok(Network::Isolated),
+                    "allowlist" => Ok(Network::Allowlist),
                     other => Err(E::custom(format!(
-                        r#"policy.network is "{other}": use "shared" (the machine's network, the default) or "isolated" (a network of the chat's own)"#
+                        r#"policy.network is "{other}": use "shared" (the machine's network, the default), "isolated" (a network of the chat's own) or "allowlist" (only allowed_hosts, through the launcher's proxy)"#
                     ))),
                 }
             }
@@ -310,6 +474,35 @@ mod tests {
                 message.contains(key) && message.contains(known),
                 "{message}"
             );
+        }
+    }
+
+    #[test]
+    fn secrets_and_env_read_their_words_and_a_wrong_one_names_the_key_and_the_values() {
+        let c = Config::parse(
+            "[policy]\nsecrets = \"closed\"\nenv = \"allowlist\"\nenv_allow = [\"LC_*\"]\n",
+            "x.toml",
+            CLIS,
+        )
+        .unwrap();
+        assert_eq!(c.policy.secrets, Secrets::Closed);
+        assert_eq!(c.policy.env, EnvPolicy::Allowlist);
+        assert_eq!(Config::default().policy.secrets.as_str(), "open");
+        assert_eq!(Config::default().policy.env.as_str(), "inherit");
+        for (text, words) in [
+            (
+                "[policy]\nsecrets = \"shut\"\n",
+                ["policy.secrets", "\"open\"", "\"closed\""],
+            ),
+            (
+                "[policy]\nenv = true\n",
+                ["policy.env", "\"inherit\"", "\"allowlist\""],
+            ),
+        ] {
+            let err = Config::parse(text, "x.toml", CLIS).unwrap_err().to_string();
+            for word in words {
+                assert!(err.contains(word), "{word} missing: {err}");
+            }
         }
     }
 

@@ -3,6 +3,27 @@ use std::path::PathBuf;
 /// Why a policy could not be built. Every message names the offending input and says what to do.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PolicyError {
+    /// A host pattern of `allowed_hosts` or `denied_hosts` that names no host.
+    #[error(transparent)]
+    BadHost(#[from] crate::egress::BadHostPattern),
+    /// `network = "allowlist"` without a host to reach.
+    #[error(
+        "`[policy] network = \"allowlist\"` with an empty `allowed_hosts`: list the hosts a chat may reach (`allowed_hosts = [\"api.anthropic.com\", \"*.githubusercontent.com\"]`), or set network = \"isolated\" or \"shared\""
+    )]
+    NoAllowedHosts,
+    /// `allowed_hosts` or `denied_hosts` without `network = "allowlist"`: they would do nothing.
+    #[error(
+        "`[policy] allowed_hosts` and `denied_hosts` take effect only with network = \"allowlist\", and network is \"{network}\": set network = \"allowlist\" or remove them"
+    )]
+    HostsWithoutAllowlist {
+        /// The configured network.
+        network: &'static str,
+    },
+    /// `network = "allowlist"`: its rules validate, and no backend enforces them yet.
+    #[error(
+        "`[policy] network = \"allowlist\"` is not built yet: nothing in this version makes the launcher's proxy the chat's only route out, so the launch is refused rather than run with a route that does not hold (docs/linux.md, \"Egress by host name\"). Set network = \"isolated\" (outbound only, no machine loopback) or \"shared\""
+    )]
+    EgressNotYet,
     /// An adapter's acted-on place that is not a plain relative path (a bug in its table).
     #[error(
         "the {cli} adapter declares the acted-on place `{path}`, which is not a plain relative path (no `/` at the start, no `.` or `..`): fix the adapter's `acted_on` table"

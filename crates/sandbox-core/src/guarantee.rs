@@ -42,6 +42,11 @@ pub enum Promise {
     /// What the coding CLIs read at start and act on (their settings, instruction files,
     /// commands, skills, extensions) is not written, created, replaced or removed by a chat.
     Settings,
+    /// The credential places of the home are closed (`secrets = "closed"`).
+    Secrets,
+    /// Only the allowed variables of the caller's environment reach the chat
+    /// (`env = "allowlist"`).
+    Environment,
     /// Processes outside cannot be signalled or traced; their environment cannot be read.
     OutsideProcesses,
     /// Every process of the chat ends with it: when the program exits, when its terminal hangs
@@ -78,7 +83,7 @@ pub enum Promise {
 
 impl Promise {
     /// Every promise, in the order reports list them.
-    pub const ALL: [Promise; 21] = [
+    pub const ALL: [Promise; 23] = [
         Promise::ProtectedRoot,
         Promise::Pinned,
         Promise::Refused,
@@ -86,6 +91,8 @@ impl Promise {
         Promise::Persistence,
         Promise::GitMetadata,
         Promise::Settings,
+        Promise::Secrets,
+        Promise::Environment,
         Promise::OutsideProcesses,
         Promise::ChatEnds,
         Promise::Mounts,
@@ -112,6 +119,8 @@ impl Promise {
             Promise::Persistence => "persistence",
             Promise::GitMetadata => "git-metadata",
             Promise::Settings => "settings",
+            Promise::Secrets => "secrets",
+            Promise::Environment => "environment",
             Promise::OutsideProcesses => "outside-processes",
             Promise::ChatEnds => "chat-ends",
             Promise::Mounts => "mounts",
@@ -148,6 +157,12 @@ impl Promise {
             }
             Promise::Settings => {
                 "what the coding CLIs read at start and act on (settings with hooks and MCP servers, instruction files, commands, skills, extensions; in the home and in the chat's runtime) not written, created, replaced or removed by a chat"
+            }
+            Promise::Secrets => {
+                "the credential places of the home (~/.ssh, ~/.aws, ~/.gnupg, ~/.docker/config.json, ~/.kube, ~/.config/gh, ~/.netrc, ~/.npmrc, ~/.pypirc, the cloud CLIs' folders, ...) closed to every operation (`secrets = \"closed\"`); the CLIs' own logins stay open"
+            }
+            Promise::Environment => {
+                "only the variables of `env_allow` and the CLI's own reach the chat (`env = \"allowlist\"`): GITHUB_TOKEN and the other credentials of the caller's environment do not"
             }
             Promise::OutsideProcesses => {
                 "processes outside cannot be signalled or traced, and their environment cannot be read"

@@ -26,6 +26,8 @@
 mod adapter;
 pub mod adapter_kit;
 mod config;
+pub mod egress;
+pub mod environment;
 mod error;
 pub mod guarantee;
 mod layout;
@@ -42,7 +44,10 @@ pub use adapter::{
     FileFormat, LaunchFile, LaunchRequest, McpIsolation, McpServer, PersonFiles, PreTrust,
     SettingCheck, Stdin,
 };
-pub use config::{CliConfig, Config, ConfigError, LayoutConfig, Network, PolicyConfig};
+pub use config::{
+    CliConfig, Config, ConfigError, EnvPolicy, LayoutConfig, Network, PolicyConfig, Secrets,
+};
+pub use environment::{ENV_ALWAYS_KEPT, EnvAllow};
 pub use error::PolicyError;
 pub use guarantee::{Enforcement, Guarantee, Promise};
 pub use layout::{ChatId, Layout, LayoutInputs, Os};
@@ -57,8 +62,8 @@ pub use policy::{
     GrantRequest, HARDEN_LEAVES_OPEN, HOME_STATE_FOLDERS, HOME_TOP_STATE_FILES,
     HOME_TOP_STATE_TEMP_MACOS, Hardened, KERNEL_SECRETS_LINUX, KERNEL_TUNABLES_LINUX, Mode, Op,
     PERSISTENCE_COMMON, PERSISTENCE_EMPTY_IS_ABSENT, PERSISTENCE_LINUX, PERSISTENCE_MACOS, Policy,
-    PolicyRequest, RefusedEntries, RefusedPattern, Rule, SQLITE_SIDECARS, Shape, Verdict,
-    WRITABLE_AS_ROOT, WRITABLE_AS_ROOT_MACOS, git_protected,
+    PolicyRequest, RefusedEntries, RefusedPattern, Rule, SECRETS_HOME, SQLITE_SIDECARS, Shape,
+    Verdict, WRITABLE_AS_ROOT, WRITABLE_AS_ROOT_MACOS, git_protected,
 };
 pub use readiness::{Readiness, Ready};
 pub use replace::{OnDisk, Replaceable};

@@ -447,6 +447,52 @@ pub const KERNEL_TUNABLES_LINUX: &[&str] = &[
     "/sys",
 ];
 
+/// The credential places of the home that `[policy] secrets = "closed"` closes to every
+/// operation, relative to the home, the same on both systems (the tools keep them there on
+/// macOS too). The one list: every backend closes these through [`Policy::secrets`], and
+/// `doctor` prints it. Folders are closed with everything beneath them. Not listed, so that the
+/// coding CLIs keep their own logins: `~/.claude`, `~/.claude.json`, `~/.codex` (its
+/// `auth.json`), `~/.gemini`, `~/.cursor`, `~/.pi`.
+pub const SECRETS_HOME: &[&str] = &[
+    // ssh's keys and agent configuration, gpg's keys.
+    ".ssh",
+    ".gnupg",
+    // Cloud CLIs: AWS, Google Cloud, Azure, Oracle, DigitalOcean, Hetzner, Fly.io.
+    ".aws",
+    ".config/gcloud",
+    ".azure",
+    ".oci",
+    ".config/doctl",
+    ".config/hcloud",
+    ".fly",
+    // Containers and clusters: docker's registry logins, kubectl's clusters and tokens.
+    ".docker/config.json",
+    ".kube",
+    // Code hosts: GitHub's CLI (and hub), git's stored credentials.
+    ".config/gh",
+    ".config/hub",
+    ".git-credentials",
+    ".config/git/credentials",
+    // Package registries' tokens: npm, PyPI, cargo, RubyGems, Terraform, Vault.
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".terraform.d/credentials.tfrc.json",
+    ".vault-token",
+    // Passwords: netrc (curl, git, ftp), PostgreSQL, MySQL, pass, the desktop's keyrings, rclone.
+    ".netrc",
+    ".pgpass",
+    ".my.cnf",
+    ".password-store",
+    ".local/share/keyrings",
+    ".config/rclone",
+    // S3 tools' keys.
+    ".s3cfg",
+    ".boto",
+];
+
 /// Files of the kernel's that tell about every process of the machine, those outside the chat
 /// included (the names and pids of every task: `sched_debug`, `timer_list`), or about its memory
 /// and keys: not read, not written. (Docker masks the same.)
@@ -602,6 +648,10 @@ pub struct Policy {
     /// Read-write grants in which git's own files stay writable (`[policy] git_writable`),
     /// canonical; in every other read-write grant they are read-only ([`Rule::Git`]).
     git_writable: Vec<PathBuf>,
+    /// The credential places of the home closed to every operation (`[policy] secrets =
+    /// "closed"`; empty otherwise): [`SECRETS_HOME`] under the home, and where one is a link,
+    /// its target too; sorted.
+    secrets: Vec<PathBuf>,
     /// Kernel tunables: read, never written ([`KERNEL_TUNABLES_LINUX`]; none on macOS).
     kernel_tunables: Vec<PathBuf>,
     /// Kernel files that tell about every process or the kernel's memory: not read
@@ -703,6 +753,13 @@ impl Policy {
         self.grants
             .iter()
             .filter(|g| g.access == Access::ReadWrite && !self.git_writable.contains(&g.path))
+    }
+
+    /// The credential places of the home closed to every operation, none of their ancestors
+    /// moved (`[policy] secrets = "closed"`; empty otherwise): [`SECRETS_HOME`] under the home,
+    /// and where one is a link (or lies under one), its target too; sorted.
+    pub fn secrets(&self) -> &[PathBuf] {
+        &self.secrets
     }
 
     /// Kernel tunables: read, never written ([`KERNEL_TUNABLES_LINUX`]; none on macOS).
@@ -810,6 +867,13 @@ pub enum Rule {
         /// The program.
         program: PathBuf,
     },
+    /// A credential place of the home (`[policy] secrets = "closed"`): closed to every
+    /// operation; or one of its ancestors (not moved, so that it is not taken out from under the
+    /// rule).
+    Secret {
+        /// The credential place.
+        path: PathBuf,
+    },
     /// A refused pattern inside a grant.
     Refused {
         /// The innermost grant that holds the path.
@@ -878,6 +942,7 @@ impl Rule {
     pub fn name(&self) -> &'static str {
         match self {
             Rule::Blocked { .. } => "blocked",
+            Rule::Secret { .. } => "secret",
             Rule::Refused { .. } => "refused",
             Rule::Pinned { .. } => "pinned",
             Rule::Git { .. } => "git",
@@ -965,11 +1030,38 @@ impl Policy {
             )?);
         }
 
-        let hardened = if req.config.policy.harden {
+        // `network = "allowlist"`: its lists validated (a typo is named), then refused: nothing
+        // enforces it yet, and a route that claims to hold must hold (crate::egress).
+        let hosts = crate::egress::HostRules::new(
+            &req.config.policy.allowed_hosts,
+            &req.config.policy.denied_hosts,
+        )?;
+        match req.config.policy.network {
+            Network::Allowlist if hosts.allowed.is_empty() => {
+                return Err(PolicyError::NoAllowedHosts);
+            }
+            Network::Allowlist => return Err(PolicyError::EgressNotYet),
+            other if !hosts.allowed.is_empty() || !hosts.denied.is_empty() => {
+                return Err(PolicyError::HostsWithoutAllowlist {
+                    network: other.as_str(),
+                });
+            }
+            _ => {}
+        }
+
+        let secrets = if req.config.policy.secrets == crate::Secrets::Closed {
+            secret_paths(&layout.home, resolver)?
+        } else {
+            Vec::new()
+        };
+        let mut hardened = if req.config.policy.harden {
             persistence_paths(req.os, &layout.home, &protected, resolver)?
         } else {
             Vec::new()
         };
+        // A persistence path inside a secret place is closed to reading too: the stronger rule
+        // alone, so that no backend opens it to reading for `harden`.
+        hardened.retain(|h| !secrets.iter().any(|s| is_within(&h.path, s)));
 
         let mut git_writable = Vec::new();
         for place in &req.config.policy.git_writable {
@@ -1035,6 +1127,7 @@ impl Policy {
             unix_socket_allow,
             hardened,
             git_writable,
+            secrets,
             kernel_tunables,
             kernel_secrets,
             system_read_only: req.privileged,
@@ -1139,6 +1232,22 @@ impl Policy {
         {
             return refuse(Rule::Blocked {
                 program: program.clone(),
+            });
+        }
+
+        // The credential places: before the grants and the runtime (none can open them), closed
+        // to every operation; their ancestors are not moved, so that a renamed `~/.config`
+        // does not carry `gh`'s token out from under the rule.
+        if let Some(secret) = self.secrets.iter().find(|s| is_within(path, s)) {
+            return refuse(Rule::Secret {
+                path: secret.clone(),
+            });
+        }
+        if op == Op::Move
+            && let Some(secret) = self.secrets.iter().find(|s| is_within(s, path))
+        {
+            return refuse(Rule::Secret {
+                path: secret.clone(),
             });
         }
 
@@ -1300,6 +1409,22 @@ impl Policy {
     pub fn is_protected(&self, path: &Path) -> bool {
         self.protected.iter().any(|r| is_within(path, r))
     }
+}
+
+/// [`SECRETS_HOME`] under `home` (canonical), each as named there and, where it is a link or
+/// lies under one, as resolved too (a backend that judges resolved paths closes the target, one
+/// that judges names closes the name); sorted, deduplicated.
+fn secret_paths(home: &Path, resolver: &dyn Resolver) -> Result<Vec<PathBuf>, PolicyError> {
+    let mut out = Vec::new();
+    for relative in SECRETS_HOME {
+        let named = home.join(relative);
+        let resolved = canonicalize_lenient("secret place", &named, resolver)?;
+        out.push(named);
+        out.push(resolved);
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
 }
 
 /// The names of git's own files that a chat must not write inside a read-write grant, found

@@ -119,6 +119,12 @@ impl LaunchDisk for RealDisk {
         std::fs::canonicalize(path).ok()
     }
 
+    fn linked_file_id(&self, path: &Path) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = path.symlink_metadata().ok()?;
+        (meta.is_file() && meta.nlink() > 1).then(|| (meta.dev(), meta.ino()))
+    }
+
     fn target_kind(&self, path: &Path) -> Option<EntryKind> {
         use std::os::unix::fs::FileTypeExt;
         let ft = std::fs::metadata(path).ok()?.file_type();

@@ -124,6 +124,35 @@ pub(super) fn blocked_folders<'p>(
     (frozen, not_frozen)
 }
 
+/// The most entries walked below the secret folders for their hard-linked files.
+const SECRET_WALK: usize = 10_000;
+
+/// The device and inode of each file with more than one name among `secrets` and beneath them
+/// (at most [`SECRET_WALK`] entries looked at; symlinks not followed).
+fn secret_linked_files(disk: &dyn LaunchDisk, secrets: &[&PathBuf]) -> BTreeSet<(u64, u64)> {
+    let mut out = BTreeSet::new();
+    let mut todo: Vec<PathBuf> = secrets.iter().map(|p| (*p).clone()).collect();
+    let mut looked = 0;
+    while let Some(path) = todo.pop() {
+        looked += 1;
+        if looked > SECRET_WALK {
+            break;
+        }
+        match disk.kind(&path) {
+            Some(EntryKind::File) => {
+                if let Some(id) = disk.linked_file_id(&path) {
+                    out.insert(id);
+                }
+            }
+            Some(EntryKind::Dir) => {
+                todo.extend(disk.entries(&path).into_iter().map(|(n, _)| path.join(n)));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 pub(super) fn compile(
     policy: &Policy,
     kernel: Kernel,
@@ -141,6 +170,25 @@ pub(super) fn compile(
             closed.insert(program.clone());
         }
     }
+    // The credential places (`secrets = "closed"`): closed like a root where they exist (a link
+    // gets no rule anyway: its target, listed too, is closed where it is).
+    let secrets_present: Vec<&PathBuf> = policy
+        .secrets()
+        .iter()
+        .filter(|p| matches!(disk.kind(p), Some(EntryKind::Dir | EntryKind::File)))
+        .filter(|p| {
+            !p.ancestors()
+                .skip(1)
+                .any(|a| disk.kind(a) == Some(EntryKind::Symlink))
+        })
+        .filter(|p| !closed_roots.iter().any(|r| p.starts_with(r)))
+        .collect();
+    closed.extend(secrets_present.iter().map(|p| (*p).clone()));
+    // A Landlock rule on a file is on its inode: a hard link the person made to a key, lying in
+    // a frozen folder (`~/key-backup`), would get a rule of its own there and open the key at
+    // its own path too. The secret files with more than one name, by inode (a folder's walked,
+    // up to SECRET_WALK entries), so that such a link gets no rule.
+    let secret_inodes = secret_linked_files(disk, &secrets_present);
     let mut frozen: BTreeSet<PathBuf> = BTreeSet::new();
     for path in &closed {
         frozen.extend(path.ancestors().skip(1).map(Path::to_owned));
@@ -217,6 +265,15 @@ pub(super) fn compile(
         for (name, _) in disk.entries(dir) {
             let child = dir.join(&name);
             if frozen.contains(&child) || closed.contains(&child) {
+                continue;
+            }
+            if !secret_inodes.is_empty()
+                && disk
+                    .linked_file_id(&child)
+                    .is_some_and(|id| secret_inodes.contains(&id))
+            {
+                // Another name of a secret file: no rule, or the secret would be open at its
+                // own path as well.
                 continue;
             }
             if dir == dev && !kept_in_dev(&name) {
@@ -332,6 +389,37 @@ pub(super) fn compile(
         "Landlock: no right at all on the frozen folders, so none of them can be renamed",
         Enforcement::Fully,
     ));
+    if !policy.secrets().is_empty() {
+        // A missing one is closed when its folder is frozen (an entry made there after launch
+        // has no rule); elsewhere, made during the chat, it is open.
+        let open_if_made: Vec<String> = policy
+            .secrets()
+            .iter()
+            .filter(|p| disk.kind(p).is_none())
+            .filter(|p| !p.parent().is_some_and(|parent| frozen.contains(parent)))
+            .filter(|p| {
+                !p.ancestors()
+                    .skip(1)
+                    .any(|a| disk.kind(a) == Some(EntryKind::Symlink))
+            })
+            .map(|p| p.display().to_string())
+            .collect();
+        let note = if open_if_made.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; missing at launch in a folder not frozen, so open if made during the chat: {}",
+                open_if_made.join(", ")
+            )
+        };
+        guarantees.push(Guarantee::new(
+            Promise::Secrets,
+            "Landlock alone: no rule on each present one (rules are on inodes: a file saved by rename over it, a new one in its frozen folder, get none either), its ancestors frozen",
+            Enforcement::Partly(format!(
+                "a hard link the person made elsewhere before the chat is another name, open; the cost of the frozen folders is the protected roots' above{note}"
+            )),
+        ));
+    }
     if !policy.hardened().is_empty() {
         let below_home: Vec<String> = frozen_for_harden
             .iter()

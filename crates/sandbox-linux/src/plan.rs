@@ -734,6 +734,12 @@ pub trait LaunchDisk {
         let _ = path;
         None
     }
+    /// A regular file's device and inode, when it has more than one name (a hard link), not
+    /// following a symlink at its own name; `None` otherwise (a fake disk has no inodes).
+    fn linked_file_id(&self, path: &Path) -> Option<(u64, u64)> {
+        let _ = path;
+        None
+    }
 }
 
 /// A [`LaunchDisk`] that looks at each path's kind once and keeps the answer, for one compile.
@@ -777,6 +783,9 @@ impl LaunchDisk for LookedOnce<'_> {
     }
     fn canonical(&self, path: &Path) -> Option<PathBuf> {
         self.disk.canonical(path)
+    }
+    fn linked_file_id(&self, path: &Path) -> Option<(u64, u64)> {
+        self.disk.linked_file_id(path)
     }
 }
 
@@ -864,6 +873,7 @@ pub fn compile(
     let mut seen: Vec<(&Path, Option<EntryKind>)> = Vec::new();
     let hardened = harden_in_namespace(policy, disk, &mut seen);
     let settings = settings_in_namespace(policy, disk, &mut seen);
+    let secrets = secrets_in_namespace(policy, disk, &mut seen);
 
     // Every path here is canonical, so its ancestors are prefixes of its bytes, compared and
     // counted as bytes (`Path`'s `==` and `components()` parse every name, at every pin): a
@@ -873,6 +883,7 @@ pub fn compile(
         .iter()
         .chain(hardened.pinned_below.iter())
         .chain(settings.pinned_below.iter())
+        .chain(secrets.pinned_below.iter())
     {
         for ancestor in path.ancestors().skip(1) {
             // `OsStr`'s `==` compares bytes.
@@ -968,6 +979,13 @@ pub fn compile(
     if !policy.settings().is_empty() {
         mounts.extend(settings.mounts);
         guarantees.push(settings.guarantee);
+    }
+
+    // After harden's and the settings' mounts, so that a read-only bind of a persistence path
+    // (`~/.npmrc`) cannot land over its stand-in.
+    if let Some(guarantee) = secrets.guarantee {
+        mounts.extend(secrets.mounts);
+        guarantees.push(guarantee);
     }
 
     let git = git_in_namespace(policy, disk);
@@ -1252,6 +1270,83 @@ fn kernel_mounts(policy: &Policy, disk: &dyn LaunchDisk) -> Vec<MountStep> {
         }
     }
     steps
+}
+
+/// What `secrets = "closed"` adds to the namespace plan.
+struct SecretsInNamespace {
+    mounts: Vec<MountStep>,
+    /// The places covered, whose ancestors are pinned (a renamed `~/.config` would carry the
+    /// stand-in of `~/.config/gh` away with it, and a folder of the chat's could take its place).
+    pinned_below: Vec<PathBuf>,
+    /// None when the policy closes no secret place.
+    guarantee: Option<Guarantee>,
+}
+
+/// Each credential place that exists is covered by an empty unreadable entry of its kind
+/// (`MountStep::Hide`) and its ancestors pinned; a link is left to its target, which the policy
+/// lists beside it (a name under a link is reached through the target's stand-in). A missing one
+/// is not made (an empty `~/.docker/config.json` or `~/.npmrc` would change what the person's
+/// tools do): made by the chat it holds only what the chat wrote; made by the person during the
+/// chat, it is open to the chat, which the guarantee says. A stand-in is a mount on a name: a
+/// process outside that renames a file over that name (an atomic save: `docker login`, `npm
+/// login`) detaches it, which the guarantee says too (the Landlock-only fallback holds there:
+/// its rules are on inodes).
+fn secrets_in_namespace<'p>(
+    policy: &'p Policy,
+    disk: &dyn LaunchDisk,
+    seen: &mut Vec<(&'p Path, Option<EntryKind>)>,
+) -> SecretsInNamespace {
+    let mut out = SecretsInNamespace {
+        mounts: Vec::new(),
+        pinned_below: Vec::new(),
+        guarantee: None,
+    };
+    if policy.secrets().is_empty() {
+        return out;
+    }
+    let mut kind_of = |path| kind_once(seen, disk, path);
+    let mut missing = Vec::new();
+    for path in policy.secrets() {
+        let under_link = path
+            .ancestors()
+            .skip(1)
+            .any(|a| kind_of(a) == Some(EntryKind::Symlink));
+        if under_link {
+            continue;
+        }
+        match kind_of(path) {
+            Some(kind @ (EntryKind::Dir | EntryKind::File)) => {
+                out.mounts.push(MountStep::Hide {
+                    path: path.clone(),
+                    dir: kind == EntryKind::Dir,
+                });
+                out.pinned_below.push(path.clone());
+            }
+            // Left to its target (listed too); another kind (a socket, a fifo) holds no secret
+            // that a read gives.
+            Some(_) => {}
+            None => missing.push(match path.strip_prefix(policy.home()) {
+                Ok(relative) => format!("~/{}", relative.display()),
+                Err(_) => path.display().to_string(),
+            }),
+        }
+    }
+    let missing_note = if missing.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; missing at launch, so open if the person makes them during the chat: {}",
+            missing.join(", ")
+        )
+    };
+    out.guarantee = Some(Guarantee::new(
+        Promise::Secrets,
+        "mount namespace: each present one covered by an empty unreadable entry of its kind (a link: its target), its ancestors pinned; reached by a link, a hard link or another name, the walk ends on the stand-in",
+        Enforcement::Partly(format!(
+            "a stand-in is a mount on a name: a file the person saves by rename during the chat (docker login, npm login) is open to the chat, and so is one the person makes during the chat where none was at launch{missing_note}; a hard link the person made elsewhere before the chat is another name, open"
+        )),
+    ));
+    out
 }
 
 /// What `harden` adds to the namespace plan.

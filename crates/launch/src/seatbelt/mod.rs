@@ -748,6 +748,24 @@ impl Writer {
         let folders = self.folded_for(&strict_ancestors(policy.blocked_programs()))?;
         self.rule("deny", CLONE, &folded_literals(&folders), Some("blocked"));
 
+        if !policy.secrets().is_empty() {
+            // After the grants, the runtime, the persistence paths and the settings: `decide()`
+            // puts the credential places first, so nothing of this chat's reopens them.
+            self.line(
+                ";; Secrets: the home's credential places, to every file operation and exec, in any case.",
+            );
+            let secrets = self.folded_of("SECRET", "credential place", policy.secrets())?;
+            self.rule("deny", EVERY, &folded_subpaths(&secrets), Some("secret"));
+            self.line(";; ... and none of their ancestors is moved, replaced or cloned.");
+            let ancestors = self.folded_of(
+                "SECRET_ANCESTOR",
+                "credential place",
+                &strict_ancestors(policy.secrets()),
+            )?;
+            self.rule("deny", MOVE, &folded_literals(&ancestors), Some("secret"));
+            self.rule("deny", CLONE, &folded_literals(&ancestors), Some("secret"));
+        }
+
         if !policy.unix_socket_allow().is_empty() {
             self.line(";; The unix sockets this chat may connect to.");
             let sockets =

@@ -36,6 +36,8 @@ pub struct Spec {
     pub sockets: Vec<String>,
     /// `harden = true`: the home's persistence paths are closed to writing.
     pub harden: bool,
+    /// `secrets = "closed"`: the home's credential places are closed to every operation.
+    pub secrets: bool,
     /// The launcher runs as root: the system is read-only to the chat outside the writable places.
     pub privileged: bool,
 }
@@ -83,6 +85,7 @@ impl Spec {
             blocked: vec!["ann/bin/opener.sh".into()],
             sockets: vec!["ann/.agent/agent.sock".into()],
             harden: false,
+            secrets: false,
             privileged: false,
         }
     }
@@ -227,6 +230,24 @@ impl World {
             ".codex/config.toml",
             ".codex/sessions/s.jsonl",
             "CLAUDE.md",
+            // Credential places (closed with `secrets = "closed"`) and the CLIs' own logins
+            // beside them (never).
+            ".ssh/id_ed25519",
+            ".config/gh/hosts.yml",
+            ".netrc",
+            ".gnupg/private-keys-v1.d/key.key",
+            ".config/gcloud/credentials.db",
+            ".codex/auth.json",
+            ".claude/.credentials.json",
+            ".gemini/oauth_creds.json",
+            // One in each folder that holds a credential place beside other files, so that a
+            // clone of the folder is known to copy one (the profile refuses the clone of every
+            // folder above a place, present or not).
+            ".cargo/credentials.toml",
+            ".local/share/keyrings/login.keyring",
+            ".gem/credentials",
+            ".terraform.d/credentials.tfrc.json",
+            ".config/git/credentials",
         ] {
             world.file(&home.join(file));
         }
@@ -323,6 +344,9 @@ impl World {
         config.policy.blocked_programs = spec.blocked.iter().map(|p| self.base.join(p)).collect();
         config.policy.allow_unix_sockets = spec.sockets.iter().map(|p| self.base.join(p)).collect();
         config.policy.harden = spec.harden;
+        if spec.secrets {
+            config.policy.secrets = sandbox_core::Secrets::Closed;
+        }
         let chat = ChatId::new(&spec.chat).map_err(|e| e.to_string())?;
         let workflows = layout.workspace_docs.join("workflows");
         let runtime = layout.runtime(&chat);

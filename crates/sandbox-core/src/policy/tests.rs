@@ -1615,3 +1615,103 @@ fn settings_moved_by_a_variable_follow_it_and_a_bad_declaration_is_refused() {
         .is_ok()
     );
 }
+
+fn with_secrets() -> Policy {
+    let mut config = Config::default();
+    config.policy.secrets = crate::Secrets::Closed;
+    build_with(&[], &config).unwrap()
+}
+
+#[test]
+fn secrets_closed_closes_each_credential_place_to_every_operation_and_pins_its_ancestors() {
+    let p = with_secrets();
+    for place in [
+        "/home/ann/.ssh",
+        "/home/ann/.ssh/id_ed25519",
+        "/home/ann/.aws/credentials",
+        "/home/ann/.docker/config.json",
+        "/home/ann/.config/gh/hosts.yml",
+        "/home/ann/.netrc",
+        "/home/ann/.npmrc",
+        "/home/ann/.kube/config",
+        "/home/ann/.gnupg/pubring.kbx",
+    ] {
+        for op in Op::ALL {
+            let v = p.decide(op, Path::new(place));
+            assert!(!v.allowed, "{op:?} {place}");
+            assert_eq!(v.rule.name(), "secret", "{op:?} {place}");
+        }
+        // The control: the home is open without the option.
+        assert!(
+            policy().decide(Op::Read, Path::new(place)).allowed,
+            "{place}"
+        );
+    }
+    for ancestor in ["/home/ann/.config", "/home/ann/.docker", "/home/ann/.cargo"] {
+        assert!(
+            !p.decide(Op::Move, Path::new(ancestor)).allowed,
+            "{ancestor}"
+        );
+        assert!(
+            p.decide(Op::Write, Path::new(ancestor)).allowed,
+            "{ancestor}"
+        );
+    }
+    for open in [
+        "/home/ann/.codex/auth.json",
+        "/home/ann/.claude/.credentials.json",
+        "/home/ann/.gemini/oauth_creds.json",
+        "/home/ann/.docker/contexts/meta.json",
+        "/home/ann/.config/other/settings.json",
+        "/home/ann/.sshd",
+        "/home/ann/.netrc.d/x",
+    ] {
+        assert!(p.decide(Op::Read, Path::new(open)).allowed, "{open}");
+    }
+    assert!(policy().secrets().is_empty(), "open by default");
+}
+
+#[test]
+fn a_credential_place_that_is_a_link_is_closed_at_its_target_too() {
+    let fs = fs().dir("/data/keys").link("/home/ann/.ssh", "/data/keys");
+    let layout = layout(&fs);
+    let chat = ChatId::new("chat-1").unwrap();
+    let mut config = Config::default();
+    config.policy.secrets = crate::Secrets::Closed;
+    let p = Policy::build(
+        &PolicyRequest {
+            os: Os::Linux,
+            layout: &layout,
+            chat: &chat,
+            grants: &[],
+            config: &config,
+            privileged: false,
+            settings: &[],
+        },
+        &fs,
+    )
+    .unwrap();
+    assert!(p.secrets().contains(&PathBuf::from("/home/ann/.ssh")));
+    assert!(p.secrets().contains(&PathBuf::from("/data/keys")));
+    assert!(!p.decide(Op::Read, Path::new("/data/keys/id_rsa")).allowed);
+}
+
+#[test]
+fn network_allowlist_validates_its_hosts_then_is_refused_as_not_built_yet() {
+    let mut config = Config::default();
+    config.policy.network = Network::Allowlist;
+    assert_eq!(build_with(&[], &config), Err(PolicyError::NoAllowedHosts));
+    config.policy.allowed_hosts = vec!["api.anthropic.com".into(), "x.com:443".into()];
+    let err = build_with(&[], &config).unwrap_err();
+    assert!(err.to_string().contains("x.com:443"), "{err}");
+    config.policy.allowed_hosts = vec!["api.anthropic.com".into()];
+    let err = build_with(&[], &config).unwrap_err();
+    assert_eq!(err, PolicyError::EgressNotYet);
+    assert!(err.to_string().contains("not built yet"), "{err}");
+    // Hosts without the allowlist would do nothing: refused, not ignored.
+    config.policy.network = Network::Isolated;
+    assert!(matches!(
+        build_with(&[], &config),
+        Err(PolicyError::HostsWithoutAllowlist { .. })
+    ));
+}
