@@ -127,6 +127,7 @@ impl Lab {
         let kernel = Kernel {
             landlock_abi: abi.unwrap_or_else(|| launch::linux::this_kernel().landlock_abi),
             namespaces: plan == Plan::Namespaces,
+            fuse: launch::linux::fuse_available(),
         };
         let compiled = launch::linux::compile(&policy, kernel).expect("compile");
         assert_eq!(compiled.namespaces.is_some(), plan == Plan::Namespaces);

@@ -90,6 +90,7 @@ impl Lab {
         let kernel = Kernel {
             landlock_abi: launch::linux::this_kernel().landlock_abi,
             namespaces: plan == Plan::Namespaces,
+            fuse: launch::linux::fuse_available(),
         };
         let compiled = launch::linux::compile(&policy, kernel).expect("compile");
         assert_eq!(compiled.namespaces.is_some(), plan == Plan::Namespaces);

@@ -503,6 +503,7 @@ impl GitLab {
         let kernel = launch::linux::plan::Kernel {
             landlock_abi: launch::linux::this_kernel().landlock_abi,
             namespaces,
+            fuse: launch::linux::fuse_available(),
         };
         let plan = launch::linux::compile(&policy, kernel).unwrap();
         let json = serde_json::to_value(&plan.guarantees).unwrap();

@@ -2188,6 +2188,7 @@ fn security_md_says_what_the_plans_report_for_each_promise() {
         let kernel = launch::linux::plan::Kernel {
             landlock_abi: 7,
             namespaces,
+            fuse: launch::linux::fuse_available(),
         };
         let plan = launch::linux::compile(&policy, kernel).unwrap();
         for promise in sandbox_core::Promise::ALL {

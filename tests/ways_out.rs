@@ -403,6 +403,7 @@ fn the_plan_says_what_keeps_unix_sockets_in_on_each_kind_of_kernel() {
                 Kernel {
                     landlock_abi: abi,
                     namespaces,
+                    fuse: launch::linux::fuse_available(),
                 },
             )
             .unwrap();

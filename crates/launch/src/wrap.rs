@@ -824,6 +824,7 @@ pub fn wrap(
                 crate::linux::plan::Kernel {
                     landlock_abi: abi,
                     namespaces,
+                    fuse: crate::linux::fuse_available(),
                 },
             )?;
             let file = crate::linux::write_plan(&plan, &ctx.layout)?;

@@ -207,6 +207,7 @@ fn compile(shape: Shape, landlock_abi: u32, namespaces: bool) -> LinuxPlan {
     let kernel = Kernel {
         landlock_abi,
         namespaces,
+        fuse: false,
     };
     plan::compile(&policy, kernel, &disk).unwrap()
 }
