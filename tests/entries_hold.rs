@@ -13,7 +13,8 @@
 //! What still gets through in a plan is a finding: its test asserts the refusal and is marked
 //! `#[ignore = "FINDING: ..."]`, so that the suite stays green and
 //! `cargo test -p cli-sandbox --test entries_hold -- --ignored` shows what is open (SECURITY.md
-//! names it).
+//! names it). In the namespace plan the refused entries are held by the guard over each grant (a
+//! FUSE file system, `crates/sandbox-linux/src/guard.rs`), which needs `/dev/fuse`.
 #![cfg(target_os = "linux")]
 
 use std::os::unix::fs::PermissionsExt;
@@ -23,7 +24,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use cli_sandbox_tests::users::{TestUser, command_as};
-use cli_sandbox_tests::{cli_sandbox, confinement_available, root_or_skip, say};
+use cli_sandbox_tests::{
+    REQUIRE_LANDLOCK, cli_sandbox, confinement_available, root_or_skip, say, skip,
+};
 use launch::demo::Demo;
 use launch::linux::plan::Kernel;
 
@@ -261,7 +264,7 @@ open(ready + ".report", "w").write("\n".join(lines) + "\n")
 "#;
 
 /// The cases, with the secret's label (see [`AGENTWORKS`]) and what the chat tries.
-const CASES: [(&str, &str); 8] = [
+const CASES: [(&str, &str); 9] = [
     ("save", "read:workflow.sqlite"),
     ("swap", "read:planning/plan.json"),
     ("late", "read:late.db"),
@@ -270,6 +273,9 @@ const CASES: [(&str, &str); 8] = [
     ("late2", "read:late2.db-wal"),
     ("sidecar", "read:late.db-wal"),
     ("live", "read:doc.md"),
+    // The refused folder as it was before the chat, renamed away by AgentWorks's swap: its
+    // secret is written by the test into planning/plan.json before the chat starts.
+    ("old", "read:planning.old/plan.json"),
 ];
 
 /// Writes the chat tries in a read-write grant into refused entries, read back from the disk.
@@ -289,13 +295,18 @@ fn one_run(lab: &Lab, plan: Option<Plan>, access: &str) -> Seen {
     // A fresh grant for each run: the demo's files back as they were.
     let _ = std::fs::remove_dir_all(&top);
     std::fs::create_dir_all(top.join("planning")).unwrap();
-    std::fs::write(top.join("planning/plan.json"), "plan").unwrap();
     std::fs::write(top.join("workflow.sqlite"), "database").unwrap();
     std::fs::write(top.join("doc.md"), "doc").unwrap();
+    let secrets: Vec<String> = CASES.iter().map(|(label, _)| secret(label)).collect();
+    let old = CASES.iter().position(|(label, _)| *label == "old").unwrap();
+    std::fs::write(
+        top.join("planning/plan.json"),
+        format!("plan {}", secrets[old]),
+    )
+    .unwrap();
     if let Some(user) = &lab.user {
         user.own(&top);
     }
-    let secrets: Vec<String> = CASES.iter().map(|(label, _)| secret(label)).collect();
     let ready = lab.outside("ready");
     let go = lab.outside("go");
     let done = lab.outside("done");
@@ -442,13 +453,24 @@ fn entries_hold(test: &str, plan: Plan) {
     );
 }
 
+/// The namespace plan's guard (a FUSE file system over each grant, `guard.rs`): every refused
+/// entry holds whatever AgentWorks does outside, in both grant modes, and the chat still sees
+/// `doc.md` saved by rename outside and makes new files at a read-write grant's top.
 #[test]
-#[ignore = "FINDING: the namespace plan closes a refused entry by a stand-in mounted over its name; a rename outside detaches it and a new entry has none (issue 25: the guard is the planned construction)"]
 fn refused_entries_hold_whatever_agentworks_does_outside_in_the_namespace_plan() {
-    entries_hold(
-        "refused_entries_hold_whatever_agentworks_does_outside_in_the_namespace_plan",
-        Plan::Namespaces,
-    );
+    let test = "refused_entries_hold_whatever_agentworks_does_outside_in_the_namespace_plan";
+    if !confinement_available(test) {
+        return;
+    }
+    if !launch::linux::fuse_available() {
+        skip(
+            test,
+            "/dev/fuse cannot be opened here (mode 0600?): the namespace plan has no guard, and says so",
+            REQUIRE_LANDLOCK,
+        );
+        return;
+    }
+    entries_hold(test, Plan::Namespaces);
 }
 
 #[test]

@@ -248,7 +248,9 @@ impl Guard {
             next_handle: 1,
             refused_inodes: HashSet::new(),
         };
-        let root_key = rustix::fs::fstat(&grant).map(|st| key(&st)).unwrap_or((0, 0));
+        let root_key = rustix::fs::fstat(&grant)
+            .map(|st| key(&st))
+            .unwrap_or((0, 0));
         state.nodes.insert(
             1,
             Node {
@@ -368,7 +370,9 @@ impl Guard {
             let name = entry.file_name().to_bytes().to_vec();
             if self.refuses(ino, OsStr::from_bytes(&name)) {
                 // Its own inode (a mount point's is the covered entry's: looked up by name).
-                if let Ok(st) = rustix::fs::statat(&fd, OsStr::from_bytes(&name), AtFlags::SYMLINK_NOFOLLOW) {
+                if let Ok(st) =
+                    rustix::fs::statat(&fd, OsStr::from_bytes(&name), AtFlags::SYMLINK_NOFOLLOW)
+                {
                     refused.push(key(&st));
                 }
                 refused.push((dev, entry.ino()));
@@ -822,7 +826,12 @@ impl Filesystem for Guard {
             return reply.error(Errno::EBADF);
         };
         for (i, (name, ino, kind)) in entries.iter().enumerate().skip(offset as usize) {
-            if reply.add(INodeNo(*ino), (i + 1) as u64, *kind, OsStr::from_bytes(name)) {
+            if reply.add(
+                INodeNo(*ino),
+                (i + 1) as u64,
+                *kind,
+                OsStr::from_bytes(name),
+            ) {
                 break;
             }
         }
@@ -882,7 +891,8 @@ impl Filesystem for Guard {
         reply: ReplyCreate,
     ) {
         let result = self.may_make(parent, name).and_then(|dir| {
-            let mut oflags = open_flags(flags) | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let mut oflags =
+                open_flags(flags) | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             if flags & libc::O_EXCL != 0 {
                 oflags |= OFlags::EXCL;
             }

@@ -39,9 +39,9 @@ mod caps;
 #[cfg(target_os = "linux")]
 mod descriptors;
 mod frozen;
-mod harden;
 #[cfg(target_os = "linux")]
 mod guard;
+mod harden;
 #[cfg(target_os = "linux")]
 mod landlock;
 #[cfg(target_os = "linux")]

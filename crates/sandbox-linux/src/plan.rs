@@ -933,7 +933,11 @@ pub fn compile(
     let mut guards = Vec::new();
     if kernel.fuse {
         // The guard decides by name at each lookup: no stand-in, no folder made for a pattern.
-        let refused: Vec<String> = policy.refused().iter().map(|p| p.as_str().to_owned()).collect();
+        let refused: Vec<String> = policy
+            .refused()
+            .iter()
+            .map(|p| p.as_str().to_owned())
+            .collect();
         if !refused.is_empty() {
             for grant in policy.grants() {
                 guards.push(GuardPlan {
