@@ -119,6 +119,20 @@ pub(super) fn start(guards: &[GuardPlan], devices: Vec<OwnedFd>) -> Result<(), A
 /// The daemon: confined as the chat is in its credentials, then the FUSE session until the
 /// mount goes (the chat's end: init's death takes it with `PR_SET_PDEATHSIG`).
 fn serve(grant: OwnedFd, device: OwnedFd, refused: Vec<RefusedPattern>) -> ! {
+    // One handle per entry the kernel knows (until it forgets it): as many as may be, before
+    // the capabilities go (a root chat's daemon may raise the hard limit; a user's keeps its own).
+    let most = |limit: Option<u64>| {
+        rustix::process::setrlimit(
+            rustix::process::Resource::Nofile,
+            rustix::process::Rlimit {
+                current: limit,
+                maximum: limit,
+            },
+        )
+    };
+    if most(Some(1 << 20)).is_err() {
+        let _ = most(rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum);
+    }
     let keep = [grant.as_raw_fd(), device.as_raw_fd()];
     let ready = sys::prctl(
         libc::PR_SET_PDEATHSIG,
@@ -133,6 +147,14 @@ fn serve(grant: OwnedFd, device: OwnedFd, refused: Vec<RefusedPattern>) -> ! {
         say!("cli-sandbox guard: {e}");
         // SAFETY: leaving without running destructors of state shared with init's image.
         unsafe { libc::_exit(2) };
+    }
+    // Nothing of the daemon's reaches the chat's terminal: the FUSE library's log (the
+    // launcher's logger, inherited) and any message go to /dev/null.
+    if let Ok(null) = rustix::fs::open("/dev/null", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()) {
+        for fd in 0..3 {
+            // SAFETY: dup2 onto the standard descriptors, which this process owns.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
     }
     // A session of its own: the chat's process group and terminal signals do not reach it.
     // SAFETY: setsid has no memory effects; its failure (already a leader) changes nothing.
