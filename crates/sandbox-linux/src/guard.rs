@@ -162,6 +162,9 @@ fn serve(grant: OwnedFd, device: OwnedFd, refused: Vec<RefusedPattern>) -> ! {
     // The modes the chat asks for are given as they are (the kernel applied its umask).
     // SAFETY: umask cannot fail.
     unsafe { libc::umask(0) };
+    // SAFETY: getuid and getgid have no failure and touch no memory.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let _ = OWN_IDS.set((uid != 0).then_some((uid, gid)));
     let fs = Guard::new(grant, refused);
     let mut config = fuser::Config::default();
     config.n_threads = Some(2);
@@ -226,7 +229,21 @@ fn time(secs: i64, nsecs: i64) -> SystemTime {
     }
 }
 
+/// The chat's own ids, when it is an ordinary user (its namespace maps these alone); `None` for
+/// root, whose namespace maps every id.
+static OWN_IDS: std::sync::OnceLock<Option<(u32, u32)>> = std::sync::OnceLock::new();
+
 fn attr(st: &Stat) -> FileAttr {
+    // An owner or group the chat's namespace does not map makes the kernel refuse every write
+    // to the entry (`HAS_UNMAPPED_ID`), where a bind would not: such ids are shown as the chat's
+    // own. The daemon's own calls, with the chat's real credentials, still decide the access.
+    let (uid, gid) = match OWN_IDS.get().copied().flatten() {
+        Some((u, g)) => (
+            if st.st_uid == u { st.st_uid } else { u },
+            if st.st_gid == g { st.st_gid } else { g },
+        ),
+        None => (st.st_uid, st.st_gid),
+    };
     FileAttr {
         ino: INodeNo(st.st_ino),
         size: st.st_size as u64,
@@ -238,8 +255,8 @@ fn attr(st: &Stat) -> FileAttr {
         kind: kind(st.st_mode),
         perm: (st.st_mode & 0o7777) as u16,
         nlink: st.st_nlink as u32,
-        uid: st.st_uid,
-        gid: st.st_gid,
+        uid,
+        gid,
         rdev: st.st_rdev as u32,
         blksize: st.st_blksize as u32,
         flags: 0,
