@@ -79,8 +79,10 @@ pub(super) fn open_devices(guards: &[GuardPlan]) -> Result<Vec<OwnedFd>, ApplyEr
 /// Mounts each guard over its grant (the plan lists the deepest first, so that an outer guard's
 /// daemon reaches an inner grant through the inner guard) and forks its daemon.
 pub(super) fn start(guards: &[GuardPlan], devices: Vec<OwnedFd>) -> Result<(), ApplyError> {
-    // SAFETY: getuid and getgid have no failure and touch no memory.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (uid, gid) = (
+        rustix::process::getuid().as_raw(),
+        rustix::process::getgid().as_raw(),
+    );
     for (guard, device) in guards.iter().zip(devices) {
         let refused = guard
             .refused
@@ -162,8 +164,10 @@ fn serve(grant: OwnedFd, device: OwnedFd, refused: Vec<RefusedPattern>) -> ! {
     // The modes the chat asks for are given as they are (the kernel applied its umask).
     // SAFETY: umask cannot fail.
     unsafe { libc::umask(0) };
-    // SAFETY: getuid and getgid have no failure and touch no memory.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (uid, gid) = (
+        rustix::process::getuid().as_raw(),
+        rustix::process::getgid().as_raw(),
+    );
     let _ = OWN_IDS.set((uid != 0).then_some((uid, gid)));
     let fs = Guard::new(grant, refused);
     let mut config = fuser::Config::default();
@@ -248,9 +252,9 @@ fn attr(st: &Stat) -> FileAttr {
         ino: INodeNo(st.st_ino),
         size: st.st_size as u64,
         blocks: st.st_blocks as u64,
-        atime: time(st.st_atime as i64, st.st_atime_nsec as i64),
-        mtime: time(st.st_mtime as i64, st.st_mtime_nsec as i64),
-        ctime: time(st.st_ctime as i64, st.st_ctime_nsec as i64),
+        atime: time(st.st_atime, st.st_atime_nsec as i64),
+        mtime: time(st.st_mtime, st.st_mtime_nsec as i64),
+        ctime: time(st.st_ctime, st.st_ctime_nsec as i64),
         crtime: UNIX_EPOCH,
         kind: kind(st.st_mode),
         perm: (st.st_mode & 0o7777) as u16,
