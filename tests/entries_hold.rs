@@ -216,6 +216,10 @@ def wal(name, text):
     c.execute("create table if not exists t(x)"); c.execute("insert into t values (?)", (text,))
     return c
 held = wal("held.db", "first row")
+# A descriptor of the grant's top held open, as any program of the person's may: through
+# /proc/PID/fd an unconfined process of the same uid reaches the grant by it (the control of the
+# chat's `procfd:` attempts, which look for any process's such descriptor).
+topfd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
 open(done + ".outside-ready", "w").write("ready")
 deadline = time.time() + 60
 while not os.path.exists(ready) and time.time() < deadline: time.sleep(0.02)
@@ -237,7 +241,9 @@ while not os.path.exists(done) and time.time() < deadline: time.sleep(0.05)
 
 /// The chat: says it is ready (`argv[1]`), waits for AgentWorks (`argv[2]`), then does each
 /// `how:name` of `argv[4:]` in the grant's top `argv[3]` (`read` it, `write`: append a marker,
-/// `create`: make a new file there, write and read it back), and writes each result on a line
+/// `create`: make a new file there, write and read it back; `procfd`: open `name` beneath every
+/// descriptor of every process in sight, `/proc/PID/fd/N/name`; `symlink:LINK=TARGET`: make a
+/// symlink at the top and read through it), and writes each result on a line
 /// `how:name<TAB>result` into `argv[0]`'s report, `argv[1] + ".report"`.
 const CHAT: &str = r#"
 import os, sys, time
@@ -252,6 +258,21 @@ for spec in sys.argv[4:]:
     try:
         if how == "read":
             with open(path, "rb") as f: got = f.read().decode("latin-1")
+        elif how == "procfd":
+            # Every descriptor of every process this one can see, as a folder holding `name`.
+            got = "refused none found"
+            for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+                try: fds = os.listdir("/proc/%s/fd" % pid)
+                except OSError: continue
+                for fd in fds:
+                    try:
+                        with open("/proc/%s/fd/%s/%s" % (pid, fd, name), "rb") as f:
+                            got = f.read().decode("latin-1")
+                    except OSError: pass
+        elif how == "symlink":
+            link, target = name.split("=", 1)
+            os.symlink(target, os.path.join(top, link))
+            with open(os.path.join(top, link), "rb") as f: got = f.read().decode("latin-1")
         elif how == "write":
             with open(path, "ab") as f: f.write(b" chat-wrote"); got = "wrote"
         else:
@@ -287,6 +308,8 @@ struct Seen {
     read: Vec<(&'static str, bool)>,
     wrote: Vec<(&'static str, bool)>,
     created: bool,
+    /// Whether the chat made and read back `mine.db`, a name a pattern refuses.
+    made_refused: bool,
     report: String,
 }
 
@@ -338,10 +361,20 @@ fn one_run(lab: &Lab, plan: Option<Plan>, access: &str) -> Seen {
         top_text,
     ];
     argv.extend(CASES.iter().map(|(_, spec)| (*spec).to_owned()));
+    // The second and third ways to the replaced database: any descriptor of the grant held by a
+    // process in sight (the guard's daemon holds one of the real folder), a symlink.
+    argv.push("procfd:workflow.sqlite".into());
     let rw = access == "rw";
     if rw {
         argv.extend(WRITES.iter().map(|name| format!("write:{name}")));
         argv.push("create:new-by-chat.txt".into());
+        // A refused name the chat makes itself (the guard refuses it at CREATE).
+        argv.push("create:mine.db".into());
+        argv.push("symlink:relative=workflow.sqlite".into());
+        argv.push(format!(
+            "symlink:absolute={}",
+            top.join("workflow.sqlite").display()
+        ));
     }
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let grant = format!("{}:{access}", top.display());
@@ -379,10 +412,14 @@ fn one_run(lab: &Lab, plan: Option<Plan>, access: &str) -> Seen {
     };
     let created =
         std::fs::read_to_string(top.join("new-by-chat.txt")).is_ok_and(|t| t == "chat-made");
+    let made_refused = report
+        .lines()
+        .any(|l| l.starts_with("create:mine.db\t") && l.ends_with("chat-made"));
     Seen {
         read,
         wrote,
         created,
+        made_refused,
         report,
     }
 }
@@ -415,6 +452,12 @@ fn entries_hold(test: &str, plan: Plan) {
                 );
             }
             assert_eq!(control.created, access == "rw", "control {}", lab.who());
+            assert_eq!(
+                control.made_refused,
+                access == "rw",
+                "control {}",
+                lab.who()
+            );
 
             let seen = one_run(&lab, Some(plan), access);
             let case = format!("{} {} {access}", plan.name(), lab.who());
@@ -434,6 +477,9 @@ fn entries_hold(test: &str, plan: Plan) {
                 if *got {
                     failures.push(format!("{case}: the chat wrote into {name}"));
                 }
+            }
+            if seen.made_refused {
+                failures.push(format!("{case}: the chat made mine.db and read it back"));
             }
             if access == "rw" && !seen.created {
                 failures.push(format!(
@@ -505,6 +551,9 @@ fn without_namespaces_no_refused_entry_is_read_or_written_whatever_agentworks_do
             );
             let seen = one_run(&lab, Some(Plan::Fallback), access);
             let case = format!("{} {} {access}", Plan::Fallback.name(), lab.who());
+            if seen.made_refused {
+                failures.push(format!("{case}: the chat made mine.db and read it back"));
+            }
             for (label, got) in &seen.read {
                 if *got && *label != "live" {
                     failures.push(format!("{case}: the chat read `{label}`"));
