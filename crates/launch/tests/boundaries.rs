@@ -106,6 +106,7 @@ fn only_the_linux_backend_links_the_linux_mechanisms() {
             "seccompiler",
             "netlink-sys",
             "netlink-packet-route",
+            "fuser",
         ] {
             let has = deps.iter().any(|d| d == mechanism);
             assert_eq!(
@@ -119,7 +120,9 @@ fn only_the_linux_backend_links_the_linux_mechanisms() {
     let doc: toml_edit::DocumentMut = text.parse().unwrap();
     let plain = doc["dependencies"].as_table_like().unwrap();
     assert!(
-        plain.get("landlock").is_none() && plain.get("seccompiler").is_none(),
+        plain.get("landlock").is_none()
+            && plain.get("seccompiler").is_none()
+            && plain.get("fuser").is_none(),
         "the Linux mechanisms are dependencies under cfg(target_os = \"linux\") only"
     );
 }
@@ -189,6 +192,7 @@ const READ_BACK: &[(&str, &str)] = &[
     ("LandlockPlan", "the plan file"),
     ("LandlockRule", "the plan file"),
     ("SettingsFile", "the plan file"),
+    ("GuardPlan", "the plan file"),
     ("FsRight", "the plan file"),
     ("SeccompPlan", "the plan file"),
     ("SocketFamily", "the plan file"),
