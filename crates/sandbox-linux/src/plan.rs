@@ -570,7 +570,7 @@ pub struct NamespacePlan {
     /// mounts, the deepest grant first, that refuses the names its patterns match at the grant's
     /// top whatever happens to them outside (`guard.rs`). Empty where `/dev/fuse` cannot be
     /// opened: the refused entries then have stand-ins only ([`Kernel::fuse`]).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guards: Vec<GuardPlan>,
 }
 
