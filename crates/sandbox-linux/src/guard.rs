@@ -36,7 +36,7 @@ use std::ffi::OsStr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
@@ -184,7 +184,7 @@ fn serve(grant: OwnedFd, device: OwnedFd, refused: Vec<RefusedPattern>) -> ! {
 
 /// One inode the kernel knows: an `O_PATH` handle on the real entry.
 struct Node {
-    fd: OwnedFd,
+    fd: Arc<OwnedFd>,
     key: (u64, u64),
     lookups: u64,
 }
@@ -193,7 +193,7 @@ struct State {
     nodes: HashMap<u64, Node>,
     by_key: HashMap<(u64, u64), u64>,
     next: u64,
-    files: HashMap<u64, OwnedFd>,
+    files: HashMap<u64, Arc<OwnedFd>>,
     dirs: HashMap<u64, Vec<(Vec<u8>, u64, FileType)>>,
     next_handle: u64,
     /// Entries seen under a refused name (device, inode): refused under any name.
@@ -276,10 +276,6 @@ fn reopen(fd: &OwnedFd, flags: OFlags) -> rustix::io::Result<OwnedFd> {
     )
 }
 
-fn dup(fd: &OwnedFd) -> rustix::io::Result<OwnedFd> {
-    rustix::io::fcntl_dupfd_cloexec(fd, 0)
-}
-
 impl Guard {
     fn new(grant: OwnedFd, refused: Vec<RefusedPattern>) -> Guard {
         let mut state = State {
@@ -297,7 +293,7 @@ impl Guard {
         state.nodes.insert(
             1,
             Node {
-                fd: grant,
+                fd: Arc::new(grant),
                 key: root_key,
                 lookups: 1,
             },
@@ -324,14 +320,15 @@ impl Guard {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A duplicate of the handle of `ino`, unless its entry has been seen under a refused name.
-    fn handle(&self, ino: INodeNo) -> Result<OwnedFd, Errno> {
+    /// The handle of `ino` (shared: no system call), unless its entry has been seen under a
+    /// refused name.
+    fn handle(&self, ino: INodeNo) -> Result<Arc<OwnedFd>, Errno> {
         let state = self.lock();
         let node = state.nodes.get(&ino.0).ok_or(Errno::ESTALE)?;
         if state.refused_inodes.contains(&node.key) {
             return Err(Errno::ENOENT);
         }
-        dup(&node.fd).map_err(errno)
+        Ok(Arc::clone(&node.fd))
     }
 
     /// Records `fd` (an `O_PATH` handle on the entry just looked up or made) as a node the kernel
@@ -357,7 +354,7 @@ impl Guard {
                 state.nodes.insert(
                     id,
                     Node {
-                        fd,
+                        fd: Arc::new(fd),
                         key: k,
                         lookups: 1,
                     },
@@ -442,18 +439,18 @@ impl Guard {
         let mut state = self.lock();
         let fh = state.next_handle;
         state.next_handle += 1;
-        state.files.insert(fh, fd);
+        state.files.insert(fh, Arc::new(fd));
         fh
     }
 
-    fn file(&self, fh: FileHandle) -> Result<OwnedFd, Errno> {
+    fn file(&self, fh: FileHandle) -> Result<Arc<OwnedFd>, Errno> {
         let state = self.lock();
         let fd = state.files.get(&fh.0).ok_or(Errno::EBADF)?;
-        dup(fd).map_err(errno)
+        Ok(Arc::clone(fd))
     }
 
     /// A name made in `parent` (`CREATE`, `MKDIR`, ...) is refused at the grant's top.
-    fn may_make(&self, parent: INodeNo, name: &OsStr) -> Result<OwnedFd, Errno> {
+    fn may_make(&self, parent: INodeNo, name: &OsStr) -> Result<Arc<OwnedFd>, Errno> {
         if self.refuses(parent, name) {
             return Err(Errno::EACCES);
         }
@@ -553,7 +550,7 @@ impl Filesystem for Guard {
             if let Some(size) = size {
                 let fd = match fh {
                     Some(fh) => self.file(fh)?,
-                    None => reopen(&node, OFlags::WRONLY).map_err(errno)?,
+                    None => Arc::new(reopen(&node, OFlags::WRONLY).map_err(errno)?),
                 };
                 rustix::fs::ftruncate(&fd, size).map_err(errno)?;
             }
