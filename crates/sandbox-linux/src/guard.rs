@@ -10,8 +10,10 @@
 //! backend calls), so a name that appears or is replaced outside is refused at the chat's next
 //! lookup: the kernel caches no entry of the grant's top (every reply's entry and attribute
 //! times are zero), and a refused name is never an entry. What it answers for a refused name at
-//! the top: `ENOENT` to `LOOKUP` (and to `UNLINK`, `RMDIR`, `RENAME` from it), `EACCES` to
-//! `CREATE`, `MKNOD`, `MKDIR`, `SYMLINK`, `LINK` and `RENAME` onto it; `READDIR` leaves it out.
+//! the top: `EACCES` to `LOOKUP` when it is there, `ENOENT` when not (as a stand-in of mode 0
+//! and a Landlock rule answer), `ENOENT` to `UNLINK`, `RMDIR`, `RENAME` from it, `EACCES` to
+//! `CREATE`, `MKNOD`, `MKDIR`, `SYMLINK`, `LINK` and `RENAME` onto it; `READDIR` lists its name,
+//! as every backend does (listing the grant is allowed; the entry is what is refused).
 //! An entry seen under a refused name (at the start, or in a listing of the top) stays refused
 //! under any other name it is given later (`mv planning planning.old`).
 //!
@@ -22,8 +24,9 @@
 //! name with `/`), so nothing leads the daemon out of the grant: a symlink is answered as the
 //! symlink it is, for the kernel to resolve in the chat's view. It runs as the chat's uid with
 //! no capability and `no_new_privs`, in a session of its own, not dumpable (the chat cannot
-//! open its descriptors through `/proc`) and outside the chat's Landlock domain (which keeps
-//! the chat from tracing or, from ABI 6, signalling it); if it dies the mount answers
+//! open its descriptors through `/proc`), in a Landlock domain of its own that grants every
+//! right beneath its grant and nothing elsewhere, and outside the chat's domain (which keeps the
+//! chat from tracing or, from ABI 6, signalling it); if it dies the mount answers
 //! `ENOTCONN`: closed, not open. The kernel checks modes itself (`default_permissions`).
 //!
 //! Limits (SECURITY.md): locks (`flock`, POSIX locks) stay local to the guard's mount, so a lock
@@ -121,7 +124,7 @@ pub(super) fn start(guards: &[GuardPlan], devices: Vec<OwnedFd>) -> Result<(), A
 /// The daemon: confined as the chat is in its credentials, then the FUSE session until the
 /// mount goes (the chat's end: init's death takes it with `PR_SET_PDEATHSIG`).
 fn serve(grant: OwnedFd, device: OwnedFd, refused: Vec<RefusedPattern>) -> ! {
-    // One handle per entry the kernel knows (until it forgets it): as many as may be, before
+    // One handle per folder the kernel knows (until it forgets it): as many as may be, before
     // the capabilities go (a root chat's daemon may raise the hard limit; a user's keeps its own).
     let most = |limit: Option<u64>| {
         rustix::process::setrlimit(
@@ -144,7 +147,8 @@ fn serve(grant: OwnedFd, device: OwnedFd, refused: Vec<RefusedPattern>) -> ! {
     .and_then(|()| sys::prctl(libc::PR_SET_DUMPABLE, 0, "PR_SET_DUMPABLE"))
     .and_then(|()| sys::close_all_from(3, &keep))
     .and_then(|()| super::caps::drop_all())
-    .and_then(|()| sys::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, "PR_SET_NO_NEW_PRIVS"));
+    .and_then(|()| sys::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, "PR_SET_NO_NEW_PRIVS"))
+    .and_then(|()| confine_to(&grant));
     if let Err(e) = ready {
         say!("cli-sandbox guard: {e}");
         // SAFETY: leaving without running destructors of state shared with init's image.
@@ -182,9 +186,28 @@ fn serve(grant: OwnedFd, device: OwnedFd, refused: Vec<RefusedPattern>) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-/// One inode the kernel knows: an `O_PATH` handle on the real entry.
+/// The daemon's own Landlock domain: every right beneath its grant, none elsewhere, so that what
+/// the chat asks of it (names, data) can reach nothing but the grant whatever went wrong in
+/// between. A domain of its own, not the chat's: neither can trace or signal the other.
+fn confine_to(grant: &OwnedFd) -> Result<(), ApplyError> {
+    use landlock::{ABI, Access, AccessFs, PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr};
+    let all = AccessFs::from_all(ABI::V6);
+    Ruleset::default()
+        .handle_access(all)
+        .and_then(|r| r.create())
+        .and_then(|r| r.add_rule(PathBeneath::new(grant, all)))
+        .and_then(|r| r.restrict_self())
+        .map(drop)
+        .map_err(|e| fail("the guard's Landlock domain", e))
+}
+
+/// One inode the kernel knows. A folder keeps an `O_PATH` handle on the real entry; any other
+/// entry keeps the folder and name it was last seen by, and is opened again by them (its device
+/// and inode checked: `ESTALE` when the name now holds another), so that the daemon holds one
+/// descriptor per folder the kernel knows, not one per file (the user's open-file limit).
 struct Node {
-    fd: Arc<OwnedFd>,
+    fd: Option<Arc<OwnedFd>>,
+    place: Option<(u64, std::ffi::OsString)>,
     key: (u64, u64),
     lookups: u64,
 }
@@ -192,6 +215,8 @@ struct Node {
 struct State {
     nodes: HashMap<u64, Node>,
     by_key: HashMap<(u64, u64), u64>,
+    /// The node last seen by each folder and name (entries other than folders).
+    by_place: HashMap<(u64, std::ffi::OsString), u64>,
     next: u64,
     files: HashMap<u64, Arc<OwnedFd>>,
     dirs: HashMap<u64, Vec<(Vec<u8>, u64, FileType)>>,
@@ -281,6 +306,7 @@ impl Guard {
         let mut state = State {
             nodes: HashMap::new(),
             by_key: HashMap::new(),
+            by_place: HashMap::new(),
             next: 2,
             files: HashMap::new(),
             dirs: HashMap::new(),
@@ -293,7 +319,8 @@ impl Guard {
         state.nodes.insert(
             1,
             Node {
-                fd: Arc::new(grant),
+                fd: Some(Arc::new(grant)),
+                place: None,
                 key: root_key,
                 lookups: 1,
             },
@@ -323,27 +350,57 @@ impl Guard {
     /// The handle of `ino` (shared: no system call), unless its entry has been seen under a
     /// refused name.
     fn handle(&self, ino: INodeNo) -> Result<Arc<OwnedFd>, Errno> {
-        let state = self.lock();
-        let node = state.nodes.get(&ino.0).ok_or(Errno::ESTALE)?;
-        if state.refused_inodes.contains(&node.key) {
-            return Err(Errno::ENOENT);
+        let (place, wanted) = {
+            let state = self.lock();
+            let node = state.nodes.get(&ino.0).ok_or(Errno::ESTALE)?;
+            if state.refused_inodes.contains(&node.key) {
+                return Err(Errno::ENOENT);
+            }
+            if let Some(fd) = &node.fd {
+                return Ok(Arc::clone(fd));
+            }
+            (node.place.clone().ok_or(Errno::ESTALE)?, node.key)
+        };
+        let (parent, name) = place;
+        let dir = self.handle(INodeNo(parent))?;
+        let fd = rustix::fs::openat(
+            &dir,
+            &name,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|_| Errno::ESTALE)?;
+        let st = rustix::fs::fstat(&fd).map_err(errno)?;
+        if key(&st) != wanted {
+            return Err(Errno::ESTALE);
         }
-        Ok(Arc::clone(&node.fd))
+        Ok(Arc::new(fd))
     }
 
     /// Records `fd` (an `O_PATH` handle on the entry just looked up or made) as a node the kernel
     /// now knows once more; its attributes.
-    fn remember(&self, fd: OwnedFd) -> Result<FileAttr, Errno> {
+    fn remember(&self, fd: OwnedFd, parent: INodeNo, name: &OsStr) -> Result<FileAttr, Errno> {
         let st = rustix::fs::fstat(&fd).map_err(errno)?;
         let k = key(&st);
+        let dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
         let mut state = self.lock();
         if state.refused_inodes.contains(&k) {
             return Err(Errno::ENOENT);
         }
+        let place = (!dir).then(|| (parent.0, name.to_owned()));
         let id = match state.by_key.get(&k) {
             Some(&id) => {
+                let mut old = None;
                 if let Some(node) = state.nodes.get_mut(&id) {
                     node.lookups += 1;
+                    if place.is_some() && node.place != place {
+                        old = std::mem::replace(&mut node.place, place.clone());
+                    }
+                }
+                if let Some(old) = old
+                    && state.by_place.get(&old) == Some(&id)
+                {
+                    state.by_place.remove(&old);
                 }
                 id
             }
@@ -354,7 +411,8 @@ impl Guard {
                 state.nodes.insert(
                     id,
                     Node {
-                        fd: Arc::new(fd),
+                        fd: dir.then(|| Arc::new(fd)),
+                        place: place.clone(),
                         key: k,
                         lookups: 1,
                     },
@@ -362,6 +420,9 @@ impl Guard {
                 id
             }
         };
+        if let Some(place) = place {
+            state.by_place.insert(place, id);
+        }
         let mut a = attr(&st);
         a.ino = INodeNo(id);
         Ok(a)
@@ -378,7 +439,13 @@ impl Guard {
     /// `name` in `parent` as a new `O_PATH` handle, never following a symlink.
     fn look(&self, parent: INodeNo, name: &OsStr) -> Result<OwnedFd, Errno> {
         if self.refuses(parent, name) {
-            return Err(Errno::ENOENT);
+            // As the other backends answer: refused when it is there (a stand-in of mode 0, a
+            // Landlock rule), missing when it is not. Never an entry.
+            let there = self
+                .handle(parent)
+                .map(|dir| rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok())
+                .unwrap_or(false);
+            return Err(if there { Errno::EACCES } else { Errno::ENOENT });
         }
         let dir = self.handle(parent)?;
         rustix::fs::openat(
@@ -390,8 +457,9 @@ impl Guard {
         .map_err(errno)
     }
 
-    /// The entries of a folder, a refused name at the grant's top left out (and its inode
-    /// recorded as refused).
+    /// The entries of a folder. A refused name at the grant's top is listed, as every backend
+    /// lists it (a listing of the grant is allowed; only the entry is refused), and its inode is
+    /// recorded as refused.
     fn list(&self, ino: INodeNo) -> Result<Vec<(Vec<u8>, u64, FileType)>, Errno> {
         let fd = self.handle(ino)?;
         let dir = rustix::fs::openat(
@@ -416,7 +484,6 @@ impl Guard {
                     refused.push(key(&st));
                 }
                 refused.push((dev, entry.ino()));
-                continue;
             }
             let kind = match entry.file_type() {
                 rustix::fs::FileType::Directory => FileType::Directory,
@@ -458,9 +525,33 @@ impl Guard {
     }
 
     fn made(&self, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match self.look(parent, name).and_then(|fd| self.remember(fd)) {
+        match self
+            .look(parent, name)
+            .and_then(|fd| self.remember(fd, parent, name))
+        {
             Ok(a) => reply.entry(&NO_CACHE, &a, Generation(0)),
             Err(e) => reply.error(e),
+        }
+    }
+
+    /// The chat renamed or removed an entry: the node seen by that folder and name follows it.
+    fn moved(&self, from: (u64, &OsStr), to: Option<(u64, &OsStr)>) {
+        let mut state = self.lock();
+        if let Some(to) = to
+            && let Some(gone) = state.by_place.remove(&(to.0, to.1.to_owned()))
+            && let Some(node) = state.nodes.get_mut(&gone)
+        {
+            node.place = None;
+        }
+        let Some(id) = state.by_place.remove(&(from.0, from.1.to_owned())) else {
+            return;
+        };
+        let place = to.map(|(parent, name)| (parent, name.to_owned()));
+        if let Some(node) = state.nodes.get_mut(&id) {
+            node.place = place.clone();
+        }
+        if let Some(place) = place {
+            state.by_place.insert(place, id);
         }
     }
 }
@@ -481,7 +572,10 @@ fn open_flags(flags: i32) -> OFlags {
 
 impl Filesystem for Guard {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match self.look(parent, name).and_then(|fd| self.remember(fd)) {
+        match self
+            .look(parent, name)
+            .and_then(|fd| self.remember(fd, parent, name))
+        {
             Ok(a) => reply.entry(&NO_CACHE, &a, Generation(0)),
             Err(e) => reply.error(e),
         }
@@ -495,18 +589,30 @@ impl Filesystem for Guard {
         let gone = match state.nodes.get_mut(&ino.0) {
             Some(node) => {
                 node.lookups = node.lookups.saturating_sub(nlookup);
-                (node.lookups == 0).then_some(node.key)
+                node.lookups == 0
             }
-            None => None,
+            None => false,
         };
-        if let Some(k) = gone {
-            state.nodes.remove(&ino.0);
-            state.by_key.remove(&k);
+        if gone && let Some(node) = state.nodes.remove(&ino.0) {
+            state.by_key.remove(&node.key);
+            if let Some(place) = node.place
+                && state.by_place.get(&place) == Some(&ino.0)
+            {
+                state.by_place.remove(&place);
+            }
         }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match self.stat(ino) {
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        // An open file by its own descriptor: it may have no name any more.
+        let by_fh = fh.and_then(|fh| self.file(fh).ok()).map(|fd| {
+            rustix::fs::fstat(&fd).map_err(errno).map(|st| {
+                let mut a = attr(&st);
+                a.ino = ino;
+                a
+            })
+        });
+        match by_fh.unwrap_or_else(|| self.stat(ino)) {
             Ok(a) => reply.attr(&NO_CACHE, &a),
             Err(e) => reply.error(e),
         }
@@ -649,7 +755,10 @@ impl Filesystem for Guard {
             .handle(parent)
             .and_then(|dir| rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(errno))
         {
-            Ok(()) => reply.ok(),
+            Ok(()) => {
+                self.moved((parent.0, name), None);
+                reply.ok()
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -709,7 +818,16 @@ impl Filesystem for Guard {
             .map_err(errno)
         });
         match result {
-            Ok(()) => reply.ok(),
+            Ok(()) => {
+                if flags.bits() & libc::RENAME_EXCHANGE != 0 {
+                    // Both names now hold the other's entry: each found again by its lookup.
+                    self.moved((parent.0, name), None);
+                    self.moved((newparent.0, newname), None);
+                } else {
+                    self.moved((parent.0, name), Some((newparent.0, newname)));
+                }
+                reply.ok()
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -940,7 +1058,7 @@ impl Filesystem for Guard {
                 .map_err(errno)?;
             // The node is the file just made, whatever the name holds by now.
             let node = reopen(&file, OFlags::PATH).map_err(errno)?;
-            let a = self.remember(node)?;
+            let a = self.remember(node, parent, name)?;
             Ok((a, self.new_handle(file)))
         });
         match result {
