@@ -138,7 +138,13 @@ fn serve(grant: OwnedFd, device: OwnedFd, refused: Vec<RefusedPattern>) -> ! {
     if most(Some(1 << 20)).is_err() {
         let _ = most(rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum);
     }
-    let keep = [grant.as_raw_fd(), device.as_raw_fd()];
+    // Nothing of the daemon's reaches the chat's terminal once it serves: the FUSE library's log
+    // (the launcher's logger, inherited) and any message go to /dev/null, opened now (the
+    // daemon's Landlock domain grants nothing outside the grant) and put in place once the
+    // daemon is confined (a failure before is said on the chat's stderr).
+    let null = rustix::fs::open("/dev/null", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).ok();
+    let mut keep = vec![grant.as_raw_fd(), device.as_raw_fd()];
+    keep.extend(null.as_ref().map(|n| n.as_raw_fd()));
     let ready = sys::prctl(
         libc::PR_SET_PDEATHSIG,
         libc::SIGKILL as libc::c_ulong,
@@ -154,14 +160,13 @@ fn serve(grant: OwnedFd, device: OwnedFd, refused: Vec<RefusedPattern>) -> ! {
         // SAFETY: leaving without running destructors of state shared with init's image.
         unsafe { libc::_exit(2) };
     }
-    // Nothing of the daemon's reaches the chat's terminal: the FUSE library's log (the
-    // launcher's logger, inherited) and any message go to /dev/null.
-    if let Ok(null) = rustix::fs::open("/dev/null", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()) {
+    if let Some(null) = &null {
         for fd in 0..3 {
             // SAFETY: dup2 onto the standard descriptors, which this process owns.
             unsafe { libc::dup2(null.as_raw_fd(), fd) };
         }
     }
+    drop(null);
     // A session of its own: the chat's process group and terminal signals do not reach it.
     // SAFETY: setsid has no memory effects; its failure (already a leader) changes nothing.
     unsafe { libc::setsid() };
@@ -1017,6 +1022,21 @@ impl Filesystem for Guard {
         reply: ReplyEmpty,
     ) {
         reply.ok();
+    }
+
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        // No ioctl is passed to the real file (`isatty`'s TCGETS on every open among them).
+        reply.error(Errno::ENOTTY);
     }
 
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
