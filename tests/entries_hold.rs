@@ -91,9 +91,9 @@ impl Lab {
         let policy = ctx.policy(&self.demo.chat, &grants).expect("policy");
         ctx.ensure_runtime(&policy).unwrap();
         let kernel = Kernel {
-            landlock_abi: launch::linux::this_kernel().landlock_abi,
+            landlock_abi: cli_sandbox_tests::this_kernel().landlock_abi,
             namespaces: plan == Plan::Namespaces,
-            fuse: launch::linux::fuse_available(),
+            fuse: cli_sandbox_tests::fuse_for_every_user(),
         };
         let compiled = launch::linux::compile(&policy, kernel).expect("compile");
         assert_eq!(compiled.namespaces.is_some(), plan == Plan::Namespaces);
@@ -508,7 +508,7 @@ fn refused_entries_hold_whatever_agentworks_does_outside_in_the_namespace_plan()
     if !confinement_available(test) {
         return;
     }
-    if !launch::linux::fuse_available() {
+    if !cli_sandbox_tests::fuse_for_every_user() {
         skip(
             test,
             "/dev/fuse cannot be opened here (mode 0600?): the namespace plan has no guard, and says so",
