@@ -268,14 +268,14 @@ fn time(secs: i64, nsecs: i64) -> SystemTime {
 static OWN_IDS: std::sync::OnceLock<Option<(u32, u32)>> = std::sync::OnceLock::new();
 
 fn attr(st: &Stat) -> FileAttr {
-    // An owner or group the chat's namespace does not map makes the kernel refuse every write
-    // to the entry (`HAS_UNMAPPED_ID`), where a bind would not: such ids are shown as the chat's
-    // own. The daemon's own calls, with the chat's real credentials, still decide the access.
+    // A group the chat's namespace does not map (a folder shared through a group of the
+    // person's) would make the kernel refuse every write to the entry through FUSE
+    // (`HAS_UNMAPPED_ID`), where a bind would not: it is shown as the chat's own group, and the
+    // daemon's own calls, with the chat's real credentials, still decide. An owner is shown as it
+    // is (unmapped: `nobody`, as in a bind), so that a repository of another user's stays one
+    // to git; writing to another user's entry through the guard is refused.
     let (uid, gid) = match OWN_IDS.get().copied().flatten() {
-        Some((u, g)) => (
-            if st.st_uid == u { st.st_uid } else { u },
-            if st.st_gid == g { st.st_gid } else { g },
-        ),
+        Some((_, g)) => (st.st_uid, if st.st_gid == g { st.st_gid } else { g }),
         None => (st.st_uid, st.st_gid),
     };
     FileAttr {
