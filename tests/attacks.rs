@@ -125,8 +125,9 @@ impl Lab {
         let policy = ctx.policy(&self.demo.chat, &grants).expect("policy");
         ctx.ensure_runtime(&policy).unwrap();
         let kernel = Kernel {
-            landlock_abi: abi.unwrap_or_else(|| launch::linux::this_kernel().landlock_abi),
+            landlock_abi: abi.unwrap_or_else(|| cli_sandbox_tests::this_kernel().landlock_abi),
             namespaces: plan == Plan::Namespaces,
+            fuse: cli_sandbox_tests::fuse_for_every_user(),
         };
         let compiled = launch::linux::compile(&policy, kernel).expect("compile");
         assert_eq!(compiled.namespaces.is_some(), plan == Plan::Namespaces);
@@ -825,7 +826,7 @@ fn a_chat_cannot_signal_the_launchers_process_group() {
     if !confinement_available(test) {
         return;
     }
-    let abi = launch::linux::this_kernel().landlock_abi;
+    let abi = cli_sandbox_tests::this_kernel().landlock_abi;
     if abi < 6 {
         say(&format!(
             "\n!!! {test}: Landlock ABI {abi} has no signal scoping; the ABI-5 test below shows the gap\n"
@@ -2169,7 +2170,7 @@ fn a_chat_cannot_serve_a_unix_socket_to_processes_outside() {
     if !confinement_available(test) {
         return;
     }
-    let abi = launch::linux::this_kernel().landlock_abi;
+    let abi = cli_sandbox_tests::this_kernel().landlock_abi;
     if abi >= 9 {
         say(&format!(
             "\n!!! {test}: Landlock ABI {abi} lets a chat make unix sockets; this test is for the kernels below 9\n"

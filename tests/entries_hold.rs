@@ -13,7 +13,8 @@
 //! What still gets through in a plan is a finding: its test asserts the refusal and is marked
 //! `#[ignore = "FINDING: ..."]`, so that the suite stays green and
 //! `cargo test -p cli-sandbox --test entries_hold -- --ignored` shows what is open (SECURITY.md
-//! names it).
+//! names it). In the namespace plan the refused entries are held by the guard over each grant (a
+//! FUSE file system, `crates/sandbox-linux/src/guard.rs`), which needs `/dev/fuse`.
 #![cfg(target_os = "linux")]
 
 use std::os::unix::fs::PermissionsExt;
@@ -23,7 +24,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use cli_sandbox_tests::users::{TestUser, command_as};
-use cli_sandbox_tests::{cli_sandbox, confinement_available, root_or_skip, say};
+use cli_sandbox_tests::{
+    REQUIRE_LANDLOCK, cli_sandbox, confinement_available, root_or_skip, say, skip,
+};
 use launch::demo::Demo;
 use launch::linux::plan::Kernel;
 
@@ -88,8 +91,9 @@ impl Lab {
         let policy = ctx.policy(&self.demo.chat, &grants).expect("policy");
         ctx.ensure_runtime(&policy).unwrap();
         let kernel = Kernel {
-            landlock_abi: launch::linux::this_kernel().landlock_abi,
+            landlock_abi: cli_sandbox_tests::this_kernel().landlock_abi,
             namespaces: plan == Plan::Namespaces,
+            fuse: cli_sandbox_tests::fuse_for_every_user(),
         };
         let compiled = launch::linux::compile(&policy, kernel).expect("compile");
         assert_eq!(compiled.namespaces.is_some(), plan == Plan::Namespaces);
@@ -212,6 +216,10 @@ def wal(name, text):
     c.execute("create table if not exists t(x)"); c.execute("insert into t values (?)", (text,))
     return c
 held = wal("held.db", "first row")
+# A descriptor of the grant's top held open, as any program of the person's may: through
+# /proc/PID/fd an unconfined process of the same uid reaches the grant by it (the control of the
+# chat's `procfd:` attempts, which look for any process's such descriptor).
+topfd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
 open(done + ".outside-ready", "w").write("ready")
 deadline = time.time() + 60
 while not os.path.exists(ready) and time.time() < deadline: time.sleep(0.02)
@@ -233,7 +241,9 @@ while not os.path.exists(done) and time.time() < deadline: time.sleep(0.05)
 
 /// The chat: says it is ready (`argv[1]`), waits for AgentWorks (`argv[2]`), then does each
 /// `how:name` of `argv[4:]` in the grant's top `argv[3]` (`read` it, `write`: append a marker,
-/// `create`: make a new file there, write and read it back), and writes each result on a line
+/// `create`: make a new file there, write and read it back; `procfd`: open `name` beneath every
+/// descriptor of every process in sight, `/proc/PID/fd/N/name`; `symlink:LINK=TARGET`: make a
+/// symlink at the top and read through it), and writes each result on a line
 /// `how:name<TAB>result` into `argv[0]`'s report, `argv[1] + ".report"`.
 const CHAT: &str = r#"
 import os, sys, time
@@ -248,6 +258,21 @@ for spec in sys.argv[4:]:
     try:
         if how == "read":
             with open(path, "rb") as f: got = f.read().decode("latin-1")
+        elif how == "procfd":
+            # Every descriptor of every process this one can see, as a folder holding `name`.
+            got = "refused none found"
+            for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+                try: fds = os.listdir("/proc/%s/fd" % pid)
+                except OSError: continue
+                for fd in fds:
+                    try:
+                        with open("/proc/%s/fd/%s/%s" % (pid, fd, name), "rb") as f:
+                            got = f.read().decode("latin-1")
+                    except OSError: pass
+        elif how == "symlink":
+            link, target = name.split("=", 1)
+            os.symlink(target, os.path.join(top, link))
+            with open(os.path.join(top, link), "rb") as f: got = f.read().decode("latin-1")
         elif how == "write":
             with open(path, "ab") as f: f.write(b" chat-wrote"); got = "wrote"
         else:
@@ -260,7 +285,7 @@ open(ready + ".report", "w").write("\n".join(lines) + "\n")
 "#;
 
 /// The cases, with the secret's label (see [`AGENTWORKS`]) and what the chat tries.
-const CASES: [(&str, &str); 8] = [
+const CASES: [(&str, &str); 9] = [
     ("save", "read:workflow.sqlite"),
     ("swap", "read:planning/plan.json"),
     ("late", "read:late.db"),
@@ -269,6 +294,9 @@ const CASES: [(&str, &str); 8] = [
     ("late2", "read:late2.db-wal"),
     ("sidecar", "read:late.db-wal"),
     ("live", "read:doc.md"),
+    // The refused folder as it was before the chat, renamed away by AgentWorks's swap: its
+    // secret is written by the test into planning/plan.json before the chat starts.
+    ("old", "read:planning.old/plan.json"),
 ];
 
 /// Writes the chat tries in a read-write grant into refused entries, read back from the disk.
@@ -280,6 +308,8 @@ struct Seen {
     read: Vec<(&'static str, bool)>,
     wrote: Vec<(&'static str, bool)>,
     created: bool,
+    /// Whether the chat made and read back `mine.db`, a name a pattern refuses.
+    made_refused: bool,
     report: String,
 }
 
@@ -288,13 +318,18 @@ fn one_run(lab: &Lab, plan: Option<Plan>, access: &str) -> Seen {
     // A fresh grant for each run: the demo's files back as they were.
     let _ = std::fs::remove_dir_all(&top);
     std::fs::create_dir_all(top.join("planning")).unwrap();
-    std::fs::write(top.join("planning/plan.json"), "plan").unwrap();
     std::fs::write(top.join("workflow.sqlite"), "database").unwrap();
     std::fs::write(top.join("doc.md"), "doc").unwrap();
+    let secrets: Vec<String> = CASES.iter().map(|(label, _)| secret(label)).collect();
+    let old = CASES.iter().position(|(label, _)| *label == "old").unwrap();
+    std::fs::write(
+        top.join("planning/plan.json"),
+        format!("plan {}", secrets[old]),
+    )
+    .unwrap();
     if let Some(user) = &lab.user {
         user.own(&top);
     }
-    let secrets: Vec<String> = CASES.iter().map(|(label, _)| secret(label)).collect();
     let ready = lab.outside("ready");
     let go = lab.outside("go");
     let done = lab.outside("done");
@@ -326,10 +361,20 @@ fn one_run(lab: &Lab, plan: Option<Plan>, access: &str) -> Seen {
         top_text,
     ];
     argv.extend(CASES.iter().map(|(_, spec)| (*spec).to_owned()));
+    // The second and third ways to the replaced database: any descriptor of the grant held by a
+    // process in sight (the guard's daemon holds one of the real folder), a symlink.
+    argv.push("procfd:workflow.sqlite".into());
     let rw = access == "rw";
     if rw {
         argv.extend(WRITES.iter().map(|name| format!("write:{name}")));
         argv.push("create:new-by-chat.txt".into());
+        // A refused name the chat makes itself (the guard refuses it at CREATE).
+        argv.push("create:mine.db".into());
+        argv.push("symlink:relative=workflow.sqlite".into());
+        argv.push(format!(
+            "symlink:absolute={}",
+            top.join("workflow.sqlite").display()
+        ));
     }
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let grant = format!("{}:{access}", top.display());
@@ -367,10 +412,14 @@ fn one_run(lab: &Lab, plan: Option<Plan>, access: &str) -> Seen {
     };
     let created =
         std::fs::read_to_string(top.join("new-by-chat.txt")).is_ok_and(|t| t == "chat-made");
+    let made_refused = report
+        .lines()
+        .any(|l| l.starts_with("create:mine.db\t") && l.ends_with("chat-made"));
     Seen {
         read,
         wrote,
         created,
+        made_refused,
         report,
     }
 }
@@ -403,6 +452,12 @@ fn entries_hold(test: &str, plan: Plan) {
                 );
             }
             assert_eq!(control.created, access == "rw", "control {}", lab.who());
+            assert_eq!(
+                control.made_refused,
+                access == "rw",
+                "control {}",
+                lab.who()
+            );
 
             let seen = one_run(&lab, Some(plan), access);
             let case = format!("{} {} {access}", plan.name(), lab.who());
@@ -423,6 +478,9 @@ fn entries_hold(test: &str, plan: Plan) {
                     failures.push(format!("{case}: the chat wrote into {name}"));
                 }
             }
+            if seen.made_refused {
+                failures.push(format!("{case}: the chat made mine.db and read it back"));
+            }
             if access == "rw" && !seen.created {
                 failures.push(format!(
                     "{case}: the chat could not make a new file at its grant's top"
@@ -441,13 +499,24 @@ fn entries_hold(test: &str, plan: Plan) {
     );
 }
 
+/// The namespace plan's guard (a FUSE file system over each grant, `guard.rs`): every refused
+/// entry holds whatever AgentWorks does outside, in both grant modes, and the chat still sees
+/// `doc.md` saved by rename outside and makes new files at a read-write grant's top.
 #[test]
-#[ignore = "FINDING: the namespace plan closes a refused entry by a stand-in mounted over its name; a rename outside detaches it and a new entry has none (issue 25: the guard is the planned construction)"]
 fn refused_entries_hold_whatever_agentworks_does_outside_in_the_namespace_plan() {
-    entries_hold(
-        "refused_entries_hold_whatever_agentworks_does_outside_in_the_namespace_plan",
-        Plan::Namespaces,
-    );
+    let test = "refused_entries_hold_whatever_agentworks_does_outside_in_the_namespace_plan";
+    if !confinement_available(test) {
+        return;
+    }
+    if !cli_sandbox_tests::fuse_for_every_user() {
+        skip(
+            test,
+            "/dev/fuse cannot be opened here (mode 0600?): the namespace plan has no guard, and says so",
+            REQUIRE_LANDLOCK,
+        );
+        return;
+    }
+    entries_hold(test, Plan::Namespaces);
 }
 
 #[test]
@@ -482,6 +551,9 @@ fn without_namespaces_no_refused_entry_is_read_or_written_whatever_agentworks_do
             );
             let seen = one_run(&lab, Some(Plan::Fallback), access);
             let case = format!("{} {} {access}", Plan::Fallback.name(), lab.who());
+            if seen.made_refused {
+                failures.push(format!("{case}: the chat made mine.db and read it back"));
+            }
             for (label, got) in &seen.read {
                 if *got && *label != "live" {
                     failures.push(format!("{case}: the chat read `{label}`"));

@@ -82,7 +82,7 @@ fn exec_frozen(demo: &Demo, script: &str) -> (Output, LinuxPlan) {
     let policy = policy(demo);
     let kernel = Kernel {
         namespaces: false,
-        ..launch::linux::this_kernel()
+        ..cli_sandbox_tests::this_kernel()
     };
     let plan = launch::linux::compile(&policy, kernel).expect("plan");
     assert!(plan.namespaces.is_none());
@@ -332,7 +332,7 @@ fn with_harden_a_missing_startup_file_cannot_be_made_in_the_namespace_plan() {
     let f = fixture(true);
     let demo = &f.demo;
     let policy = policy(demo);
-    let plan = launch::linux::compile(&policy, launch::linux::this_kernel()).unwrap();
+    let plan = launch::linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
     let guarantee = plan
         .guarantees
         .iter()
@@ -525,7 +525,8 @@ impl Lab {
                 let policy = self.policy();
                 let kernel = Kernel {
                     namespaces: plan != Plan::Fallback,
-                    ..launch::linux::this_kernel()
+                    fuse: cli_sandbox_tests::fuse_for_every_user(),
+                    ..cli_sandbox_tests::this_kernel()
                 };
                 let mut compiled = launch::linux::compile(&policy, kernel).expect("plan");
                 if plan == Plan::MountsOnly {
@@ -925,7 +926,7 @@ fn with_harden_a_persistence_folder_replaced_as_a_whole_outside_is_the_gap_the_p
     };
     let lab = Lab::new(None, true);
     let policy = lab.policy();
-    let plan = launch::linux::compile(&policy, launch::linux::this_kernel()).unwrap();
+    let plan = launch::linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
     let persistence = plan
         .guarantees
         .iter()

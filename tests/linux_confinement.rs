@@ -408,7 +408,7 @@ fn a_plan_the_kernel_cannot_meet_is_refused_with_status_125_and_nothing_runs() {
     let f = fixture();
     let demo = &f.demo;
     let policy = policy(demo, &[]);
-    let mut plan = launch::linux::compile(&policy, launch::linux::this_kernel()).unwrap();
+    let mut plan = launch::linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
     plan.landlock.abi = 99;
     let file = demo.root.join("plan.json");
     std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
@@ -429,7 +429,8 @@ fn each_kind_of_plan_carries_the_seccomp_program_its_rules_compile_to() {
     for namespaces in [true, false] {
         let kernel = launch::linux::plan::Kernel {
             namespaces,
-            ..launch::linux::this_kernel()
+            fuse: cli_sandbox_tests::fuse_for_every_user(),
+            ..cli_sandbox_tests::this_kernel()
         };
         let plan = launch::linux::compile(&policy, kernel).unwrap();
         let read: launch::linux::plan::LinuxPlan =
@@ -453,7 +454,7 @@ fn a_plan_without_its_seccomp_program_is_refused_with_status_125_and_nothing_run
     let f = fixture();
     let demo = &f.demo;
     let policy = policy(demo, &[]);
-    let plan = launch::linux::compile(&policy, launch::linux::this_kernel()).unwrap();
+    let plan = launch::linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
     let mut json = serde_json::to_value(&plan).unwrap();
     let file = demo.root.join("plan.json");
     let ran = demo.root.join("ran");
@@ -492,7 +493,8 @@ fn the_program_is_looked_up_and_refused_as_posix_spawnp_does() {
     }
     let f = fixture();
     let demo = &f.demo;
-    let plan = launch::linux::compile(&policy(demo, &[]), launch::linux::this_kernel()).unwrap();
+    let plan =
+        launch::linux::compile(&policy(demo, &[]), cli_sandbox_tests::this_kernel()).unwrap();
     let file = demo.root.join("lookup-plan.json");
     std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
     std::fs::create_dir_all(&demo.runtime).unwrap();
@@ -552,7 +554,8 @@ fn the_program_starts_with_sigpipe_at_its_default_action_in_both_plans() {
     for namespaces in [true, false] {
         let kernel = launch::linux::plan::Kernel {
             namespaces,
-            ..launch::linux::this_kernel()
+            fuse: cli_sandbox_tests::fuse_for_every_user(),
+            ..cli_sandbox_tests::this_kernel()
         };
         let plan = launch::linux::compile(&policy, kernel).unwrap();
         let file = demo.root.join(format!("sigpipe-{namespaces}.json"));
@@ -787,7 +790,7 @@ fn without_namespaces_the_frozen_fallback_gives_decides_verdicts_except_its_stat
         contract::Harness::write(demo, &policy, &outside, "tok-frozen").unwrap();
     let plan_file = demo.root.join("frozen-plan.json");
     std::fs::write(&plan_file, "").unwrap();
-    let mut kernel = launch::linux::this_kernel();
+    let mut kernel = cli_sandbox_tests::this_kernel();
     kernel.namespaces = false;
     let plan = launch::linux::compile(&policy, kernel).unwrap();
     assert!(plan.namespaces.is_none());

@@ -115,7 +115,7 @@ impl Fixture {
             .collect();
         let policy = ctx.policy(&demo.chat, &grants).unwrap();
         ctx.ensure_runtime(&policy).unwrap();
-        let mut kernel = launch::linux::this_kernel();
+        let mut kernel = cli_sandbox_tests::this_kernel();
         kernel.namespaces &= namespaces;
         let plan = launch::linux::compile(&policy, kernel).unwrap();
         assert_eq!(
@@ -1968,7 +1968,7 @@ fn refused_names_of_every_kind_are_closed_in_the_namespace_plan_and_the_fallback
     // not its name, so `raw.db -> doc.md` opens doc.md, which is granted anyway. Everything else
     // is closed.
     let _ = std::fs::remove_file(&evidence);
-    let mut kernel = launch::linux::this_kernel();
+    let mut kernel = cli_sandbox_tests::this_kernel();
     kernel.namespaces = false;
     let plan = launch::linux::compile(&policy, kernel).unwrap();
     let plan_file = demo.root.join("frozen-plan.json");
@@ -2095,7 +2095,7 @@ mod kinds {
             argv.extend(probes.iter().map(|(p, _, _)| p.display().to_string()));
             let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
 
-            let mut kernel = launch::linux::this_kernel();
+            let mut kernel = cli_sandbox_tests::this_kernel();
             for namespaces in [true, false] {
                 let _ = std::fs::remove_file(&evidence);
                 let out = if namespaces {
@@ -2188,6 +2188,7 @@ fn security_md_says_what_the_plans_report_for_each_promise() {
         let kernel = launch::linux::plan::Kernel {
             landlock_abi: 7,
             namespaces,
+            fuse: cli_sandbox_tests::fuse_for_every_user(),
         };
         let plan = launch::linux::compile(&policy, kernel).unwrap();
         for promise in sandbox_core::Promise::ALL {
@@ -2236,7 +2237,7 @@ fn the_older_kernels_way_of_covering_gives_the_same_verdicts_and_leaves_nothing_
             &[sandbox_core::GrantRequest::parse(&demo.grant_arg()).unwrap()],
         )
         .unwrap();
-    let mut plan = launch::linux::compile(&policy, launch::linux::this_kernel()).unwrap();
+    let mut plan = launch::linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
     plan.namespaces.as_mut().unwrap().attach_stand_ins = true;
     let plan_file = demo.root.join("attached-plan.json");
     std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();

@@ -296,7 +296,7 @@ impl World {
                 ctx.ensure_runtime(&policy).unwrap();
                 let kernel = launch::linux::plan::Kernel {
                     namespaces: false,
-                    ..launch::linux::this_kernel()
+                    ..cli_sandbox_tests::this_kernel()
                 };
                 let plan = launch::linux::compile(&policy, kernel).unwrap();
                 assert!(plan.namespaces.is_none(), "not the fallback's plan");

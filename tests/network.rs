@@ -1120,10 +1120,12 @@ fn policy_of(f: &Fixture) -> sandbox_core::Policy {
 const WITH_NAMESPACES: Kernel = Kernel {
     landlock_abi: 6,
     namespaces: true,
+    fuse: false,
 };
 const WITHOUT_NAMESPACES: Kernel = Kernel {
     landlock_abi: 6,
     namespaces: false,
+    fuse: false,
 };
 
 fn loopback(plan: &LinuxPlan) -> Enforcement {

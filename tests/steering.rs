@@ -1277,7 +1277,7 @@ fn the_landlock_only_fallback_closes_the_homes_settings_and_says_the_runtimes_st
         .unwrap();
     let kernel = launch::linux::plan::Kernel {
         namespaces: false,
-        ..launch::linux::this_kernel()
+        ..cli_sandbox_tests::this_kernel()
     };
     let plan = launch::linux::compile(&policy, kernel).unwrap();
     assert!(plan.namespaces.is_none());

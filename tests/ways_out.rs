@@ -110,7 +110,7 @@ impl Case {
         if plan == Plan::LandlockOnly {
             let ctx = Context::load(&demo.settings()).expect("context");
             let policy = ctx.policy(&demo.chat, &[]).expect("policy");
-            let mut kernel = launch::linux::this_kernel();
+            let mut kernel = cli_sandbox_tests::this_kernel();
             kernel.namespaces = false;
             let compiled = launch::linux::compile(&policy, kernel).expect("compile");
             assert!(compiled.namespaces.is_none());
@@ -403,6 +403,7 @@ fn the_plan_says_what_keeps_unix_sockets_in_on_each_kind_of_kernel() {
                 Kernel {
                     landlock_abi: abi,
                     namespaces,
+                    fuse: cli_sandbox_tests::fuse_for_every_user(),
                 },
             )
             .unwrap();
@@ -1572,7 +1573,7 @@ fn node_child_processes_and_python_multiprocessing_still_work_inside() {
             REQUIRE_LANDLOCK,
         );
     }
-    let abi = launch::linux::this_kernel().landlock_abi;
+    let abi = cli_sandbox_tests::this_kernel().landlock_abi;
     in_every_case(test, |case| {
         let runtime = &case.demo.runtime;
         if node {

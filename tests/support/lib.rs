@@ -14,6 +14,26 @@ pub mod real_clis;
 pub mod skips;
 pub mod users;
 
+/// Whether a plan this test process compiles may guard its grants with FUSE (issue 25) when the
+/// launch runs as root or as the ordinary user the tests create: this process can open
+/// `/dev/fuse`, and so can others (mode 0666, as `.ci/run` sets it). Root opens it whatever its
+/// mode, so a plan compiled here by root with [`launch::linux::fuse_available`] alone would be
+/// refused at the user's launch (status 125) on a machine that keeps it 0600.
+pub fn fuse_for_every_user() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    launch::linux::fuse_available()
+        && std::fs::metadata("/dev/fuse").is_ok_and(|m| m.mode() & 0o006 == 0o006)
+}
+
+/// [`launch::linux::this_kernel`] as the tests compile plans with it: the FUSE guard only where
+/// every user the tests launch as can open `/dev/fuse` ([`fuse_for_every_user`]).
+pub fn this_kernel() -> launch::linux::plan::Kernel {
+    launch::linux::plan::Kernel {
+        fuse: fuse_for_every_user(),
+        ..launch::linux::this_kernel()
+    }
+}
+
 /// Prints `text` on the test's real stderr, where a person running `cargo test` sees it:
 /// libtest captures `eprintln!`, so a skip said that way would go unseen.
 pub fn say(text: &str) {

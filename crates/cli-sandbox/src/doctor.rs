@@ -134,6 +134,7 @@ fn ways_out(settings: &Settings, facts: &Facts, backend: Backend) -> Vec<Guarant
                     Kernel {
                         landlock_abi: abi,
                         namespaces,
+                        fuse: launch::linux::fuse_available(),
                     },
                 )?)
             });

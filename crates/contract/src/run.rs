@@ -136,6 +136,7 @@ pub fn run(
             let kernel = launch::linux::plan::Kernel {
                 landlock_abi: abi,
                 namespaces,
+                fuse: launch::linux::fuse_available(),
             };
             let plan = launch::linux::compile(&policy, kernel)?;
             (plan.guarantees, plan.frozen)

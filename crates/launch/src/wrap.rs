@@ -941,6 +941,7 @@ pub fn wrap_with(
                 crate::linux::plan::Kernel {
                     landlock_abi: abi,
                     namespaces,
+                    fuse: crate::linux::fuse_available(),
                 },
             )?;
             plan.denials_record = denials.map(Path::to_owned);

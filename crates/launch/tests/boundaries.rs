@@ -551,6 +551,7 @@ const READ_BACK: &[(&str, &str)] = &[
     ("LandlockPlan", "the plan file"),
     ("LandlockRule", "the plan file"),
     ("SettingsFile", "the plan file"),
+    ("GuardPlan", "the plan file"),
     ("FsRight", "the plan file"),
     ("SeccompPlan", "the plan file"),
     ("SocketFamily", "the plan file"),

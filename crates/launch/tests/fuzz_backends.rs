@@ -218,7 +218,11 @@ proptest! {
                 return Ok(());
             }
         };
-        let kernel = Kernel { landlock_abi: 7, namespaces };
+        let kernel = Kernel {
+            landlock_abi: 7,
+            namespaces,
+            fuse: false,
+        };
         let plan = match launch::linux::compile(&policy, kernel) {
             Ok(plan) => plan,
             Err(e) => {
@@ -308,6 +312,7 @@ fn a_linux_plan_naming_a_path_that_is_not_utf8_is_refused_with_the_path() {
     let kernel = Kernel {
         landlock_abi: 7,
         namespaces: true,
+        fuse: false,
     };
     let err = launch::linux::compile(&policy, kernel)
         .unwrap_err()

@@ -203,10 +203,16 @@ fn policy(shape: Shape) -> (Policy, Paths) {
 }
 
 fn compile(shape: Shape, landlock_abi: u32, namespaces: bool) -> LinuxPlan {
+    compile_with(shape, landlock_abi, namespaces, false)
+}
+
+/// [`compile`], with or without `/dev/fuse` (the guard over grants, issue 25).
+fn compile_with(shape: Shape, landlock_abi: u32, namespaces: bool, fuse: bool) -> LinuxPlan {
     let (policy, disk) = policy(shape);
     let kernel = Kernel {
         landlock_abi,
         namespaces,
+        fuse,
     };
     plan::compile(&policy, kernel, &disk).unwrap()
 }
@@ -261,6 +267,25 @@ fn the_plans_are_as_pinned() {
         let plan = compile(shape, abi, namespaces);
         insta::assert_snapshot!(name, serde_json::to_string_pretty(&plan).unwrap());
     }
+    // With `/dev/fuse`: each grant guarded (the deepest first), no stand-in and no folder made
+    // for a refused pattern; the fallback has no guard (its grant folders are frozen).
+    let guarded = compile_with(grants, 7, true, true);
+    insta::assert_snapshot!(
+        "namespaced-abi7-grants-guarded",
+        serde_json::to_string_pretty(&guarded).unwrap()
+    );
+    let ns = guarded.namespaces.as_ref().unwrap();
+    assert!(!ns.guards.is_empty());
+    assert!(
+        ns.guards
+            .windows(2)
+            .all(|w| w[0].path.components().count() >= w[1].path.components().count())
+    );
+    assert_eq!(
+        compile_with(grants, 7, false, true),
+        compile(grants, 7, false),
+        "the fallback is the same with or without /dev/fuse"
+    );
 }
 
 /// A boolean field of a seccomp plan.

@@ -39,6 +39,7 @@ impl LaunchDisk for Counting {
 const KERNEL: Kernel = Kernel {
     landlock_abi: 6,
     namespaces: true,
+    fuse: false,
 };
 
 /// A demo layout with `harden` on, and a `~/.config` that holds some persistence folders.

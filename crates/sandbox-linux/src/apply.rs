@@ -300,7 +300,10 @@ fn confine_in_namespace(
     if let Some(net) = &ns.network {
         network::keep_loopback_inside(net)?;
     }
+    // Opened before the chat's fresh `/dev` replaces the machine's.
+    let fuse = super::guard::open_devices(&ns.guards)?;
     mounts::build(ns)?;
+    super::guard::start(&ns.guards, fuse)?;
     crate::phase!("init: the mounts");
     tracing::info!(
         mounts = ns.mounts.len() + ns.kernel.len(),

@@ -41,6 +41,8 @@ pub mod denials;
 #[cfg(target_os = "linux")]
 mod descriptors;
 mod frozen;
+#[cfg(target_os = "linux")]
+mod guard;
 mod harden;
 #[cfg(target_os = "linux")]
 mod landlock;
@@ -79,13 +81,34 @@ pub fn this_kernel() -> Kernel {
             landlock_abi,
             // Without Landlock nothing confines, namespaces or not: no trial.
             namespaces: landlock_abi > 0 && trial::namespaces().is_ok(),
+            fuse: fuse_available(),
         }
     }
     #[cfg(not(target_os = "linux"))]
     Kernel {
         landlock_abi: plan::NEWEST_KNOWN_ABI,
         namespaces: true,
+        fuse: true,
     }
+}
+
+/// Whether this process can open `/dev/fuse` for reading and writing, as the guard over grants
+/// needs (issue 25): asked afresh each time (its mode can change), about 10 µs.
+#[cfg(target_os = "linux")]
+pub fn fuse_available() -> bool {
+    rustix::fs::open(
+        "/dev/fuse",
+        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .is_ok()
+}
+
+/// [`fuse_available`] where the plan is only printed (not Linux): as on a Linux machine that
+/// has it.
+#[cfg(not(target_os = "linux"))]
+pub fn fuse_available() -> bool {
+    true
 }
 
 /// Whether a namespace plan can start in this process ([`trial`]): `Err` names the step that

@@ -441,6 +441,7 @@ impl LinuxPlan {
                     }
                 }
             }
+            out.extend(ns.guards.iter().map(|g| g.path.as_path()));
         }
         out.extend(self.landlock.rules.iter().map(|r| r.path.as_path()));
         out
@@ -576,6 +577,23 @@ pub struct NamespacePlan {
     /// through `pasta`. `None`: the machine's network, shared.
     #[serde(default)]
     pub network: Option<NetworkPlan>,
+    /// The guards (issue 25): a FUSE file system over each grant, mounted after the other
+    /// mounts, the deepest grant first, that refuses the names its patterns match at the grant's
+    /// top whatever happens to them outside (`guard.rs`). Empty where `/dev/fuse` cannot be
+    /// opened: the refused entries then have stand-ins only ([`Kernel::fuse`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<GuardPlan>,
+}
+
+/// One grant guarded by the FUSE guard ([`NamespacePlan::guards`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuardPlan {
+    /// The grant's folder.
+    pub path: PathBuf,
+    /// A read-only grant's guard is mounted read-only too.
+    pub access: Access,
+    /// The refused patterns, as written (`sandbox_core::RefusedPattern`).
+    pub refused: Vec<String>,
 }
 
 /// The chat's own network (`[policy] network = "isolated"`): init is cloned into a new network
@@ -796,6 +814,9 @@ pub struct Kernel {
     pub landlock_abi: u32,
     /// Whether an unprivileged process may create user namespaces.
     pub namespaces: bool,
+    /// Whether this user can open `/dev/fuse` (the guard over grants, issue 25): without it the
+    /// namespace plan closes refused entries with stand-ins only, and says what that leaves open.
+    pub fuse: bool,
 }
 
 /// Why a policy cannot be compiled into a plan for this machine.
@@ -932,37 +953,67 @@ pub fn compile(
     // Refused entries inside grants (not the runtime), as the policy works them out.
     let mut made_later = false;
     let mut stand_in_dirs = Vec::new();
-    let listings = disk.entries_of(&policy.grants().iter().map(|g| &*g.path).collect::<Vec<_>>());
-    for (grant, entries) in policy.grants().iter().zip(listings) {
-        let refused = policy.refused_entries(
-            grant,
-            entries.iter().map(|(name, kind)| (name.as_os_str(), *kind)),
-        );
-        for (path, kind) in refused.present {
-            // A present folder of a read-write grant is held too (`stand_in_dirs`), so that a
-            // launch that made it does not remove it while this chat's stand-in is on it.
-            if kind == EntryKind::Dir && grant.access == Access::ReadWrite {
-                stand_in_dirs.push(path.clone());
+    let mut guards = Vec::new();
+    if kernel.fuse {
+        // The guard decides by name at each lookup: no stand-in, no folder made for a pattern.
+        let refused: Vec<String> = policy
+            .refused()
+            .iter()
+            .map(|p| p.as_str().to_owned())
+            .collect();
+        if !refused.is_empty() {
+            for grant in policy.grants() {
+                guards.push(GuardPlan {
+                    path: grant.path.clone(),
+                    access: grant.access,
+                    refused: refused.clone(),
+                });
             }
-            mounts.push(MountStep::Hide {
-                path,
-                dir: kind == EntryKind::Dir,
-            });
         }
-        for path in refused.create {
-            stand_in_dirs.push(path.clone());
-            mounts.push(MountStep::Hide { path, dir: true });
+        // The deepest first: an outer guard's daemon reaches an inner grant through its guard.
+        guards.sort_by_key(|g| std::cmp::Reverse(g.path.components().count()));
+    } else {
+        let listings =
+            disk.entries_of(&policy.grants().iter().map(|g| &*g.path).collect::<Vec<_>>());
+        for (grant, entries) in policy.grants().iter().zip(listings) {
+            let refused = policy.refused_entries(
+                grant,
+                entries.iter().map(|(name, kind)| (name.as_os_str(), *kind)),
+            );
+            for (path, kind) in refused.present {
+                // A present folder of a read-write grant is held too (`stand_in_dirs`), so that
+                // a launch that made it does not remove it while this chat's stand-in is on it.
+                if kind == EntryKind::Dir && grant.access == Access::ReadWrite {
+                    stand_in_dirs.push(path.clone());
+                }
+                mounts.push(MountStep::Hide {
+                    path,
+                    dir: kind == EntryKind::Dir,
+                });
+            }
+            for path in refused.create {
+                stand_in_dirs.push(path.clone());
+                mounts.push(MountStep::Hide { path, dir: true });
+            }
+            made_later |= refused.made_later;
         }
-        made_later |= refused.made_later;
     }
-    if !policy.grants().is_empty() {
+    if !policy.grants().is_empty() && kernel.fuse {
+        guarantees.push(Guarantee::new(
+            Promise::Refused,
+            "mount namespace: a FUSE guard over each grant refuses, at every lookup, the names a pattern matches at the grant's top (a database's SQLite sidecars with it), whatever processes outside do to them during the chat (an atomic save, a swapped folder, a new entry, one made by rename); an entry seen under a refused name stays refused under another",
+            Enforcement::Partly(
+                "content the outside writes under an allowed name before renaming it onto a refused one (an atomic save's temporary file, `planning.new`) is readable under that name while it has it, and through a handle the chat opened then: give such temporary files names a pattern refuses; locks taken in the chat are not seen outside".to_owned(),
+            ),
+        ));
+    } else if !policy.grants().is_empty() {
         guarantees.push(Guarantee::new(
             Promise::Refused,
             "mount namespace: each covered by an empty unreadable entry of its kind (a symlink by a file); folder patterns created empty first; a database's SQLite sidecars with it",
             // A stand-in is a mount on a name: the kernel detaches it in every namespace when a
             // process outside renames over or removes that name (tests/entries_hold.rs).
             Enforcement::Partly(format!(
-                "a refused entry that a process outside replaces by rename during the chat (an atomic save, a swapped folder, a WAL begun anew) or creates (a new late.db, a *.db made by rename) is not covered, in read-only grants too{}",
+                "/dev/fuse cannot be opened here, so the FUSE guard is off (give /dev/fuse mode 0666): a refused entry that a process outside replaces by rename during the chat (an atomic save, a swapped folder, a WAL begun anew) or creates (a new late.db, a *.db made by rename) is not covered, in read-only grants too{}",
                 if made_later {
                     "; nor is one that the chat creates itself in a read-write grant (it holds only what the chat wrote)"
                 } else {
@@ -1129,6 +1180,7 @@ pub fn compile(
             kernel: kernel_steps,
             attach_stand_ins: false,
             network,
+            guards,
         }),
         landlock: common.landlock(rules),
         seccomp_program: seccomp_program(&common.seccomp)?,
