@@ -223,6 +223,8 @@ struct Attack<'a> {
     setup: &'a dyn Fn(&Lab, &Path, &str),
     chat: &'a str,
     outside: Option<&'a str>,
+    /// The outside runs as root (to find the daemon, not dumpable, by its mounts).
+    outside_as_root: bool,
 }
 
 struct Seen {
@@ -370,6 +372,7 @@ fn a_folder_the_chat_holds_open_and_the_outside_renames_onto_planning_stays_refu
                 setup: &setup,
                 chat: HELD_FOLDER_CHAT,
                 outside: Some(HELD_FOLDER_OUTSIDE),
+                outside_as_root: false,
             };
             let control = run(&lab, false, &attack);
             assert_eq!(
@@ -392,7 +395,10 @@ fn a_folder_the_chat_holds_open_and_the_outside_renames_onto_planning_stays_refu
                     failures.push(format!("{case}: the chat wrote planning/{name}"));
                 }
             }
-            say(&format!("{case}: {}", seen.report));
+            say(&format!(
+                "REPORT {case}: {}",
+                seen.report.replace('\n', " | ")
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -412,7 +418,7 @@ for name in ["rel.txt", "abs.txt", "relplan/plan.json", "dot/workflow.sqlite", "
     attempt("read " + name, lambda: read(path(name)))
 attempt("link top", lambda: os.link(path("workflow.sqlite"), path("mine.txt")))
 attempt("link deep", lambda: os.link(path("sub/deep.txt"), path("mine2.txt")))
-attempt("link via symlink", lambda: os.link(path("rel.txt"), path("mine3.txt"), follow_symlinks=True))
+attempt("link via symlink", lambda: check(libc.linkat(-100, path("rel.txt").encode(), -100, path("mine3.txt").encode(), 0x400)))
 class Handle(ctypes.Structure):
     _fields_ = [("bytes", ctypes.c_uint), ("type", ctypes.c_int), ("f", ctypes.c_ubyte * 128)]
 def by_handle():
@@ -487,6 +493,7 @@ fn second_paths_to_a_refused_entry_symlinks_hard_links_and_handles_are_refused_b
                 setup: &second_paths_setup,
                 chat: SECOND_PATHS_CHAT,
                 outside: Some(SECOND_PATHS_OUTSIDE),
+                outside_as_root: false,
             };
             let control = run(&lab, false, &attack);
             let leaks = control.leaks();
@@ -528,12 +535,17 @@ fn second_paths_to_a_refused_entry_symlinks_hard_links_and_handles_are_refused_b
             for key in seen.leaks() {
                 failures.push(format!("{case}: {key}: {}", seen.note(&key)));
             }
+            let database = std::fs::metadata(lab.demo.granted.join("workflow.sqlite")).unwrap();
             for name in ["mine.txt", "mine2.txt", "mine3.txt"] {
-                if lab.demo.granted.join(name).exists() {
+                let link = std::fs::symlink_metadata(lab.demo.granted.join(name));
+                if link.is_ok_and(|m| m.ino() == database.ino()) {
                     failures.push(format!("{case}: the chat linked {name} to the database"));
                 }
             }
-            say(&format!("{case}: {}", seen.report));
+            say(&format!(
+                "REPORT {case}: {}",
+                seen.report.replace('\n', " | ")
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -577,6 +589,7 @@ fn a_refused_entry_made_outside_during_the_chat_with_an_allowed_hard_link_stays_
             setup: &setup,
             chat: LATE_HARD_LINK_CHAT,
             outside: Some(LATE_HARD_LINK_OUTSIDE),
+            outside_as_root: false,
         };
         let control = run(&lab, false, &attack);
         assert!(
@@ -589,7 +602,11 @@ fn a_refused_entry_made_outside_during_the_chat_with_an_allowed_hard_link_stays_
         for key in seen.leaks() {
             failures.push(format!("{}: {key}: {}", lab.who(), seen.note(&key)));
         }
-        say(&format!("{}: {}", lab.who(), seen.report));
+        say(&format!(
+            "REPORT {}: {}",
+            lab.who(),
+            seen.report.replace('\n', " | ")
+        ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -614,8 +631,9 @@ def parent(p):
 # Only in the sandbox (the control's machine has processes of its own, never to be touched):
 # the processes init forked besides the chat's ancestry, which are the guards' daemons.
 others = []
-if CONFINED:
-    for p in os.listdir("/proc"):
+everyone = [p for p in os.listdir("/proc") if p.isdigit()]
+if CONFINED and len(everyone) < 16:
+    for p in everyone:
         try:
             if p.isdigit() and int(p) not in mine and parent(int(p)) == 1:
                 others.append(int(p))
@@ -680,6 +698,7 @@ fn the_guards_daemon_is_out_of_the_chats_reach_and_the_mount_closes_when_it_dies
             setup: &setup,
             chat: DAEMON_CHAT,
             outside: None,
+            outside_as_root: false,
         };
         let control = run(&lab, false, &attack);
         assert!(
@@ -708,7 +727,11 @@ fn the_guards_daemon_is_out_of_the_chats_reach_and_the_mount_closes_when_it_dies
                 failures.push(format!("{}: {key} attached", lab.who()));
             }
         }
-        say(&format!("{}: {}", lab.who(), seen.report));
+        say(&format!(
+            "REPORT {}: {}",
+            lab.who(),
+            seen.report.replace('\n', " | ")
+        ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -771,6 +794,7 @@ fn a_read_only_grant_is_read_only_through_the_guard() {
             setup: &setup,
             chat: READ_ONLY_CHAT,
             outside: None,
+            outside_as_root: false,
         };
         let top = lab.demo.granted.clone();
         let fresh = Lab::new(user.as_ref());
@@ -802,7 +826,11 @@ fn a_read_only_grant_is_read_only_through_the_guard() {
                 lab.who()
             ));
         }
-        say(&format!("{}: {}", lab.who(), seen.report));
+        say(&format!(
+            "REPORT {}: {}",
+            lab.who(),
+            seen.report.replace('\n', " | ")
+        ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -877,6 +905,7 @@ fn the_daemon_follows_no_symlink_the_chat_makes_and_makes_no_device() {
             setup: &setup,
             chat: &chat,
             outside: None,
+            outside_as_root: false,
         };
         let control = run(&lab, false, &attack);
         assert!(control.note("read").contains(&control.secret));
@@ -909,7 +938,11 @@ fn the_daemon_follows_no_symlink_the_chat_makes_and_makes_no_device() {
                 failures.push(format!("{}: a device node was made", lab.who()));
             }
         }
-        say(&format!("{}: {}", lab.who(), seen.report));
+        say(&format!(
+            "REPORT {}: {}",
+            lab.who(),
+            seen.report.replace('\n', " | ")
+        ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -958,6 +991,7 @@ fn the_daemon_out_of_descriptors_refuses_what_it_refused() {
             setup: &setup,
             chat: EXHAUST_CHAT,
             outside: None,
+            outside_as_root: false,
         };
         let control = run(&lab, false, &attack);
         assert!(control.note("read raw").contains(&control.secret));
@@ -965,7 +999,91 @@ fn the_daemon_out_of_descriptors_refuses_what_it_refused() {
         for key in seen.leaks() {
             failures.push(format!("{}: {key}: {}", lab.who(), seen.note(&key)));
         }
-        say(&format!("{}: {}", lab.who(), seen.report));
+        say(&format!(
+            "REPORT {}: {}",
+            lab.who(),
+            seen.report.replace('\n', " | ")
+        ));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The daemon killed from outside (the chat cannot): the mount answers `ENOTCONN` to the chat,
+/// never the folder beneath (the real `workflow.sqlite`).
+const KILL_DAEMON_OUTSIDE: &str = r#"
+import signal
+killed = []
+for p in os.listdir("/proc"):
+    if not p.isdigit(): continue
+    try:
+        status = open("/proc/%s/status" % p).read()
+        nspid = [l for l in status.splitlines() if l.startswith("NSpid:")][0].split()
+        mounts = open("/proc/%s/mountinfo" % p).read()
+    except OSError:
+        continue
+    if len(nspid) == 3 and nspid[-1] == "2" and (" " + top + " ") in mounts and "cli-sandbox-guard" in mounts:
+        os.kill(int(p), signal.SIGKILL); killed.append(p)
+open(go + ".killed", "w").write(repr(killed))
+"#;
+
+const AFTER_KILL_CHAT: &str = r#"
+wait_go()
+time.sleep(0.3)
+attempt("list", lambda: sorted(os.listdir(top)))
+attempt("read doc", lambda: read(path("doc.md")))
+attempt("read raw", lambda: read(path("workflow.sqlite")))
+attempt("stat raw", lambda: os.stat(path("workflow.sqlite")).st_size)
+"#;
+
+#[test]
+fn the_guards_daemon_killed_from_outside_leaves_a_closed_mount_not_the_folder_beneath() {
+    let test = "the_guards_daemon_killed_from_outside_leaves_a_closed_mount_not_the_folder_beneath";
+    if !guarded(test) || !cli_sandbox_tests::root_or_skip(test, "finds the daemon by its mounts") {
+        return;
+    }
+    let setup = |_: &Lab, top: &Path, secret: &str| {
+        std::fs::write(top.join("workflow.sqlite"), format!("raw {secret}")).unwrap();
+        std::fs::write(top.join("doc.md"), "doc").unwrap();
+    };
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        let lab = Lab::new(user.as_ref());
+        let attack = Attack {
+            access: "rw",
+            setup: &setup,
+            chat: AFTER_KILL_CHAT,
+            outside: Some(KILL_DAEMON_OUTSIDE),
+            outside_as_root: true,
+        };
+        let control = run(&lab, false, &attack);
+        assert!(control.note("read raw").contains(&control.secret));
+        let seen = run(&lab, true, &attack);
+        let killed = std::fs::read_dir(&lab.demo.outside)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".killed"))
+            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+            .collect::<Vec<_>>();
+        for key in seen.leaks() {
+            failures.push(format!("{}: {key}: {}", lab.who(), seen.note(&key)));
+        }
+        for key in ["list", "read doc", "stat raw"] {
+            if !seen
+                .note(key)
+                .contains("Transport endpoint is not connected")
+            {
+                failures.push(format!(
+                    "{}: {key} after the daemon's death: {} (killed: {killed:?})",
+                    lab.who(),
+                    seen.note(key)
+                ));
+            }
+        }
+        say(&format!(
+            "REPORT {} (killed {killed:?}): {}",
+            lab.who(),
+            seen.report.replace('\n', " | ")
+        ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
