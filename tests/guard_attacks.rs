@@ -747,7 +747,6 @@ def append():
 attempt("append", append)
 attempt("create", lambda: write_new(path("new.txt")))
 attempt("mkdir", lambda: os.mkdir(path("newdir")))
-attempt("rename", lambda: os.rename(path("doc.md"), path("doc2.md")))
 attempt("unlink", lambda: os.unlink(path("sub/gone.txt")))
 attempt("chmod", lambda: os.chmod(path("doc.md"), 0o777))
 attempt("utime", lambda: os.utime(path("doc.md"), (0, 0)))
@@ -756,6 +755,7 @@ attempt("setxattr", lambda: os.setxattr(path("doc.md"), "user.chat", b"x"))
 attempt("symlink", lambda: os.symlink("doc.md", path("lnk")))
 attempt("link", lambda: os.link(path("doc.md"), path("doc3.md")))
 attempt("mkfifo", lambda: os.mkfifo(path("fifo")))
+attempt("rename", lambda: os.rename(path("doc.md"), path("doc2.md")))
 "#;
 
 #[test]
@@ -798,6 +798,8 @@ fn a_read_only_grant_is_read_only_through_the_guard() {
         };
         let top = lab.demo.granted.clone();
         let fresh = Lab::new(user.as_ref());
+        std::fs::remove_dir_all(&fresh.demo.granted).unwrap();
+        std::fs::create_dir_all(&fresh.demo.granted).unwrap();
         setup(&fresh, &fresh.demo.granted, "");
         let untouched = state(&fresh.demo.granted);
         let control = run(&lab, false, &attack);
@@ -852,15 +854,18 @@ fn xattr_of(path: &Path) -> Option<Vec<u8>> {
     (n >= 0).then(|| buf[..n as usize].to_vec())
 }
 
-/// In a read-write grant, symlinks to the person's notes and home made by the chat: every
+/// In a read-write grant, symlinks to another workflow's `doc.md` and folder (not granted) made
+/// by the chat: every
 /// operation that the daemon might follow them for (write, chmod, truncate, times, xattrs, a
 /// hard link, a rename, a new file through a folder link), a device node and `RENAME_EXCHANGE`
-/// of a link with an entry. The notes and the home stay as they were.
+/// of a link with an entry. The other workflow stays as it was.
 const DEPUTY_CHAT: &str = r#"
 notes, home = sys.argv[5:7]
 os.symlink(notes, path("esc.txt"))
 os.symlink(home, path("escdir"))
 wait_go()
+attempt("read direct", lambda: read(notes))
+attempt("list home direct", lambda: sorted(os.listdir(home)))
 attempt("read", lambda: read(path("esc.txt")))
 def append():
     with open(path("esc.txt"), "ab") as f: f.write(b" chat-wrote")
@@ -871,7 +876,7 @@ attempt("truncate", lambda: os.truncate(path("esc.txt"), 0))
 attempt("utime", lambda: os.utime(path("esc.txt"), (0, 0)))
 attempt("utime nofollow", lambda: os.utime(path("esc.txt"), (0, 0), follow_symlinks=False))
 attempt("setxattr", lambda: os.setxattr(path("esc.txt"), "user.chat", b"x"))
-attempt("link follow", lambda: os.link(path("esc.txt"), path("esc-link.txt"), follow_symlinks=True))
+attempt("link follow", lambda: check(libc.linkat(-100, path("esc.txt").encode(), -100, path("esc-link.txt").encode(), 0x400)))
 attempt("create through", lambda: write_new(path("escdir/by-chat.txt")))
 attempt("mknod", lambda: os.mknod(path("null"), 0o666 | 0o020000, os.makedev(1, 3)))
 attempt("exchange", lambda: check(libc.renameat2(-100, path("esc.txt").encode(), -100, path("doc.md").encode(), 2)))
@@ -886,19 +891,21 @@ fn the_daemon_follows_no_symlink_the_chat_makes_and_makes_no_device() {
     }
     let setup = |lab: &Lab, top: &Path, secret: &str| {
         std::fs::write(top.join("doc.md"), "doc").unwrap();
-        let notes = lab.demo.home.join("notes.txt");
+        let notes = lab.demo.other_workflow.join("doc.md");
+        // Made afresh: the control's xattr and modes gone.
+        let _ = std::fs::remove_file(&notes);
         std::fs::write(&notes, format!("notes {secret}")).unwrap();
         std::fs::set_permissions(&notes, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let _ = std::fs::remove_file(lab.demo.home.join("by-chat.txt"));
+        let _ = std::fs::remove_file(lab.demo.other_workflow.join("by-chat.txt"));
     };
     let mut failures = Vec::new();
     for user in every_user(test) {
         let lab = Lab::new(user.as_ref());
-        let notes = lab.demo.home.join("notes.txt");
+        let notes = lab.demo.other_workflow.join("doc.md");
         let chat = format!(
             "sys.argv[5:7] = [{:?}, {:?}]\n{DEPUTY_CHAT}",
             notes.display().to_string(),
-            lab.demo.home.display().to_string()
+            lab.demo.other_workflow.display().to_string()
         );
         let attack = Attack {
             access: "rw",
@@ -909,7 +916,10 @@ fn the_daemon_follows_no_symlink_the_chat_makes_and_makes_no_device() {
         };
         let control = run(&lab, false, &attack);
         assert!(control.note("read").contains(&control.secret));
-        assert!(lab.demo.home.join("by-chat.txt").exists(), "control");
+        assert!(
+            lab.demo.other_workflow.join("by-chat.txt").exists(),
+            "control"
+        );
         let seen = run(&lab, true, &attack);
         for key in seen.leaks() {
             failures.push(format!("{}: {key}: {}", lab.who(), seen.note(&key)));
@@ -923,15 +933,18 @@ fn the_daemon_follows_no_symlink_the_chat_makes_and_makes_no_device() {
             || xattr_of(&notes).is_some()
         {
             failures.push(format!(
-                "{}: the notes changed: {content:?} mode {:o} nlink {} mtime {}",
+                "{}: the other workflow's doc changed: {content:?} mode {:o} nlink {} mtime {}",
                 lab.who(),
                 meta.mode(),
                 meta.nlink(),
                 meta.mtime()
             ));
         }
-        if lab.demo.home.join("by-chat.txt").exists() {
-            failures.push(format!("{}: a file was made in the home", lab.who()));
+        if lab.demo.other_workflow.join("by-chat.txt").exists() {
+            failures.push(format!(
+                "{}: a file was made in the other workflow",
+                lab.who()
+            ));
         }
         if let Ok(m) = std::fs::symlink_metadata(lab.demo.granted.join("null")) {
             if m.file_type().is_char_device() {
