@@ -223,8 +223,6 @@ struct Attack<'a> {
     setup: &'a dyn Fn(&Lab, &Path, &str),
     chat: &'a str,
     outside: Option<&'a str>,
-    /// The outside runs as root (to find the daemon, not dumpable, by its mounts).
-    outside_as_root: bool,
 }
 
 struct Seen {
@@ -372,7 +370,6 @@ fn a_folder_the_chat_holds_open_and_the_outside_renames_onto_planning_stays_refu
                 setup: &setup,
                 chat: HELD_FOLDER_CHAT,
                 outside: Some(HELD_FOLDER_OUTSIDE),
-                outside_as_root: false,
             };
             let control = run(&lab, false, &attack);
             assert_eq!(
@@ -493,7 +490,6 @@ fn second_paths_to_a_refused_entry_symlinks_hard_links_and_handles_are_refused_b
                 setup: &second_paths_setup,
                 chat: SECOND_PATHS_CHAT,
                 outside: Some(SECOND_PATHS_OUTSIDE),
-                outside_as_root: false,
             };
             let control = run(&lab, false, &attack);
             let leaks = control.leaks();
@@ -589,7 +585,6 @@ fn a_refused_entry_made_outside_during_the_chat_with_an_allowed_hard_link_stays_
             setup: &setup,
             chat: LATE_HARD_LINK_CHAT,
             outside: Some(LATE_HARD_LINK_OUTSIDE),
-            outside_as_root: false,
         };
         let control = run(&lab, false, &attack);
         assert!(
@@ -698,7 +693,6 @@ fn the_guards_daemon_is_out_of_the_chats_reach_and_the_mount_closes_when_it_dies
             setup: &setup,
             chat: DAEMON_CHAT,
             outside: None,
-            outside_as_root: false,
         };
         let control = run(&lab, false, &attack);
         assert!(
@@ -794,7 +788,6 @@ fn a_read_only_grant_is_read_only_through_the_guard() {
             setup: &setup,
             chat: READ_ONLY_CHAT,
             outside: None,
-            outside_as_root: false,
         };
         let top = lab.demo.granted.clone();
         let fresh = Lab::new(user.as_ref());
@@ -912,7 +905,6 @@ fn the_daemon_follows_no_symlink_the_chat_makes_and_makes_no_device() {
             setup: &setup,
             chat: &chat,
             outside: None,
-            outside_as_root: false,
         };
         let control = run(&lab, false, &attack);
         assert!(control.note("read").contains(&control.secret));
@@ -946,10 +938,10 @@ fn the_daemon_follows_no_symlink_the_chat_makes_and_makes_no_device() {
                 lab.who()
             ));
         }
-        if let Ok(m) = std::fs::symlink_metadata(lab.demo.granted.join("null")) {
-            if m.file_type().is_char_device() {
-                failures.push(format!("{}: a device node was made", lab.who()));
-            }
+        if std::fs::symlink_metadata(lab.demo.granted.join("null"))
+            .is_ok_and(|m| m.file_type().is_char_device())
+        {
+            failures.push(format!("{}: a device node was made", lab.who()));
         }
         say(&format!(
             "REPORT {}: {}",
@@ -1004,7 +996,6 @@ fn the_daemon_out_of_descriptors_refuses_what_it_refused() {
             setup: &setup,
             chat: EXHAUST_CHAT,
             outside: None,
-            outside_as_root: false,
         };
         let control = run(&lab, false, &attack);
         assert!(control.note("read raw").contains(&control.secret));
@@ -1021,8 +1012,8 @@ fn the_daemon_out_of_descriptors_refuses_what_it_refused() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The daemon killed from outside (the chat cannot): the mount answers `ENOTCONN` to the chat,
-/// never the folder beneath (the real `workflow.sqlite`).
+/// The daemon killed from outside, by a process of the chat's user (the chat cannot): the mount
+/// answers `ENOTCONN` to the chat, never the folder beneath (the real `workflow.sqlite`).
 const KILL_DAEMON_OUTSIDE: &str = r#"
 import signal
 killed = []
@@ -1051,7 +1042,7 @@ attempt("stat raw", lambda: os.stat(path("workflow.sqlite")).st_size)
 #[test]
 fn the_guards_daemon_killed_from_outside_leaves_a_closed_mount_not_the_folder_beneath() {
     let test = "the_guards_daemon_killed_from_outside_leaves_a_closed_mount_not_the_folder_beneath";
-    if !guarded(test) || !cli_sandbox_tests::root_or_skip(test, "finds the daemon by its mounts") {
+    if !guarded(test) {
         return;
     }
     let setup = |_: &Lab, top: &Path, secret: &str| {
@@ -1066,7 +1057,6 @@ fn the_guards_daemon_killed_from_outside_leaves_a_closed_mount_not_the_folder_be
             setup: &setup,
             chat: AFTER_KILL_CHAT,
             outside: Some(KILL_DAEMON_OUTSIDE),
-            outside_as_root: true,
         };
         let control = run(&lab, false, &attack);
         assert!(control.note("read raw").contains(&control.secret));
