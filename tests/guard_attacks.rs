@@ -548,9 +548,9 @@ fn second_paths_to_a_refused_entry_symlinks_hard_links_and_handles_are_refused_b
 }
 
 /// AgentWorks (or anything outside) makes a new refused database during the chat and gives it a
-/// second, allowed name by a hard link: the guard knows a refused entry by its inode only once it
-/// has seen it under its refused name, so the chat, which never lists the grant's top, reads it
-/// under the allowed one.
+/// second, allowed name by a hard link (at the top and deeper): the chat, which never lists the
+/// grant's top, does not read it under the allowed name (the guard lists the top again when it
+/// looks up a file with more than one name).
 const LATE_HARD_LINK_OUTSIDE: &str = r#"
 write("late.db", "late " + secret)
 os.link(path("late.db"), path("late-link.txt"))
@@ -567,7 +567,6 @@ attempt("read late-link.txt after a listing", lambda: read(path("late-link.txt")
 "#;
 
 #[test]
-#[ignore = "FINDING: a refused entry made outside during the chat and hard-linked outside under an allowed name is read under that name, until the chat lists the grant's top (a stated limit's cousin: the outside gave it the name)"]
 fn a_refused_entry_made_outside_during_the_chat_with_an_allowed_hard_link_stays_refused() {
     let test =
         "a_refused_entry_made_outside_during_the_chat_with_an_allowed_hard_link_stays_refused";
