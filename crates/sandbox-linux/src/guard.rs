@@ -388,6 +388,12 @@ impl Guard {
         let st = rustix::fs::fstat(&fd).map_err(errno)?;
         let k = key(&st);
         let dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+        // A file with another name may have it at the top under a refused one (a refused entry
+        // made outside during the chat and hard-linked under an allowed name): the top is
+        // listed again, which records the inodes of its refused names.
+        if st.st_nlink > 1 && !dir {
+            self.list(INodeNo::ROOT)?;
+        }
         let mut state = self.lock();
         if state.refused_inodes.contains(&k) {
             return Err(Errno::ENOENT);
