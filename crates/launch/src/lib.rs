@@ -68,6 +68,7 @@
 
 pub mod context;
 pub mod demo;
+pub mod end;
 /// The real file system behind the core's `Resolver` and the plan's `LaunchDisk`.
 pub use sandbox_linux::disk;
 mod error;
@@ -80,6 +81,7 @@ pub mod seatbelt;
 pub mod wrap;
 
 pub use context::{Context, Settings};
+pub use end::{EndDone, EndFile, end_chat};
 pub use error::Error;
 pub use wrap::{
     EditDone, LandlockArgs, LandlockCmd, LaunchCommand, LaunchSpec, PreTrustDone, PreparedLaunch,
