@@ -125,7 +125,16 @@ pub(super) fn edit_toml(
             list.push_formatted(value);
         }
     }
-    Ok(Some(doc.to_string()))
+    Ok(Some(same_last_line_ending(text, doc.to_string())))
+}
+
+/// `out` with its last line ending as `text`'s does: `toml_edit` ends every line it prints,
+/// even the person's last one that had no newline, which would stay behind after `end`.
+fn same_last_line_ending(text: &str, mut out: String) -> String {
+    if !text.is_empty() && !text.ends_with('\n') && out.ends_with('\n') {
+        out.pop();
+    }
+    out
 }
 
 fn toml_kind(item: &toml_edit::Item) -> &'static str {
@@ -758,5 +767,5 @@ pub(super) fn remove_toml(
     } else {
         false
     };
-    Ok(removed.then(|| doc.to_string()))
+    Ok(removed.then(|| same_last_line_ending(text, doc.to_string())))
 }
