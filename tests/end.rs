@@ -110,7 +110,10 @@ fn every_file_the_adapters_write_is_one_end_cleans() {
         assert!(!text.contains("c1"), "{name} after end: {text}");
     }
     let codex = fs::read_to_string(home.path(CODEX)).unwrap();
-    assert_eq!(codex, "", "Codex's file, made by pre-trust, holds nothing after end");
+    assert_eq!(
+        codex, "",
+        "Codex's file, made by pre-trust, holds nothing after end"
+    );
 }
 
 // ---------- byte for byte, whatever the person's files hold ----------
@@ -208,8 +211,14 @@ fn person_toml() -> impl Strategy<Value = String> {
                 }
             }
             text.push_str("\n[tui]\nnotifications = true # keep\n");
-            for p in own.into_iter().flatten().collect::<std::collections::BTreeSet<_>>() {
-                text.push_str(&format!("\n[projects.\"{p}\"]\ntrust_level = \"trusted\"\n"));
+            for p in own
+                .into_iter()
+                .flatten()
+                .collect::<std::collections::BTreeSet<_>>()
+            {
+                text.push_str(&format!(
+                    "\n[projects.\"{p}\"]\ntrust_level = \"trusted\"\n"
+                ));
             }
             if !newline {
                 text.pop();
@@ -342,7 +351,10 @@ fn end_never_follows_a_link_into_protected_data() {
     let secret = json!({"projects": {home.runtime("x").to_str().unwrap(): {"a": 1}}}).to_string();
     fs::write(&protected, &secret).unwrap();
     let protected_toml = home.runtime("victim").join("secret.toml");
-    let secret_toml = format!("[projects.\"{}\"]\ntrust_level = \"trusted\"\n", home.runtime("x").display());
+    let secret_toml = format!(
+        "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        home.runtime("x").display()
+    );
     fs::write(&protected_toml, &secret_toml).unwrap();
 
     // The control: plain files, cleaned.
@@ -353,11 +365,20 @@ fn end_never_follows_a_link_into_protected_data() {
     symlink(&protected, home.path(CLAUDE)).unwrap();
     fs::remove_file(home.path(CODEX)).unwrap();
     symlink(&protected_toml, home.path(CODEX)).unwrap();
-    let err = launch::end_chat(&home.ctx, "x", false).unwrap_err().to_string();
-    assert!(err.contains(".claude.json") && err.contains("config.toml"), "{err}");
+    let err = launch::end_chat(&home.ctx, "x", false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(".claude.json") && err.contains("config.toml"),
+        "{err}"
+    );
     assert_eq!(fs::read_to_string(&protected).unwrap(), secret);
     assert_eq!(fs::read_to_string(&protected_toml).unwrap(), secret_toml);
-    assert!(fs::symlink_metadata(home.path(CLAUDE)).unwrap().is_symlink());
+    assert!(
+        fs::symlink_metadata(home.path(CLAUDE))
+            .unwrap()
+            .is_symlink()
+    );
 }
 
 #[test]
@@ -399,11 +420,17 @@ fn end_racing_other_chats_pre_trust_loses_nothing() {
         let text = fs::read_to_string(home.path(name)).unwrap();
         for chat in &starting {
             let runtime = home.runtime(chat);
-            assert!(text.contains(runtime.to_str().unwrap()), "{name} lost {chat}");
+            assert!(
+                text.contains(runtime.to_str().unwrap()),
+                "{name} lost {chat}"
+            );
         }
         for chat in &ending {
             let runtime = home.runtime(chat);
-            assert!(!text.contains(&format!("{}\"", runtime.display())), "{name} kept {chat}");
+            assert!(
+                !text.contains(&format!("{}\"", runtime.display())),
+                "{name} kept {chat}"
+            );
         }
     }
 }

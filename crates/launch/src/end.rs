@@ -126,9 +126,10 @@ pub fn end_chat(ctx: &Context, chat: &str, remove_runtime: bool) -> Result<EndDo
             // `remove_dir_all` never follows a link the chat left inside its runtime.
             Ok(()) => done.runtime_removed = true,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                failures.push(format!("cannot remove the runtime `{}`: {e}", runtime.display()))
-            }
+            Err(e) => failures.push(format!(
+                "cannot remove the runtime `{}`: {e}",
+                runtime.display()
+            )),
         }
     }
     if failures.is_empty() {

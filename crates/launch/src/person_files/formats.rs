@@ -274,10 +274,12 @@ pub(super) fn edit_json(
     }
     // Every byte of the person's outside the entry is kept: the entry is spliced into the text
     // (so that removing it again, `end`, gives back the very bytes the person had).
-    splice_json(text, edit).map(Some).map_err(|why| PersonFileError::BadEdit {
-        file: file.to_owned(),
-        why,
-    })
+    splice_json(text, edit)
+        .map(Some)
+        .map_err(|why| PersonFileError::BadEdit {
+            file: file.to_owned(),
+            why,
+        })
 }
 
 /// `value` as JSON, pretty with `indent`, its lines after the first indented `depth` times more
@@ -391,7 +393,8 @@ fn value_end(b: &[u8], at: usize) -> usize {
         }
         _ => {
             let mut i = at;
-            while i < b.len() && !matches!(b[i], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+            while i < b.len() && !matches!(b[i], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+            {
                 i += 1;
             }
             i

@@ -666,7 +666,11 @@ impl PersonFilesGuard {
             return false;
         };
         matches!(
-            rustix::fs::statat(rustix::fs::CWD, &runtimes.join(chat), AtFlags::SYMLINK_NOFOLLOW),
+            rustix::fs::statat(
+                rustix::fs::CWD,
+                &runtimes.join(chat),
+                AtFlags::SYMLINK_NOFOLLOW
+            ),
             Err(Errno::NOENT)
         )
     }
@@ -985,7 +989,11 @@ impl PersonFilesGuard {
 /// entries `end` and pruning remove. `None` when the edit names no chat's place (an entry of the
 /// person's: a key approved, a grant's folder trusted).
 pub fn entry_container(edit: &FileEdit, runtimes: &Path) -> Option<Vec<String>> {
-    let below = |key: &str| Path::new(key).strip_prefix(runtimes).is_ok_and(|r| r.components().next().is_some());
+    let below = |key: &str| {
+        Path::new(key)
+            .strip_prefix(runtimes)
+            .is_ok_and(|r| r.components().next().is_some())
+    };
     match edit.action {
         sandbox_core::EditAction::Set => {
             let at = edit.keys.iter().position(|k| below(k))?;
