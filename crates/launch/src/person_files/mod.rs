@@ -47,9 +47,15 @@
 //!   rename on Linux or macOS compares before it replaces), and one that rewrites the file in
 //!   place while we rename loses it too; we write once, before the CLI starts.
 //! - **Preserve.** TOML goes through `toml_edit`, which keeps every other byte (comments, order,
-//!   odd spacing). JSON goes through `serde_json` with `preserve_order`: every key and value is
-//!   kept in its order, the indentation is re-used, the layout around them is rewritten. (JSON
+//!   odd spacing). JSON is checked and compared through `serde_json`, and the entry is spliced
+//!   into the text itself (a value replaced in place, a member added after the container's last
+//!   one and laid out as its neighbours are): every other byte is kept, so that removing the
+//!   entry again gives back the very bytes the person had (`docs/ending-a-chat.md`). (JSON
 //!   numbers beyond what an `f64`/`i64`/`u64` holds, and duplicate keys, are the known limits.)
+//! - **Removal.** [`PersonFilesGuard::remove_entries`] (a chat's `end`) and the pruning in every
+//!   [`PersonFilesGuard::apply`] (the entries of chats whose runtime is gone, keys below the
+//!   runtimes folder only: [`entry_container`]) go through the same resolution, checks, lock,
+//!   compare and swap and atomic write as an edit.
 //! - **Atomic.** The new text goes to a temporary file in the same folder, is fsynced, renamed
 //!   over the old one, and the folder is fsynced. A process killed at any point leaves the old or
 //!   the new file, never a torn one (at worst a stray `.<name>.*.cli-sandbox.tmp` beside it).
@@ -61,7 +67,7 @@
 //!   survives. A symlink that leads nowhere is refused (nothing is created through a link).
 //! - **Refusal.** A file that cannot be parsed, or whose keys hold something else than a table,
 //!   is left untouched and the error names the file (and the line, for a parse error).
-//! - **Idempotent.** Nothing is written when the entry is already there.
+//! - **Idempotent.** Nothing is written when the entry is already there and nothing is stale.
 //!
 //! # Where it refuses
 //!
@@ -90,8 +96,8 @@
 //! reach the adapters (and through them argv or the environment) or an error message: a parse
 //! error quotes a position and a reason only for a file that passed them.
 //!
-//! What it is not: it knows nothing about any CLI (the adapters do), never deletes a key, and is
-//! not the only wall: the files a confined CLI reads later are confined by the sandbox itself.
+//! What it is not: it knows nothing about any CLI (the adapters do), deletes no key but the
+//! entries of chats (keys below the runtimes folder), and is not the only wall: the files a confined CLI reads later are confined by the sandbox itself.
 
 mod formats;
 mod resolve;
