@@ -39,13 +39,12 @@ fn wrong_shape<'a>(
 
 // ---------- TOML ----------
 
-/// The edited text, or `None` when the entry is already there.
-pub(super) fn edit_toml(
-    file: &Path,
-    text: &str,
-    edit: &FileEdit,
-) -> Result<Option<String>, PersonFileError> {
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+/// The entries of chats to remove while the file is open: the container's keys and which of
+/// its entries go.
+pub(super) type Prune<'a> = Option<(&'a [String], &'a dyn Fn(&str) -> bool)>;
+
+fn parse_toml(file: &Path, text: &str) -> Result<toml_edit::DocumentMut, PersonFileError> {
+    text.parse().map_err(|e: toml_edit::TomlError| {
         let (line, column) = line_col(text, e.span().map_or(0, |s| s.start));
         PersonFileError::Unparsable {
             file: file.to_owned(),
@@ -54,7 +53,32 @@ pub(super) fn edit_toml(
             column,
             reason: e.message().to_owned(),
         }
-    })?;
+    })
+}
+
+/// The edited text (after `prune`, in the same parse), or `None` when the entry is already
+/// there and nothing was pruned.
+pub(super) fn edit_toml(
+    file: &Path,
+    text: &str,
+    edit: &FileEdit,
+    prune: Prune<'_>,
+) -> Result<Option<String>, PersonFileError> {
+    let mut doc = parse_toml(file, text)?;
+    let pruned = match prune {
+        Some((container, ours)) => prune_toml_doc(&mut doc, container, ours),
+        None => false,
+    };
+    let edited = edit_toml_doc(file, &mut doc, edit)?;
+    Ok((pruned || edited).then(|| same_last_line_ending(text, doc.to_string())))
+}
+
+/// Makes `edit` in `doc`; `false` when the entry is already there.
+fn edit_toml_doc(
+    file: &Path,
+    doc: &mut toml_edit::DocumentMut,
+    edit: &FileEdit,
+) -> Result<bool, PersonFileError> {
     let value = json_to_toml(&edit.value).map_err(|why| PersonFileError::BadEdit {
         file: file.to_owned(),
         why,
@@ -94,7 +118,7 @@ pub(super) fn edit_toml(
             if let Some(existing) = table.get_mut(last) {
                 if let Some(old) = existing.as_value() {
                     if toml_to_json(old).as_ref() == Some(&edit.value) {
-                        return Ok(None);
+                        return Ok(false);
                     }
                     let decor = old.decor().clone();
                     let mut new = value;
@@ -120,12 +144,12 @@ pub(super) fn edit_toml(
                 .iter()
                 .any(|v| toml_to_json(v).as_ref() == Some(&edit.value))
             {
-                return Ok(None);
+                return Ok(false);
             }
             list.push_formatted(value);
         }
     }
-    Ok(Some(same_last_line_ending(text, doc.to_string())))
+    Ok(true)
 }
 
 /// `out` with its last line ending as `text`'s does: `toml_edit` ends every line it prints,
@@ -510,24 +534,29 @@ impl ObjectSpan {
         if remove.len() == self.members.len() {
             return format!("{}{{}}{}", &text[..self.open], &text[self.close + 1..]);
         }
-        let mut cuts = Vec::new();
+        let first_kept = first_kept(remove, self.members.len());
+        let mut cuts = Vec::with_capacity(remove.len());
         for &i in remove {
             let m = &self.members[i];
-            // Joined to the nearest member before it that stays; else to the next that stays.
-            let before = (0..i).rev().find(|j| !remove.contains(j));
-            match before {
-                Some(_) => {
-                    let prev_end = self.members[i - 1].value.1;
-                    cuts.push((prev_end, m.value.1));
-                }
-                None => {
-                    let next = self.members[i + 1].key_span.0;
-                    cuts.push((m.key_span.0, next));
-                }
+            // Joined to the member before it when one before it stays; else to the next one.
+            if first_kept < i {
+                cuts.push((self.members[i - 1].value.1, m.value.1));
+            } else {
+                cuts.push((m.key_span.0, self.members[i + 1].key_span.0));
             }
         }
         cut(text, &cuts)
     }
+}
+
+/// The first index of `0..len` not in `remove` (ascending), `len` when there is none.
+fn first_kept(remove: &[usize], len: usize) -> usize {
+    remove
+        .iter()
+        .enumerate()
+        .find(|(at, i)| *at != **i)
+        .map_or(remove.len(), |(at, _)| at)
+        .min(len)
 }
 
 /// The text without the byte ranges `cuts` (which may touch, not overlap).
@@ -613,12 +642,13 @@ impl ArraySpan {
         if remove.len() == self.items.len() {
             return format!("{}[]{}", &text[..self.open], &text[self.close + 1..]);
         }
-        let mut cuts = Vec::new();
+        let first_kept = first_kept(remove, self.items.len());
+        let mut cuts = Vec::with_capacity(remove.len());
         for &i in remove {
-            let before = (0..i).rev().find(|j| !remove.contains(j));
-            match before {
-                Some(_) => cuts.push((self.items[i - 1].1, self.items[i].1)),
-                None => cuts.push((self.items[i].0, self.items[i + 1].0)),
+            if first_kept < i {
+                cuts.push((self.items[i - 1].1, self.items[i].1));
+            } else {
+                cuts.push((self.items[i].0, self.items[i + 1].0));
             }
         }
         cut(text, &cuts)
@@ -736,33 +766,34 @@ pub(super) fn remove_toml(
     container: &[String],
     ours: &dyn Fn(&str) -> bool,
 ) -> Result<Option<String>, PersonFileError> {
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-        let (line, column) = line_col(text, e.span().map_or(0, |s| s.start));
-        PersonFileError::Unparsable {
-            file: file.to_owned(),
-            format: "TOML",
-            line,
-            column,
-            reason: e.message().to_owned(),
-        }
-    })?;
+    let mut doc = parse_toml(file, text)?;
+    let removed = prune_toml_doc(&mut doc, container, ours);
+    Ok(removed.then(|| same_last_line_ending(text, doc.to_string())))
+}
+
+/// Removes the entries `ours` picks in the container at `container`; whether any went.
+fn prune_toml_doc(
+    doc: &mut toml_edit::DocumentMut,
+    container: &[String],
+    ours: &dyn Fn(&str) -> bool,
+) -> bool {
     let mut item: &mut toml_edit::Item = doc.as_item_mut();
     for key in container {
         let Some(next) = item.as_table_like_mut().and_then(|t| t.get_mut(key)) else {
-            return Ok(None);
+            return false;
         };
         item = next;
     }
-    let removed = if let Some(table) = item.as_table_like_mut() {
-        let keys: Vec<String> = table
-            .iter()
-            .map(|(k, _)| k.to_owned())
-            .filter(|k| ours(k))
-            .collect();
-        for key in &keys {
-            table.remove(key);
-        }
-        !keys.is_empty()
+    // `retain`, one pass: removing keys one by one shifts the table each time (quadratic in
+    // the thousands of a long-lived file).
+    let removed = if let Some(table) = item.as_table_mut() {
+        let before = table.len();
+        table.retain(|k, _| !ours(k));
+        table.len() != before
+    } else if let Some(table) = item.as_inline_table_mut() {
+        let before = table.len();
+        table.retain(|k, _| !ours(k));
+        table.len() != before
     } else if let Some(list) = item.as_array_mut() {
         let before = list.len();
         list.retain(|v| !v.as_str().is_some_and(ours));
@@ -770,5 +801,5 @@ pub(super) fn remove_toml(
     } else {
         false
     };
-    Ok(removed.then(|| same_last_line_ending(text, doc.to_string())))
+    removed
 }

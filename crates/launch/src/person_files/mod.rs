@@ -596,18 +596,20 @@ impl PersonFilesGuard {
         let compute = |old: Option<&str>| -> Result<Option<String>, PersonFileError> {
             // Entries of chats whose runtime is gone go first (a crashed provider's), then the
             // edit; nothing is written when neither changes anything.
-            let pruned = match &container {
-                Some(keys) => remove(file, edit.format, old.unwrap_or(""), keys, &|key| {
-                    self.is_stale(key)
-                })?,
+            let stale = |key: &str| self.is_stale(key);
+            let prune: formats::Prune<'_> = container
+                .as_deref()
+                .map(|keys| (keys, &stale as &dyn Fn(&str) -> bool));
+            if edit.format == FileFormat::Toml {
+                // One parse for both: a long-lived TOML file is slow to parse.
+                return formats::edit_toml(file, old.unwrap_or(""), edit, prune);
+            }
+            let pruned = match prune {
+                Some((keys, ours)) => remove(file, edit.format, old.unwrap_or(""), keys, ours)?,
                 None => None,
             };
             let base = pruned.as_deref().or(old);
-            let edited = match edit.format {
-                FileFormat::Toml => formats::edit_toml(file, base.unwrap_or(""), edit)?,
-                FileFormat::Json => formats::edit_json(file, base, edit)?,
-            };
-            Ok(edited.or(pruned))
+            Ok(formats::edit_json(file, base, edit)?.or(pruned))
         };
         self.try_change(file, Some(edit.create_mode), &compute)
     }
