@@ -434,3 +434,93 @@ fn end_racing_other_chats_pre_trust_loses_nothing() {
         }
     }
 }
+
+// ---------- the command line, as root and as an ordinary user ----------
+
+/// `cli-sandbox pre-trust` then `cli-sandbox end --remove-runtime`, run by the binary as this
+/// process's user (root on CI) and as an ordinary user in a home of its own: the person's files
+/// byte for byte as before, the runtime and the plan files gone; `end` again says nothing was
+/// found and exits 0.
+#[test]
+fn the_binary_ends_a_chat_as_root_and_as_an_ordinary_user() {
+    use cli_sandbox_tests::users::{TestUser, command_as};
+    let test = "the_binary_ends_a_chat_as_root_and_as_an_ordinary_user";
+    let mut users = vec![None];
+    // SAFETY: geteuid has no failure and touches no memory.
+    if unsafe { libc::geteuid() } == 0
+        && let Some(user) = TestUser::get(test)
+    {
+        users.push(Some(user));
+    }
+    for user in users {
+        let dir = tempfile::tempdir().unwrap();
+        let home = fs::canonicalize(dir.path()).unwrap();
+        let state_root = home.join(".local/share/AgentWorks");
+        fs::create_dir_all(&state_root).unwrap();
+        let person = [
+            (
+                CODEX,
+                "# mine\nmodel = \"o3\"\n\n[projects.\"/home/me/x\"]\ntrust_level = \"trusted\"\n",
+            ),
+            (
+                CLAUDE,
+                "{\"numStartups\":3,\"projects\":{\"/home/me/x\":{\"a\":[]}}}",
+            ),
+        ];
+        for (name, text) in person {
+            let path = home.join(name);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, text).unwrap();
+        }
+        if let Some(user) = &user {
+            user.own(&home);
+        }
+        let run = |args: &[&str]| {
+            let out = command_as(user.as_ref(), cli_sandbox_tests::cli_sandbox())
+                .env("HOME", &home)
+                .env_remove("XDG_DATA_HOME")
+                .env_remove("AGENTWORKS_STATE_ROOT")
+                .env_remove("CODEX_HOME")
+                .env_remove("CLAUDE_CONFIG_DIR")
+                .arg("--state-root")
+                .arg(&state_root)
+                .args(args)
+                .output()
+                .unwrap();
+            let said = format!(
+                "{args:?} as {user:?}: {}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(out.status.success(), "{said}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        for cli in ["codex", "claude"] {
+            run(&[
+                "pre-trust",
+                "--cli",
+                cli,
+                "--chat",
+                "c1",
+                "--shape",
+                "structured",
+            ]);
+        }
+        let runtime = state_root.join("state/cli-runtimes/v1/c1");
+        assert!(runtime.is_dir());
+        assert_ne!(fs::read_to_string(home.join(CODEX)).unwrap(), person[0].1);
+        let said = run(&["end", "--chat", "c1", "--remove-runtime"]);
+        assert!(said.contains("removed:"), "{said}");
+        for (name, text) in person {
+            assert_eq!(
+                fs::read_to_string(home.join(name)).unwrap(),
+                text,
+                "{name} as {user:?}"
+            );
+        }
+        assert!(!runtime.exists(), "the runtime is removed");
+        let again = run(&["end", "--chat", "c1", "--json"]);
+        let again: Value = serde_json::from_str(&again).unwrap();
+        assert_eq!(again["known"], json!(false), "{again}");
+    }
+}

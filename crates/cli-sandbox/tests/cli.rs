@@ -158,6 +158,7 @@ fn the_help_of_every_command_reads_as_its_snapshot() {
         "plan",
         "pre-trust",
         "run",
+        "end",
         "explain",
         "profile",
         "contract",
