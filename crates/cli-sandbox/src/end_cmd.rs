@@ -26,6 +26,9 @@ pub fn run(settings: &Settings, args: &EndArgs) -> Result<ExitCode, Error> {
         crate::print_json(&done)?;
         return Ok(ExitCode::SUCCESS);
     }
+    for why in &done.skipped {
+        outln!("skipped: {why}");
+    }
     if !done.known {
         outln!(
             "chat `{}`: nothing of it was found (no runtime, plan file or entry): nothing to end",

@@ -42,6 +42,9 @@ pub struct EndDone {
     pub runtime_removed: bool,
     /// Whether anything of the chat was found (its runtime, a plan file, an entry).
     pub known: bool,
+    /// The CLIs whose files were not looked at, and why: their adapter refuses this person's
+    /// launches now (Claude with a `permissions.ask` rule of the person's), so it names no file.
+    pub skipped: Vec<String>,
 }
 
 /// One person's file as `end` left it.
@@ -77,6 +80,7 @@ pub fn end_chat(ctx: &Context, chat: &str, remove_runtime: bool) -> Result<EndDo
     let person = RealPersonFiles::for_policy(&policy);
     let mut files: BTreeMap<PathBuf, (FileFormat, Vec<Vec<String>>)> = BTreeMap::new();
     let mut failures = Vec::new();
+    let mut skipped = Vec::new();
     for adapter in registry::ADAPTERS {
         match adapter.pre_trust(&request, &person) {
             Ok(pre_trust) => {
@@ -92,7 +96,10 @@ pub fn end_chat(ctx: &Context, chat: &str, remove_runtime: bool) -> Result<EndDo
                     }
                 }
             }
-            Err(e) => failures.push(format!("{}: {e}", adapter.name())),
+            Err(e) => {
+                tracing::warn!(cli = adapter.name(), error = %e, "end: this CLI's files are not looked at");
+                skipped.push(format!("{}: {e}", adapter.name()));
+            }
         }
     }
     let guard = person.guard();
@@ -104,6 +111,7 @@ pub fn end_chat(ctx: &Context, chat: &str, remove_runtime: bool) -> Result<EndDo
         plans: Vec::new(),
         runtime_removed: false,
         known: runtime.exists(),
+        skipped,
     };
     for (file, (format, containers)) in &files {
         match guard.remove_entries(file, *format, containers, &ours) {

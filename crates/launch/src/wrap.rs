@@ -891,6 +891,9 @@ pub fn wrap(
     Ok((argv, plan))
 }
 
+/// The wrapped argv, the plan file and the kept copy's folder ([`wrap_planned`]).
+type Planned = (Vec<OsString>, Option<PathBuf>, Option<PathBuf>);
+
 /// [`wrap`] that writes only the plan file: with the folder of the kept copy the argv names,
 /// when it names one, for the writing step to make.
 fn wrap_planned(
@@ -898,7 +901,7 @@ fn wrap_planned(
     policy: &Policy,
     backend: Backend,
     command: Vec<OsString>,
-) -> Result<(Vec<OsString>, Option<PathBuf>, Option<PathBuf>), Error> {
+) -> Result<Planned, Error> {
     match backend {
         Backend::Seatbelt => {
             // TODO(macOS): the Seatbelt profile has no rule for the machine's loopback yet

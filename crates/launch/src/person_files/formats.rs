@@ -786,7 +786,7 @@ fn prune_toml_doc(
     }
     // `retain`, one pass: removing keys one by one shifts the table each time (quadratic in
     // the thousands of a long-lived file).
-    let removed = if let Some(table) = item.as_table_mut() {
+    if let Some(table) = item.as_table_mut() {
         let before = table.len();
         table.retain(|k, _| !ours(k));
         table.len() != before
@@ -800,6 +800,5 @@ fn prune_toml_doc(
         list.len() != before
     } else {
         false
-    };
-    removed
+    }
 }

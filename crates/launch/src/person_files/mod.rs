@@ -676,7 +676,7 @@ impl PersonFilesGuard {
         matches!(
             rustix::fs::statat(
                 rustix::fs::CWD,
-                &runtimes.join(chat),
+                runtimes.join(chat),
                 AtFlags::SYMLINK_NOFOLLOW
             ),
             Err(Errno::NOENT)
@@ -690,7 +690,7 @@ impl PersonFilesGuard {
         &self,
         file: &Path,
         create_mode: Option<u32>,
-        compute: &dyn Fn(Option<&str>) -> Result<Option<String>, PersonFileError>,
+        compute: &Compute<'_>,
     ) -> Result<Option<Applied>, PersonFileError> {
         let Some(place) = self.place(Op::Write, file)? else {
             return Ok(None);
@@ -1014,6 +1014,10 @@ pub fn entry_container(edit: &FileEdit, runtimes: &Path) -> Option<Vec<String>> 
             .map(|_| edit.keys.clone()),
     }
 }
+
+/// The new text of a person's file from its old text (`None`: missing), `None` when nothing is
+/// to be written.
+type Compute<'a> = dyn Fn(Option<&str>) -> Result<Option<String>, PersonFileError> + 'a;
 
 /// [`formats::remove_json`] or [`formats::remove_toml`] by `format`.
 fn remove(
