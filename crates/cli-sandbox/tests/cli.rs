@@ -808,6 +808,19 @@ fn a_launch_runs_the_helper_beside_cli_sandbox_only_where_no_chat_can_replace_it
             .unwrap();
         assert!(out.status.success(), "{}", text(&out));
         let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+        // `plan` names the helper; `pre-trust`, the launch's writing step, makes the kept copy
+        // where it names one.
+        let out = std::process::Command::new(bin)
+            .env_remove("CLI_SANDBOX_HELPER")
+            .env("HOME", &l.demo.home)
+            .arg("--config")
+            .arg(&l.demo.config)
+            .arg("--state-root")
+            .arg(&l.demo.state_root)
+            .args(["pre-trust", "--cli", "codex", "--chat", "c-which"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
         PathBuf::from(plan["argv"][0].as_str().unwrap())
     };
     let install = |dir: &Path| {

@@ -464,7 +464,8 @@ fn kept_copy_path(dir: &Path) -> Result<PathBuf, Error> {
 /// The copy's open file, read-locked (shared) by this process until it ends or execs: the
 /// copies of other contents are removed only when no launch holds such a lock on them, so a
 /// launch between naming its copy and running it never finds it gone.
-static IN_USE: std::sync::Mutex<Vec<std::fs::File>> = std::sync::Mutex::new(Vec::new());
+/// One per copy: a provider that launches all day holds one descriptor, not one per launch.
+static IN_USE: std::sync::Mutex<Vec<(PathBuf, std::fs::File)>> = std::sync::Mutex::new(Vec::new());
 
 /// This binary, copied into `dir` (the [`kept_copies_folder`]) once per content: named
 /// `cli-sandbox-<SHA-256 of the image>`, so that two builds of the same content share one copy
@@ -508,10 +509,13 @@ fn make_kept_copy(dir: &Path) -> Result<PathBuf, Error> {
             && rustix::fs::flock(&file, rustix::fs::FlockOperation::LockShared).is_ok()
             && same_file(&file, &path)
         {
-            IN_USE
+            let mut held = IN_USE
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(file);
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // The newer lock replaces one on a file of the same name that was removed meanwhile.
+            held.retain(|(p, _)| p != &path);
+            held.push((path.clone(), file));
+            drop(held);
             if made {
                 remove_other_copies(dir, &[&name, &note_name]);
             }
