@@ -9,7 +9,7 @@
 #   scripts/bench.sh --phases NAME=BIN  also the table of where the time goes for another
 #                                    phase-times build (cargo build --features phase-times)
 #
-# Other options go to the table: --rounds N, --cli-rounds N, --only launch,compile,cli,memory,phases,
+# Other options go to the table: --rounds N, --cli-rounds N, --only launch,compile,cli,memory,phases,past,
 # --keep. Needs bubblewrap for the comparison (apt-get install bubblewrap) and the pinned CLIs
 # for their rows (npm ci --prefix tests); each is left out, loudly, when missing.
 set -euo pipefail

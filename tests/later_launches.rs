@@ -349,6 +349,23 @@ fn the_launchers_kept_copy_is_one_per_content_and_old_ones_are_removed() {
         assert!(out.status.success(), "{bin}: {}", text(&out));
         let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         used.push(PathBuf::from(plan["argv"][0].as_str().unwrap()));
+        // `plan` names the copy and writes only its plan file: `pre-trust`, the launch's
+        // writing step, makes it.
+        if bin == "bin-a" {
+            assert!(!expected.exists(), "plan made the kept copy");
+            assert!(old.exists(), "plan removed an older copy");
+        }
+        let out = Command::new(&installed)
+            .env("HOME", &d.home)
+            .env_remove("CLI_SANDBOX_HELPER")
+            .env_remove("CLI_SANDBOX_ACCEPT_REPLACEABLE_HELPER")
+            .args(["--config", d.config.to_str().unwrap()])
+            .args(["--state-root", d.state_root.to_str().unwrap()])
+            .args(["pre-trust", "--cli", "codex", "--chat", "chat-1"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{bin}: {}", text(&out));
+        assert!(expected.is_file(), "pre-trust made the kept copy");
     }
     assert_eq!(used, [expected.clone(), expected.clone()]);
     let copies: Vec<_> = std::fs::read_dir(&kept)

@@ -12,6 +12,10 @@
 //! 4. the start of the real CLIs (`claude --version`, `codex --version`) bare and confined;
 //! 5. the memory of the `exec` helper (and of the init it leaves in the chat's PID namespace).
 //!
+//! 7. `pre-trust` and `run` (with `/bin/true` as the CLI's program) with 10 and 10,000 past
+//!    chats' entries in the person's files (`--only past`): their runtimes gone (the first
+//!    pre-trust prunes them, timed once) and still there (the entries stay).
+//!
 //! 6. where the time of one launch goes, from the `PHASE` marks of a build with the
 //!    `phase-times` feature (`--phases NAME=BIN`, one table column pair per build).
 //!
@@ -621,6 +625,11 @@ mod table {
             memory_table(&mut out, &bin, &layouts, &plans);
         }
 
+        // 7: past chats.
+        if opts.runs("past") {
+            past_chats(&mut out, &bin, opts.rounds);
+        }
+
         // 6: where the time goes.
         if opts.runs("phases") && !opts.phases.is_empty() {
             let exec_plan = &plans[0].0;
@@ -632,6 +641,151 @@ mod table {
         let report = scratch_dir().join("launch-table.md");
         if std::fs::write(&report, &out).is_ok() {
             eprintln!("(also written to {})", report.display());
+        }
+    }
+
+    /// A demo layout whose person's files hold the entries of `past` chats of an older
+    /// launcher (Codex's, Claude's and Gemini's trust), their runtimes `alive` or gone, and whose
+    /// configuration runs `/bin/true` as Codex; the `pre-trust` and `run` argv for a chat of it.
+    fn past_layout(
+        root: &Path,
+        past: usize,
+        alive: bool,
+        bin: &Path,
+    ) -> (launch::demo::Demo, Vec<OsString>, Vec<OsString>) {
+        let demo = launch::demo::Demo::create(root).expect("a demo layout");
+        let runtimes = demo.state_root.join("state/cli-runtimes/v1");
+        let mut codex = String::from("model = \"o3\"\n");
+        let mut claude = serde_json::Map::new();
+        let mut gemini = serde_json::Map::new();
+        for i in 0..past {
+            let runtime = runtimes.join(format!("past-{i}"));
+            if alive {
+                std::fs::create_dir_all(&runtime).unwrap();
+            }
+            let key = runtime.to_str().unwrap().to_owned();
+            codex.push_str(&format!(
+                "\n[projects.\"{key}\"]\ntrust_level = \"trusted\"\n"
+            ));
+            claude.insert(
+                key.clone(),
+                serde_json::json!({"hasTrustDialogAccepted": true}),
+            );
+            gemini.insert(key, serde_json::json!("TRUST_FOLDER"));
+        }
+        let home = &demo.home;
+        std::fs::create_dir_all(home.join(".codex")).unwrap();
+        std::fs::write(home.join(".codex/config.toml"), codex).unwrap();
+        let claude = serde_json::json!({"numStartups": 3, "projects": claude});
+        std::fs::write(
+            home.join(".claude.json"),
+            serde_json::to_string_pretty(&claude).unwrap(),
+        )
+        .unwrap();
+        std::fs::create_dir_all(home.join(".gemini")).unwrap();
+        std::fs::write(
+            home.join(".gemini/trustedFolders.json"),
+            serde_json::to_string_pretty(&gemini).unwrap(),
+        )
+        .unwrap();
+        let config = std::fs::read_to_string(&demo.config).unwrap();
+        std::fs::write(
+            &demo.config,
+            format!("{config}\n[cli.codex]\nprogram = \"/bin/true\"\n"),
+        )
+        .unwrap();
+        let launch = |cmd: &str| -> Vec<OsString> {
+            vec![
+                os(bin),
+                os("--config"),
+                os(&demo.config),
+                os("--state-root"),
+                os(&demo.state_root),
+                os(cmd),
+                os("--cli"),
+                os("codex"),
+                os("--chat"),
+                os(&demo.chat),
+                os("--shape"),
+                os("structured"),
+            ]
+        };
+        let (pre_trust, run) = (launch("pre-trust"), launch("run"));
+        (demo, pre_trust, run)
+    }
+
+    /// Section 7: `pre-trust` and `run` with 10 and 10,000 past chats, side by side.
+    fn past_chats(out: &mut String, bin: &Path, rounds: usize) {
+        eprintln!("past chats: building the layouts...");
+        let dir = scratch_dir().join("past-chats");
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut variants = vec![];
+        let mut demos = vec![];
+        let mut prune = vec![];
+        for (past, alive) in [(10, false), (10_000, false), (10, true), (10_000, true)] {
+            let state = if alive { "alive" } else { "gone" };
+            let root = dir.join(format!("{past}-{state}"));
+            std::fs::create_dir_all(&root).unwrap();
+            let (demo, pre_trust, run) = past_layout(&root, past, alive, bin);
+            // The first pre-trust prunes the entries of the chats whose runtime is gone: once.
+            let first = Variant::new("first", pre_trust.clone(), &demo.home);
+            let t = Instant::now();
+            first.check().expect("the first pre-trust");
+            prune.push((past, state, t.elapsed().as_secs_f64() * 1e3));
+            let codex = std::fs::read_to_string(demo.home.join(".codex/config.toml")).unwrap();
+            prune.push((codex.matches("[projects.").count(), "entries left", 0.0));
+            variants.push(Variant::new(
+                format!("pre-trust {past} {state}"),
+                pre_trust,
+                &demo.home,
+            ));
+            variants.push(Variant::new(format!("run {past} {state}"), run, &demo.home));
+            demos.push(demo);
+        }
+        variants.push(Variant::new("bare", vec![os(TRUE)], &demos[0].home));
+        let s = measure("past chats", &variants, rounds);
+        line(
+            out,
+            "\n## Past chats: `pre-trust` and `run` (Codex, `/bin/true` as its program) with 10 and 10,000 past chats' entries\n",
+        );
+        line(
+            out,
+            "| past chats | their runtimes | pre-trust median ms | run median ms | run added over bare ms | pre-trust ratio to 10 | run ratio to 10 |",
+        );
+        line(out, "|---|---|---|---|---|---|---|");
+        for state in ["gone", "alive"] {
+            for past in [10, 10_000] {
+                let pt = format!("pre-trust {past} {state}");
+                let run = format!("run {past} {state}");
+                let pt10 = format!("pre-trust 10 {state}");
+                let run10 = format!("run 10 {state}");
+                let ratio = |a: &str, b: &str| {
+                    let (x, y) = (&s.ms[s.index(a)], &s.ms[s.index(b)]);
+                    Stats::of(&x.iter().zip(y).map(|(x, y)| x / y).collect::<Vec<_>>()).median
+                };
+                line(
+                    out,
+                    format!(
+                        "| {past} | {state} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                        s.of(&pt).median,
+                        s.of(&run).median,
+                        s.diff(&run, "bare").median,
+                        ratio(&pt, &pt10),
+                        ratio(&run, &run10),
+                    ),
+                );
+            }
+        }
+        line(
+            out,
+            "\nThe first pre-trust of each layout (once, not in the rounds), and the Codex entries left after it:\n",
+        );
+        for pair in prune.chunks(2) {
+            let ((past, state, ms), (left, _, _)) = (pair[0], pair[1]);
+            line(
+                out,
+                format!("- {past} past chats, runtimes {state}: {ms:.1} ms, {left} entries left"),
+            );
         }
     }
 

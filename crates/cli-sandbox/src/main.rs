@@ -37,6 +37,7 @@ mod completions;
 mod contract;
 mod denial_log;
 mod doctor;
+mod end_cmd;
 mod exec;
 mod explain;
 mod helper;
@@ -139,6 +140,10 @@ enum Command {
     /// Writes the pre-trust edits `plan` lists (and makes the chat's runtime), for a launch
     /// from `plan --json`.
     PreTrust(launch_cmds::PreTrustArgs),
+    /// Ends a chat: removes every entry its launches wrote in the person's files (and entries
+    /// of chats whose runtime is gone), its plan files, and with --remove-runtime its runtime.
+    /// A chat nothing is known of ends as a no-op that says so.
+    End(end_cmd::EndArgs),
     /// Pre-trust, then run the CLI confined; its exit status is ours.
     #[command(after_help = EXIT_STATUS)]
     Run(launch_cmds::LaunchArgs),
@@ -266,6 +271,7 @@ fn main() -> ExitCode {
         Command::Plan(a) => launch_cmds::plan(&settings, a),
         Command::PreTrust(a) => launch_cmds::pre_trust(&settings, a),
         Command::Run(a) => launch_cmds::run(&settings, a, globals.verbose),
+        Command::End(a) => end_cmd::run(&settings, a),
         Command::Explain(a) => explain::run(&settings, a),
         Command::Profile(a) => profile::run(&settings, a),
         Command::Step(a) => step::run(&settings, a),

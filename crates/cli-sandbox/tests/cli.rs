@@ -158,6 +158,7 @@ fn the_help_of_every_command_reads_as_its_snapshot() {
         "plan",
         "pre-trust",
         "run",
+        "end",
         "explain",
         "profile",
         "contract",
@@ -807,6 +808,19 @@ fn a_launch_runs_the_helper_beside_cli_sandbox_only_where_no_chat_can_replace_it
             .unwrap();
         assert!(out.status.success(), "{}", text(&out));
         let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+        // `plan` names the helper; `pre-trust`, the launch's writing step, makes the kept copy
+        // where it names one.
+        let out = std::process::Command::new(bin)
+            .env_remove("CLI_SANDBOX_HELPER")
+            .env("HOME", &l.demo.home)
+            .arg("--config")
+            .arg(&l.demo.config)
+            .arg("--state-root")
+            .arg(&l.demo.state_root)
+            .args(["pre-trust", "--cli", "codex", "--chat", "c-which"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
         PathBuf::from(plan["argv"][0].as_str().unwrap())
     };
     let install = |dir: &Path| {
@@ -1054,15 +1068,13 @@ fn plan_creates_only_the_plan_file_and_says_so_and_pre_trust_makes_what_it_lists
     let plan_file = plan["plan_file"].as_str().map(PathBuf::from);
     // Where this binary lies in a place a chat could write (a clone under /tmp, as CI may make),
     // the launch runs a copy of it that the launcher keeps in its own folder of the state root
-    // (`wrap::helper_for`): made by `plan` too, and no less ours than the plan file.
-    let kept_helper = l.demo.state_root.join("state/cli-sandbox/helper");
+    // (`wrap::helper_for`): `plan` names it, `pre-trust` makes it.
     for path in &made {
         let ours = match &plan_file {
             // The plan file, and the folders it lies in.
             Some(file) => file == path || file.starts_with(path),
             None => false,
-        } || path.starts_with(&kept_helper)
-            || kept_helper.starts_with(path);
+        };
         assert!(
             ours,
             "plan made {} (only the plan file may be made)",

@@ -70,6 +70,7 @@ pub mod chat_env;
 pub mod context;
 pub mod demo;
 pub mod egress;
+pub mod end;
 /// The real file system behind the core's `Resolver` and the plan's `LaunchDisk`.
 pub use sandbox_linux::disk;
 mod error;
@@ -82,6 +83,7 @@ pub mod seatbelt;
 pub mod wrap;
 
 pub use context::{Context, Settings};
+pub use end::{EndDone, EndFile, end_chat};
 pub use error::Error;
 pub use wrap::{
     EditDone, LandlockArgs, LandlockCmd, LaunchCommand, LaunchSpec, PreTrustDone, PreparedLaunch,

@@ -168,6 +168,10 @@ pub struct PreparedLaunch {
     /// the chat (the command starts from an empty environment); `None` to inherit it.
     #[serde(skip)]
     env_allow: Option<sandbox_core::EnvAllow>,
+    /// The folder of the helper's kept copy, when `argv` runs it: made (if missing) by
+    /// [`PreparedLaunch::pre_trust`], the launch's writing step.
+    #[serde(skip)]
+    kept_copy: Option<PathBuf>,
 }
 
 /// What [`PreparedLaunch::pre_trust`] did.
@@ -240,16 +244,27 @@ pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
 /// on the command line), unless the provider accepts that exact path
 /// ([`crate::Settings::accept_replaceable_helper`]; then with a warning).
 pub fn helper_for(ctx: &Context, policy: &Policy) -> Result<PathBuf, Error> {
+    match helper_named(ctx, policy)? {
+        (_, Some(dir)) => make_kept_copy(&dir),
+        (helper, None) => Ok(helper),
+    }
+}
+
+/// The helper [`helper_for`] names, without writing anything: with the kept copies' folder
+/// when it is the kept copy, which the launch's writing step ([`PreparedLaunch::pre_trust`])
+/// makes if it is missing (`plan` writes only its plan file).
+fn helper_named(ctx: &Context, policy: &Policy) -> Result<(PathBuf, Option<PathBuf>), Error> {
     let helper = helper_binary(ctx.helper.as_deref())?;
     let (canonical, replaceable) = check_helper(&helper, policy)?;
     let Some(replaceable) = replaceable else {
-        return Ok(canonical);
+        return Ok((canonical, None));
     };
     if is_this_binary(&canonical) || is_beside_this_binary(&canonical) {
-        return kept_copy_of_this_binary(ctx);
+        let dir = kept_copies_folder(ctx);
+        return Ok((kept_copy_path(&dir)?, Some(dir)));
     }
     accepted_by_name(ctx, &helper, &canonical, replaceable)?;
-    Ok(canonical)
+    Ok((canonical, None))
 }
 
 /// The helper that `CLI_SANDBOX_HELPER` or the settings name, checked as [`helper_for`] checks
@@ -429,51 +444,116 @@ pub fn kept_copies_folder(ctx: &Context) -> PathBuf {
     ctx.layout.state_root.join("state/cli-sandbox/helper")
 }
 
-/// This binary, copied into [`kept_copies_folder`] once per content: named
-/// `cli-sandbox-<SHA-256 of the image>`, so that two builds of the same content share one copy
-/// and a new content gets a new one. Read from `/proc/self/exe`, the image this process runs,
-/// not whatever the path holds now. Hashing the image (tens of megabytes) at every launch
-/// would cost each launch milliseconds, so the digest is kept beside the copies in a note named
-/// by the image's device, inode, size and time (`image-...`), the same key the copies were
-/// named by before: the image is read in full once per installed file. When a new copy is made,
-/// every other copy and note in the folder is removed (a launch of another build that is
-/// starting at that very moment would then find its helper gone and fail with "cannot be run";
-/// it is not started unconfined).
-fn kept_copy_of_this_binary(ctx: &Context) -> Result<PathBuf, Error> {
+/// The image this process runs, its note's name (`image-...`, by its device, inode, size and
+/// time) and the file.
+fn running_image() -> Result<(std::fs::File, String), Error> {
     use std::os::unix::fs::MetadataExt;
-    let io = |what: String| move |e: std::io::Error| Error::Io { what, source: e };
-    let running = std::fs::File::open("/proc/self/exe").map_err(io("this binary".into()))?;
-    let meta = running.metadata().map_err(io("this binary".into()))?;
-    let dir = kept_copies_folder(ctx);
-    crate::context::ensure_dir(&dir)?;
-    let note_name = format!(
+    let io = |e: std::io::Error| Error::Io {
+        what: "this binary".into(),
+        source: e,
+    };
+    let running = std::fs::File::open("/proc/self/exe").map_err(io)?;
+    let meta = running.metadata().map_err(io)?;
+    let note = format!(
         "image-{:x}-{:x}-{:x}-{:x}",
         meta.dev(),
         meta.ino(),
         meta.size(),
         meta.mtime_nsec() ^ (meta.mtime() << 30)
     );
-    let note = dir.join(&note_name);
-    if let Ok(name) = std::fs::read_to_string(&note)
+    Ok((running, note))
+}
+
+/// Where the kept copy of this binary is (or will be) in `dir`, writing nothing: from the note
+/// of this image when there is one, else from the image's SHA-256.
+fn kept_copy_path(dir: &Path) -> Result<PathBuf, Error> {
+    let (running, note) = running_image()?;
+    if let Ok(name) = std::fs::read_to_string(dir.join(&note))
         && is_copy_name(&name)
-        && dir.join(&name).is_file()
     {
         return Ok(dir.join(name));
     }
-    let digest = digest_of(&running).map_err(io("this binary".into()))?;
-    let name = format!("cli-sandbox-{digest}");
-    let path = dir.join(&name);
-    if !path.is_file() {
-        write_atomically(&dir, &path, |tmp| {
-            std::io::copy(&mut &running, tmp)?;
-            tmp.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        })?;
-    }
-    write_atomically(&dir, &note, |tmp| {
-        std::io::Write::write_all(tmp, name.as_bytes())
+    let digest = digest_of(&running).map_err(|e| Error::Io {
+        what: "this binary".into(),
+        source: e,
     })?;
-    remove_other_copies(&dir, &[&name, &note_name]);
-    Ok(path)
+    Ok(dir.join(format!("cli-sandbox-{digest}")))
+}
+
+/// The copy's open file, read-locked (shared) by this process until it ends or execs: the
+/// copies of other contents are removed only when no launch holds such a lock on them, so a
+/// launch between naming its copy and running it never finds it gone.
+/// One per copy: a provider that launches all day holds one descriptor, not one per launch.
+static IN_USE: std::sync::Mutex<Vec<(PathBuf, std::fs::File)>> = std::sync::Mutex::new(Vec::new());
+
+/// This binary, copied into `dir` (the [`kept_copies_folder`]) once per content: named
+/// `cli-sandbox-<SHA-256 of the image>`, so that two builds of the same content share one copy
+/// and a new content gets a new one. Read from `/proc/self/exe`, the image this process runs,
+/// not whatever the path holds now. Hashing the image (tens of megabytes) at every launch
+/// would cost each launch milliseconds, so the digest is kept beside the copies in a note named
+/// by the image's device, inode, size and time: the image is read in full once per installed
+/// file. Nothing is written when the copy and the note are there. The copy is read-locked
+/// ([`IN_USE`]) before it is returned; when a new copy is made, every other copy that no launch
+/// holds so is removed (under an exclusive lock taken without waiting), with every other note:
+/// a launch of another build that is starting at that moment keeps its copy, and one that
+/// named it but lost it makes it again.
+fn make_kept_copy(dir: &Path) -> Result<PathBuf, Error> {
+    let (running, note_name) = running_image()?;
+    let note = dir.join(&note_name);
+    for _ in 0..4 {
+        let path = kept_copy_path(dir)?;
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let made = if path.is_file() {
+            false
+        } else {
+            crate::context::ensure_dir(dir)?;
+            write_atomically(dir, &path, |tmp| {
+                std::io::copy(&mut &running, tmp)?;
+                tmp.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            })?;
+            true
+        };
+        if std::fs::read_to_string(&note).ok().as_deref() != Some(name.as_str()) {
+            write_atomically(dir, &note, |tmp| {
+                std::io::Write::write_all(tmp, name.as_bytes())
+            })?;
+        }
+        // Read-locked, then checked to be still the file at the name: a remover that took its
+        // lock first has unlinked it, and the copy is made again.
+        if let Ok(file) = std::fs::File::open(&path)
+            && rustix::fs::flock(&file, rustix::fs::FlockOperation::LockShared).is_ok()
+            && same_file(&file, &path)
+        {
+            let mut held = IN_USE
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // The newer lock replaces one on a file of the same name that was removed meanwhile.
+            held.retain(|(p, _)| p != &path);
+            held.push((path.clone(), file));
+            drop(held);
+            if made {
+                remove_other_copies(dir, &[&name, &note_name]);
+            }
+            return Ok(path);
+        }
+    }
+    Err(Error::Other(format!(
+        "the kept copy of this binary in `{}` was removed under this launch four times: launch again",
+        dir.display()
+    )))
+}
+
+/// Whether `path` names the open `file` (the same device and inode).
+fn same_file(file: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
 }
 
 /// `cli-sandbox-` and 64 hexadecimal digits.
@@ -537,19 +617,38 @@ fn remove_other_copies(dir: &Path, keep: &[&str]) {
     for entry in listing.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        let ours = name.starts_with("cli-sandbox-") || name.starts_with("image-");
-        if ours
-            && !keep.contains(&name)
-            && let Err(e) = std::fs::remove_file(entry.path())
-        {
-            tracing::debug!(copy = %entry.path().display(), error = %e, "an old kept copy was not removed");
+        if keep.contains(&name) {
+            continue;
+        }
+        if name.starts_with("image-") {
+            let _ = std::fs::remove_file(entry.path());
+            continue;
+        }
+        if !name.starts_with("cli-sandbox-") {
+            continue;
+        }
+        // Only a copy no launch holds (a shared lock, `make_kept_copy`); one in use is left for
+        // a later time.
+        let Ok(file) = std::fs::File::open(entry.path()) else {
+            continue;
+        };
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {
+                if let Err(e) = std::fs::remove_file(entry.path()) {
+                    tracing::debug!(copy = %entry.path().display(), error = %e, "an old kept copy was not removed");
+                }
+            }
+            Err(_) => {
+                tracing::debug!(copy = %entry.path().display(), "an old kept copy is in use: left for later");
+            }
         }
     }
 }
 
 impl PreparedLaunch {
-    /// Computes the launch. Writes the compiled Linux plan (our own file, in the state root, and
-    /// the kept copy of the helper where [`helper_for`] needs one) and nothing else: not the
+    /// Computes the launch. Writes the compiled Linux plan (our own file, in the state root)
+    /// and nothing else (the helper's kept copy, where [`helper_for`] needs one, is named
+    /// here and made by [`PreparedLaunch::pre_trust`]): not the
     /// person's files, not the chat's runtime, not the refused folders of its grants. Pre-trust
     /// is listed, and applied by [`PreparedLaunch::pre_trust`], which also makes the runtime; the
     /// Linux helper makes the refused folders (and the runtime) again at the launch itself.
@@ -603,7 +702,7 @@ impl PreparedLaunch {
         let mut command: Vec<OsString> = vec![program.clone().into_os_string()];
         command.extend(launch.args.iter().map(OsString::from));
         let command_len = command.len();
-        let (argv, plan_file) = wrap_with(
+        let (argv, plan_file, kept_copy) = wrap_planned(
             ctx,
             &policy,
             decision.backend,
@@ -656,6 +755,7 @@ impl PreparedLaunch {
             person_files: person.guard(),
             state_root: ctx.layout.state_root.clone(),
             env_allow,
+            kept_copy,
         })
     }
 
@@ -664,6 +764,10 @@ impl PreparedLaunch {
     /// then the launch's own files into the working folder; says what it did.
     pub fn pre_trust(&self) -> Result<PreTrustDone, Error> {
         let _span = tracing::info_span!("pre-trust", cli = %self.cli).entered();
+        // The helper's kept copy, where the argv runs one (`prepare` only named it).
+        if let Some(dir) = &self.kept_copy {
+            make_kept_copy(dir)?;
+        }
         // The working folder first: the launch's own files go into it, and the CLI starts in it.
         crate::context::ensure_runtime_in(&self.state_root, &self.cwd)?;
         let mut done = PreTrustDone {
@@ -855,7 +959,7 @@ pub fn find_program(ctx: &Context, adapter: &dyn CliAdapter) -> (PathBuf, bool) 
     }
 }
 
-/// Wraps a command in the backend's sandbox.
+/// Wraps a command in the backend's sandbox (making the helper's kept copy where it needs one).
 pub fn wrap(
     ctx: &Context,
     policy: &Policy,
@@ -875,6 +979,26 @@ pub fn wrap_with(
     command: Vec<OsString>,
     denials: Option<&Path>,
 ) -> Result<(Vec<OsString>, Option<PathBuf>), Error> {
+    let (argv, plan, copy) = wrap_planned(ctx, policy, backend, command, denials)?;
+    if let Some(dir) = copy {
+        make_kept_copy(&dir)?;
+    }
+    Ok((argv, plan))
+}
+
+/// The wrapped argv, the plan file and the kept copy's folder ([`wrap_planned`]).
+type Planned = (Vec<OsString>, Option<PathBuf>, Option<PathBuf>);
+
+/// [`wrap_with`] that writes only the plan file (and a record that says nothing can be
+/// recorded): with the folder of the kept copy the argv names, when it names one, for the writing
+/// step to make.
+fn wrap_planned(
+    ctx: &Context,
+    policy: &Policy,
+    backend: Backend,
+    command: Vec<OsString>,
+    denials: Option<&Path>,
+) -> Result<Planned, Error> {
     if let Some(path) = denials
         && !path.is_absolute()
     {
@@ -933,7 +1057,7 @@ pub fn wrap_with(
                 policy.grants().len(),
             )
             .map_err(as_error)?;
-            Ok((argv, None))
+            Ok((argv, None, None))
         }
         Backend::Landlock { abi, namespaces } => {
             let mut plan = crate::linux::compile(
@@ -946,7 +1070,7 @@ pub fn wrap_with(
             )?;
             plan.denials_record = denials.map(Path::to_owned);
             let file = crate::linux::write_plan(&plan, &ctx.layout)?;
-            let helper = helper_for(ctx, policy)?;
+            let (helper, copy) = helper_named(ctx, policy)?;
             tracing::info!(plan = %file.display(), helper = %helper.display(), "plan file");
             let mut argv: Vec<OsString> = vec![
                 helper.into_os_string(),
@@ -956,11 +1080,11 @@ pub fn wrap_with(
                 "--".into(),
             ];
             argv.extend(command);
-            Ok((argv, Some(file)))
+            Ok((argv, Some(file), copy))
         }
         Backend::None => {
             tracing::info!("no sandbox here: the CLI runs bridge-only, its own tools off");
-            Ok((command, None))
+            Ok((command, None, None))
         }
     }
 }

@@ -47,9 +47,15 @@
 //!   rename on Linux or macOS compares before it replaces), and one that rewrites the file in
 //!   place while we rename loses it too; we write once, before the CLI starts.
 //! - **Preserve.** TOML goes through `toml_edit`, which keeps every other byte (comments, order,
-//!   odd spacing). JSON goes through `serde_json` with `preserve_order`: every key and value is
-//!   kept in its order, the indentation is re-used, the layout around them is rewritten. (JSON
+//!   odd spacing). JSON is checked and compared through `serde_json`, and the entry is spliced
+//!   into the text itself (a value replaced in place, a member added after the container's last
+//!   one and laid out as its neighbours are): every other byte is kept, so that removing the
+//!   entry again gives back the very bytes the person had (`docs/ending-a-chat.md`). (JSON
 //!   numbers beyond what an `f64`/`i64`/`u64` holds, and duplicate keys, are the known limits.)
+//! - **Removal.** [`PersonFilesGuard::remove_entries`] (a chat's `end`) and the pruning in every
+//!   [`PersonFilesGuard::apply`] (the entries of chats whose runtime is gone, keys below the
+//!   runtimes folder only: [`entry_container`]) go through the same resolution, checks, lock,
+//!   compare and swap and atomic write as an edit.
 //! - **Atomic.** The new text goes to a temporary file in the same folder, is fsynced, renamed
 //!   over the old one, and the folder is fsynced. A process killed at any point leaves the old or
 //!   the new file, never a torn one (at worst a stray `.<name>.*.cli-sandbox.tmp` beside it).
@@ -61,7 +67,7 @@
 //!   survives. A symlink that leads nowhere is refused (nothing is created through a link).
 //! - **Refusal.** A file that cannot be parsed, or whose keys hold something else than a table,
 //!   is left untouched and the error names the file (and the line, for a parse error).
-//! - **Idempotent.** Nothing is written when the entry is already there.
+//! - **Idempotent.** Nothing is written when the entry is already there and nothing is stale.
 //!
 //! # Where it refuses
 //!
@@ -90,8 +96,8 @@
 //! reach the adapters (and through them argv or the environment) or an error message: a parse
 //! error quotes a position and a reason only for a file that passed them.
 //!
-//! What it is not: it knows nothing about any CLI (the adapters do), never deletes a key, and is
-//! not the only wall: the files a confined CLI reads later are confined by the sandbox itself.
+//! What it is not: it knows nothing about any CLI (the adapters do), deletes no key but the
+//! entries of chats (keys below the runtimes folder), and is not the only wall: the files a confined CLI reads later are confined by the sandbox itself.
 
 mod formats;
 mod resolve;
@@ -586,11 +592,116 @@ impl PersonFilesGuard {
     /// One attempt; `Ok(None)` when something changed under it and it must start again.
     fn try_apply(&self, edit: &FileEdit) -> Result<Option<Applied>, PersonFileError> {
         let file = edit.file.as_path();
+        let container = entry_container(edit, self.runtimes());
+        let compute = |old: Option<&str>| -> Result<Option<String>, PersonFileError> {
+            // Entries of chats whose runtime is gone go first (a crashed provider's), then the
+            // edit; nothing is written when neither changes anything.
+            let stale = |key: &str| self.is_stale(key);
+            let prune: formats::Prune<'_> = container
+                .as_deref()
+                .map(|keys| (keys, &stale as &dyn Fn(&str) -> bool));
+            if edit.format == FileFormat::Toml {
+                // One parse for both: a long-lived TOML file is slow to parse.
+                return formats::edit_toml(file, old.unwrap_or(""), edit, prune);
+            }
+            let pruned = match prune {
+                Some((keys, ours)) => remove(file, edit.format, old.unwrap_or(""), keys, ours)?,
+                None => None,
+            };
+            let base = pruned.as_deref().or(old);
+            Ok(formats::edit_json(file, base, edit)?.or(pruned))
+        };
+        self.try_change(file, Some(edit.create_mode), &compute)
+    }
+
+    /// Removes, from the person's file `file`, the entries `ours` picks among those of each
+    /// container in `containers` (the members of an object or table by key, the string items of
+    /// a list), and the entries of chats whose runtime is gone, under the launcher's lock, by
+    /// compare and swap, atomically, as [`Self::apply`] writes; a container left empty goes too
+    /// (see [`formats::remove_json`]). Nothing is created: a missing file or folder is
+    /// [`Applied::AlreadyThere`] (nothing to remove), and so is a file without such entries.
+    pub fn remove_entries(
+        &self,
+        file: &Path,
+        format: FileFormat,
+        containers: &[Vec<String>],
+        ours: &dyn Fn(&str) -> bool,
+    ) -> Result<Applied, PersonFileError> {
+        if !file.is_absolute() {
+            return Err(PersonFileError::BadEdit {
+                file: file.to_owned(),
+                why: "the path is not absolute".to_owned(),
+            });
+        }
+        let compute = |old: Option<&str>| -> Result<Option<String>, PersonFileError> {
+            let Some(mut text) = old.map(str::to_owned) else {
+                return Ok(None);
+            };
+            let mut changed = false;
+            for keys in containers {
+                let pick = |key: &str| ours(key) || self.is_stale(key);
+                if let Some(new) = remove(file, format, &text, keys, &pick)? {
+                    text = new;
+                    changed = true;
+                }
+            }
+            Ok(changed.then_some(text))
+        };
+        for _ in 0..ATTEMPTS {
+            if let Some(applied) = self.try_change(file, None, &compute)? {
+                return Ok(applied);
+            }
+        }
+        Err(self.refused(file, Refusal::KeptChanging))
+    }
+
+    /// The folder of every chat's runtime (the runtime's parent).
+    fn runtimes(&self) -> &Path {
+        self.policy
+            .runtime()
+            .parent()
+            .unwrap_or(self.policy.runtime())
+    }
+
+    /// Whether `key` names a place in a chat's runtime (below the runtimes folder) whose runtime
+    /// no longer exists: an entry a launch of ours wrote for a chat that is gone.
+    pub fn is_stale(&self, key: &str) -> bool {
+        let runtimes = self.runtimes();
+        let Ok(rest) = Path::new(key).strip_prefix(runtimes) else {
+            return false;
+        };
+        let Some(std::path::Component::Normal(chat)) = rest.components().next() else {
+            return false;
+        };
+        matches!(
+            rustix::fs::statat(
+                rustix::fs::CWD,
+                runtimes.join(chat),
+                AtFlags::SYMLINK_NOFOLLOW
+            ),
+            Err(Errno::NOENT)
+        )
+    }
+
+    /// One attempt at changing `file` by `compute` (the new text from the old, `None`: nothing
+    /// to write); `create_mode`: the mode of a file (and folders) to create, `None`: create
+    /// nothing. `Ok(None)` when something changed under it and it must start again.
+    fn try_change(
+        &self,
+        file: &Path,
+        create_mode: Option<u32>,
+        compute: &Compute<'_>,
+    ) -> Result<Option<Applied>, PersonFileError> {
         let Some(place) = self.place(Op::Write, file)? else {
             return Ok(None);
         };
+        if create_mode.is_none() && place.rest.len() > 1 {
+            return Ok(Some(Applied::AlreadyThere)); // a folder on the way does not exist
+        }
         let name = place.name().to_owned();
-        let Some((dir, dir_path)) = create_missing(place, folder_mode(edit.create_mode))? else {
+        let Some((dir, dir_path)) =
+            create_missing(place, folder_mode(create_mode.unwrap_or(0o600)))?
+        else {
             return Ok(None);
         };
         let dir_stat = rustix::fs::fstat(&dir).map_err(errno("inspect the folder", &dir_path))?;
@@ -602,16 +713,13 @@ impl PersonFilesGuard {
         let resolved = dir_path.join(&name);
         // An entry that is there already needs no lock (most launches: a chat launched again).
         match open_existing(&dir, &name).map_err(errno("read", &resolved))? {
+            Existing::Missing if create_mode.is_none() => return Ok(Some(Applied::AlreadyThere)),
             Existing::Missing => {}
             Existing::Changed => return Ok(None),
             Existing::File(handle, stat) => {
                 self.check_file(file, &resolved, &stat)?;
                 let text = read_text(handle, &resolved)?;
-                let edited = match edit.format {
-                    FileFormat::Toml => formats::edit_toml(file, &text, edit)?,
-                    FileFormat::Json => formats::edit_json(file, Some(&text), edit)?,
-                };
-                if edited.is_none() {
+                if compute(Some(&text))?.is_none() {
                     return Ok(Some(Applied::AlreadyThere));
                 }
             }
@@ -631,18 +739,13 @@ impl PersonFilesGuard {
                         (Some(read_text(handle, &resolved)?), Some(stat))
                     }
                 };
-            let new_text = match edit.format {
-                FileFormat::Toml => {
-                    formats::edit_toml(file, old_text.as_deref().unwrap_or(""), edit)?
-                }
-                FileFormat::Json => formats::edit_json(file, old_text.as_deref(), edit)?,
-            };
-            let Some(new_text) = new_text else {
+            let Some(new_text) = compute(old_text.as_deref())? else {
                 return Ok(Some(Applied::AlreadyThere));
             };
             let (mode, owner) = match &old_stat {
                 Some(stat) => (mode_bits(stat) & 0o7777, Some((stat.st_uid, stat.st_gid))),
-                None => (edit.create_mode, None),
+                // Only an edit creates a file (`compute` of nothing is nothing for a removal).
+                None => (create_mode.unwrap_or(0o600), None),
             };
             let mut tmp =
                 write_temporary(&dir, &dir_path, &name, new_text.as_bytes(), mode, owner)?;
@@ -886,6 +989,47 @@ impl PersonFilesGuard {
                 folder,
             },
         ))
+    }
+}
+
+/// The keys of the container in which `edit` writes an entry of a chat's own (keyed by a path
+/// below `runtimes`, the folder of every chat's runtime, or a list item naming one): the
+/// entries `end` and pruning remove. `None` when the edit names no chat's place (an entry of the
+/// person's: a key approved, a grant's folder trusted).
+pub fn entry_container(edit: &FileEdit, runtimes: &Path) -> Option<Vec<String>> {
+    let below = |key: &str| {
+        Path::new(key)
+            .strip_prefix(runtimes)
+            .is_ok_and(|r| r.components().next().is_some())
+    };
+    match edit.action {
+        sandbox_core::EditAction::Set => {
+            let at = edit.keys.iter().position(|k| below(k))?;
+            Some(edit.keys[..at].to_vec())
+        }
+        sandbox_core::EditAction::AddToList => edit
+            .value
+            .as_str()
+            .filter(|v| below(v))
+            .map(|_| edit.keys.clone()),
+    }
+}
+
+/// The new text of a person's file from its old text (`None`: missing), `None` when nothing is
+/// to be written.
+type Compute<'a> = dyn Fn(Option<&str>) -> Result<Option<String>, PersonFileError> + 'a;
+
+/// [`formats::remove_json`] or [`formats::remove_toml`] by `format`.
+fn remove(
+    file: &Path,
+    format: FileFormat,
+    text: &str,
+    container: &[String],
+    ours: &dyn Fn(&str) -> bool,
+) -> Result<Option<String>, PersonFileError> {
+    match format {
+        FileFormat::Json => formats::remove_json(file, text, container, ours),
+        FileFormat::Toml => formats::remove_toml(file, text, container, ours),
     }
 }
 
