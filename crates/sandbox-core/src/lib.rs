@@ -29,6 +29,7 @@ mod config;
 mod error;
 pub mod guarantee;
 mod layout;
+pub mod limits;
 mod path;
 mod person;
 pub mod platform;
@@ -45,6 +46,7 @@ pub use adapter::{
 pub use config::{CliConfig, Config, ConfigError, LayoutConfig, Network, PolicyConfig};
 pub use error::PolicyError;
 pub use guarantee::{Enforcement, Guarantee, Promise};
+pub use limits::{Limits, LimitsConfig, Size};
 pub use layout::{ChatId, Layout, LayoutInputs, Os};
 pub use path::{
     Remembering, Resolver, canonicalize_lenient, check_absolute_clean,

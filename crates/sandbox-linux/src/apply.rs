@@ -16,7 +16,7 @@ use std::os::unix::ffi::OsStrExt;
 use super::plan::{LinuxPlan, NamespacePlan, PLAN_VERSION};
 pub use super::sys::ApplyError;
 use super::sys::{self, cstr, fail, os_fail};
-use super::{caps, landlock, mounts, network, process, seccomp};
+use super::{caps, cgroup, landlock, limits, mounts, network, process, seccomp};
 
 /// The kernel's Landlock ABI (0 when Landlock is missing or disabled).
 pub fn kernel_landlock_abi() -> u32 {
@@ -160,6 +160,16 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         sys::kill(init, libc::SIGKILL);
         return Err(e);
     }
+    // `[limits]`: the chat's cgroup, init in it before it starts anything. Root is exempt from
+    // RLIMIT_NPROC (`limits.rs`): its processes are held by the cgroup's pids.max.
+    let cgroup = match cgroup::ChatCgroup::make(&plan.limits, uid == 0, init) {
+        Ok(cgroup) => cgroup,
+        Err(e) => {
+            sys::kill(init, libc::SIGKILL);
+            return Err(e);
+        }
+    };
+    crate::phase!("the chat's cgroup");
     // The chat's own network is up before init goes on (and so before the program starts).
     let pasta = match &ns.network {
         Some(net) => match network::Pasta::start(net, init) {
@@ -182,6 +192,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
             report: report_read,
             pasta,
             terminal,
+            cgroup,
         },
         signals,
     )
@@ -265,6 +276,7 @@ fn confine_in_namespace(
     }
     mounts::build(ns)?;
     crate::phase!("init: the mounts");
+    limits::apply_in_init(&plan.limits)?;
     tracing::info!(
         mounts = ns.mounts.len() + ns.kernel.len(),
         "the mounts are in place"

@@ -128,6 +128,9 @@ pub(super) struct Init {
     pub terminal: Option<sys::ForegroundTaken>,
     /// The chat's own network, ended once init has (`network = "isolated"`).
     pub pasta: Option<super::network::Pasta>,
+    /// The chat's own cgroup (`[limits]`): read for what stopped the chat, then removed, once
+    /// init has ended.
+    pub cgroup: Option<super::cgroup::ChatCgroup>,
 }
 
 /// A stop in progress: which signal asked for it, and since when.
@@ -259,6 +262,12 @@ pub(super) fn wait_for_init(
         pasta.stop();
     }
     sys::collect_unix_garbage();
+    // Which limit stopped the chat, if one did: from the kernel's counts, never from the chat.
+    if let Some(cgroup) = init.cgroup.take() {
+        for line in cgroup.report() {
+            notice(&format!("{line}\n"));
+        }
+    }
     let mut heard = Vec::new();
     read_report(&init.report, &mut heard);
     let (started, report) = Report::decode(&heard);
