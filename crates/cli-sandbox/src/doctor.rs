@@ -190,7 +190,13 @@ fn resource_limits(settings: &Settings, backend: Backend) -> Vec<ResourceLimit> 
                     "nothing".into(),
                     not_here(why),
                 ),
-                row("memory", memory, limits.memory.is_some(), "nothing".into(), not_here(why)),
+                row(
+                    "memory",
+                    memory,
+                    limits.memory.is_some(),
+                    "nothing".into(),
+                    not_here(why),
+                ),
                 row(
                     "tmp",
                     Some(tmp),

@@ -334,9 +334,15 @@ mod tests {
         assert_eq!(config.limits.memory, Some(crate::Size(512 << 20)));
         assert_eq!(config.limits.tmp, Some(crate::Size(2 << 30)));
         for (text, words) in [
-            ("[limits]\nmemory = \"lots\"\n", &["limits", "\"lots\"", "\"512M\""][..]),
+            (
+                "[limits]\nmemory = \"lots\"\n",
+                &["limits", "\"lots\"", "\"512M\""][..],
+            ),
             ("[limits]\ntmp = \"0\"\n", &["\"0\"", "not a size"]),
-            ("[limits]\nprocesses = 0\n", &["limits.processes", "above 0"]),
+            (
+                "[limits]\nprocesses = 0\n",
+                &["limits.processes", "above 0"],
+            ),
             ("[limits]\nmemroy = \"1G\"\n", &["memroy", "`memory`"]),
         ] {
             let message = Config::parse(text, "x.toml", CLIS).unwrap_err().to_string();

@@ -46,8 +46,8 @@ pub use adapter::{
 pub use config::{CliConfig, Config, ConfigError, LayoutConfig, Network, PolicyConfig};
 pub use error::PolicyError;
 pub use guarantee::{Enforcement, Guarantee, Promise};
-pub use limits::{Limits, LimitsConfig, Size};
 pub use layout::{ChatId, Layout, LayoutInputs, Os};
+pub use limits::{Limits, LimitsConfig, Size};
 pub use path::{
     Remembering, Resolver, canonicalize_lenient, check_absolute_clean,
     has_parent_dir as path_has_parent_dir, plain_path,

@@ -178,14 +178,15 @@ pub fn place(memory: bool, pids: bool) -> Result<Place, String> {
             needed.join(" and ")
         )
     })?;
-    let own = own_cgroup(&proc_cgroup, true, "")
-        .ok_or("/proc/self/cgroup names no cgroup v2 path")?;
+    let own =
+        own_cgroup(&proc_cgroup, true, "").ok_or("/proc/self/cgroup names no cgroup v2 path")?;
     let mut why = Vec::new();
     for cgroup in own.ancestors() {
         let Some(dir) = folder(h, cgroup) else {
             break;
         };
-        let enabled = std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+        let enabled =
+            std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
         let enabled: Vec<&str> = enabled.split_whitespace().collect();
         if !needed.iter().all(|c| enabled.contains(c)) {
             continue;

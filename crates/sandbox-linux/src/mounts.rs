@@ -162,7 +162,11 @@ impl Sources {
                 let Ok(meta) = path.symlink_metadata() else {
                     continue;
                 };
-                tmp.push((path.clone(), meta.is_dir(), clone_tree(path, meta.is_dir())?));
+                tmp.push((
+                    path.clone(),
+                    meta.is_dir(),
+                    clone_tree(path, meta.is_dir())?,
+                ));
             }
         }
         Ok(Sources {

@@ -630,10 +630,8 @@ fn private_tmp(policy: &Policy, disk: &dyn LaunchDisk) -> PrivateTmp {
     let places = TMP_PLACES
         .iter()
         .map(Path::new)
-        .filter(|path| {
-            disk.target_kind(path) == Some(EntryKind::Dir)
-                && disk.canonical(path).as_deref() == Some(*path)
-        })
+        // A folder, not a symlink (one look, shared with the rest of the compile).
+        .filter(|path| disk.kind(path) == Some(EntryKind::Dir))
         .map(|path| TmpPlace {
             path: path.to_owned(),
             bind_back: Vec::new(),
@@ -739,13 +737,14 @@ fn limits_guarantees(policy: &Policy, tmp: &PrivateTmp) -> Vec<Guarantee> {
     out.push(Guarantee::new(
         Promise::PrivateTmp,
         format!(
-            "mount namespace: a tmpfs of {} on {} and /dev/shm, the chat's folders inside bound back",
+            "mount namespace: a tmpfs of {} on each of {}, the chat's folders inside bound back",
             sandbox_core::Size(tmp.size),
             tmp.places
                 .iter()
                 .map(|p| p.path.display().to_string())
+                .chain(["/dev/shm".to_owned()])
                 .collect::<Vec<_>>()
-                .join(" and ")
+                .join(", ")
         ),
         Enforcement::Fully,
     ));
