@@ -152,13 +152,21 @@ pub fn place(memory: bool, pids: bool) -> Result<Place, String> {
         Ok(())
     };
     // v1 where the controllers are mounted as v1 (a machine with both has them on one side).
-    let v1 = |controller: &str| -> Option<Result<PathBuf, String>> {
+    let v1 = |controller: &str| -> Result<PathBuf, String> {
         let h = all
             .iter()
-            .find(|h| !h.v2 && h.controllers.iter().any(|c| c == controller))?;
-        let own = own_cgroup(&proc_cgroup, false, controller)?;
-        let dir = folder(h, &own)?;
-        Some(try_make(&dir).map(|()| dir))
+            .find(|h| !h.v2 && h.controllers.iter().any(|c| c == controller))
+            .ok_or_else(|| format!("no cgroup v1 hierarchy has {controller}"))?;
+        let own = own_cgroup(&proc_cgroup, false, controller)
+            .ok_or_else(|| format!("/proc/self/cgroup names no {controller} cgroup"))?;
+        let dir = folder(h, &own).ok_or_else(|| {
+            format!(
+                "this process's {controller} cgroup {} is outside the mount at {}",
+                own.display(),
+                h.mount_point.display()
+            )
+        })?;
+        try_make(&dir).map(|()| dir)
     };
     let needed: Vec<&str> = [("memory", memory), ("pids", pids)]
         .into_iter()
@@ -168,8 +176,8 @@ pub fn place(memory: bool, pids: bool) -> Result<Place, String> {
         all.iter()
             .any(|h| !h.v2 && h.controllers.iter().any(|x| x == c))
     }) {
-        let memory = memory.then(|| v1("memory")).flatten().transpose()?;
-        let pids = pids.then(|| v1("pids")).flatten().transpose()?;
+        let memory = memory.then(|| v1("memory")).transpose()?;
+        let pids = pids.then(|| v1("pids")).transpose()?;
         return Ok(Place::V1 { memory, pids });
     }
     let h = all.iter().find(|h| h.v2).ok_or_else(|| {
