@@ -44,7 +44,7 @@ impl Size {
 impl std::fmt::Display for Size {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for (unit, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
-            if self.0 % (1u64 << shift) == 0 {
+            if self.0.is_multiple_of(1u64 << shift) {
                 return write!(f, "{}{unit}", self.0 >> shift);
             }
         }

@@ -10,10 +10,10 @@
 //! 3. **System read-only** (root only). Every mount is made read-only, then the writable places'
 //!    copies are attached back at their own paths. What a root chat could otherwise write
 //!    (`/etc`, cron's and systemd's folders, `/usr/local`) gets `EROFS`, also for `chmod`.
-//!    Kernel tunables under `/sys` are read-only for every uid (pass 6 names them).
-//! 3b. **Private temporary folders.** A tmpfs of `[limits] tmp` on `/tmp` and `/var/tmp`, the
-//!    chat's folders that lie inside them (from pass 2) attached back at their own paths: the
-//!    machine's `/tmp` is out of reach, and what the chat leaves there goes with it.
+//!    Kernel tunables under `/sys` are read-only for every uid (pass 6 names them). Then, for
+//!    every chat, the **private temporary folders**: a tmpfs of `[limits] tmp` on `/tmp` and
+//!    `/var/tmp`, the plan's paths that lie inside them (from pass 2) attached back at their own
+//!    paths: the machine's `/tmp` is out of reach, and what the chat leaves there goes with it.
 //! 4. **Pins.** Every ancestor of a protected root (and of a hardened path) is bound onto
 //!    itself: a mount point cannot be renamed or removed (`EBUSY`).
 //! 5. **Devices and processes.** A fresh `/dev` (the harmless devices, a pty filesystem of the
@@ -187,7 +187,7 @@ fn system_read_only(sources: &Sources) -> Result<(), ApplyError> {
     Ok(())
 }
 
-/// Pass 3b: the chat's own `/tmp` and `/var/tmp`, each a tmpfs of the configured size (anyone's to
+/// Pass 3's second half: the chat's own `/tmp` and `/var/tmp`, each a tmpfs of the configured size (anyone's to
 /// write, entries their owner's only: mode 1777), with the chat's folders inside attached back.
 /// For a root chat the tmpfs is writable although the system is read-only: it is the chat's.
 fn private_tmp(
