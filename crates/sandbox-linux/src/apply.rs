@@ -144,7 +144,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         process::run_init(
             report_write,
             go_read,
-            || confine_in_namespace(plan, ns, filter),
+            || confine_in_namespace(plan, ns, filter, &argv[0]),
             &program,
             &workdir,
         );
@@ -270,11 +270,12 @@ fn confine_in_namespace(
     plan: &LinuxPlan,
     ns: &NamespacePlan,
     filter: seccompiler::BpfProgramRef,
+    program: &OsString,
 ) -> Result<(), ApplyError> {
     if let Some(net) = &ns.network {
         network::keep_loopback_inside(net)?;
     }
-    mounts::build(ns)?;
+    mounts::build(ns, std::path::Path::new(program))?;
     crate::phase!("init: the mounts");
     limits::apply_in_init(&plan.limits)?;
     tracing::info!(

@@ -49,7 +49,9 @@ use super::sys::{
 use sandbox_core::Access;
 
 /// Every pass, in order (see the module's documentation).
-pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
+/// `program`: the program the chat starts, as given (its folder is bound back into the chat's
+/// own `/tmp` when it lies in the machine's: a CLI configured there must still start).
+pub(super) fn build(ns: &NamespacePlan, program: &Path) -> Result<(), ApplyError> {
     mount(
         None,
         Path::new("/"),
@@ -57,7 +59,7 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
         libc::MS_REC | libc::MS_PRIVATE,
         None,
     )?;
-    let sources = Sources::take(ns)?;
+    let sources = Sources::take(ns, program)?;
     crate::phase!("mounts: take the sources");
     if ns.system_read_only.is_some() {
         system_read_only(&sources)?;
@@ -131,7 +133,7 @@ struct Sources {
 }
 
 impl Sources {
-    fn take(ns: &NamespacePlan) -> Result<Sources, ApplyError> {
+    fn take(ns: &NamespacePlan, program: &Path) -> Result<Sources, ApplyError> {
         let mut bind_back = Vec::new();
         for step in &ns.mounts {
             if let MountStep::Mask { bind_back: b, .. } = step {
@@ -158,7 +160,18 @@ impl Sources {
         }
         let mut tmp = Vec::new();
         for place in ns.private_tmp.iter().flat_map(|t| &t.places) {
-            for path in &place.bind_back {
+            // The program's folder, when the program lies there (given by its absolute path)
+            // and nothing of the plan's brings it back already.
+            let program_dir = program
+                .parent()
+                .filter(|dir| {
+                    program.is_absolute()
+                        && dir.starts_with(&place.path)
+                        && *dir != place.path
+                        && !place.bind_back.iter().any(|b| dir.starts_with(b))
+                })
+                .map(Path::to_path_buf);
+            for path in program_dir.iter().chain(place.bind_back.iter()) {
                 let Ok(meta) = path.symlink_metadata() else {
                     continue;
                 };
