@@ -81,11 +81,19 @@ fn file_in(demo: &Demo, folder: &Path) -> std::path::PathBuf {
         .clone()
 }
 
-fn layout(user: Option<&TestUser>) -> (tempfile::TempDir, Demo) {
-    let tmp = tempfile::Builder::new()
-        .prefix("cli-sandbox-env-")
-        .tempdir()
-        .unwrap();
+/// A demo layout in the temporary folder; nested in our own step, in the outer chat's home:
+/// the outer chat's /tmp is its own (issue 27), and a root chat writes only its home, its
+/// grants and its own /tmp.
+fn layout(env: Environment, user: Option<&TestUser>) -> (tempfile::TempDir, Demo) {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("cli-sandbox-env-");
+    let tmp = if env == Environment::NestedStep {
+        builder
+            .tempdir_in(cli_sandbox_tests::environments::outer_state_root(user).join("home"))
+            .unwrap()
+    } else {
+        builder.tempdir().unwrap()
+    };
     let demo = Demo::create(tmp.path()).unwrap();
     if let Some(user) = user {
         user.own(tmp.path());
@@ -100,7 +108,7 @@ fn check(env: Environment, user: Option<&TestUser>) {
         "root"
     };
     say(&format!("== {} as {who}", env.name()));
-    let (_tmp, demo) = layout(user);
+    let (_tmp, demo) = layout(env, user);
 
     // One decision: doctor's and plan's.
     let doctor = run(env, user, &demo, &["doctor", "--json"]);
@@ -336,7 +344,7 @@ fn root_owned_file_keeps_its_metadata(env: Environment, demo: &Demo) {
 /// The unconfined control: without the sandbox the same script writes both workflows, and the
 /// environment took away what it stands for.
 fn control(env: Environment) {
-    let (_tmp, demo) = layout(None);
+    let (_tmp, demo) = layout(env, None);
     let other = file_in(&demo, &demo.other_workflow);
     // Read back inside: gVisor's `runsc do` keeps its writes in an overlay of its own.
     let mut cmd = env.command(None, "/bin/sh");

@@ -151,7 +151,7 @@ impl Environment {
 
 /// The state root of the outer step's chat: one per user and test process, in the temporary
 /// folder (left there: a few empty folders, which the next run's names do not reuse).
-fn outer_state_root(user: Option<&TestUser>) -> std::path::PathBuf {
+pub fn outer_state_root(user: Option<&TestUser>) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "cli-sandbox-env-outer-{}-{}",
         std::process::id(),

@@ -766,7 +766,7 @@ mod tests {
                     Enforcement::Partly("a gap".into()),
                 ),
                 Guarantee::new(
-                    *sandbox_core::Promise::ALL.last().unwrap(),
+                    sandbox_core::Promise::KernelSurface,
                     "nothing",
                     Enforcement::Not("open".into()),
                 ),

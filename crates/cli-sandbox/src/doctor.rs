@@ -31,6 +31,8 @@ struct Report {
     /// The home's credential places (`sandbox_core::SECRETS_HOME`) and whether this
     /// configuration closes them (`[policy] secrets`).
     secrets: SecretsReport,
+    /// `[limits]`: each resource limit of a chat, its value, and whether it holds here.
+    resource_limits: Vec<ResourceLimit>,
 }
 
 /// `[policy] secrets` as a chat launched now would have it.
@@ -40,6 +42,183 @@ struct SecretsReport {
     policy: &'static str,
     /// Each place, relative to the home (`~/.ssh`).
     places: Vec<String>,
+}
+
+/// One `[limits]` key: what a chat launched now would get, tried for real where it takes a
+/// cgroup (one made and removed).
+#[derive(Debug, Serialize)]
+struct ResourceLimit {
+    /// `processes`, `memory` or `tmp`.
+    key: &'static str,
+    /// The value in force (configured or the default); `None`: not limited.
+    value: Option<String>,
+    /// Whether the configuration names it (a configured limit that cannot hold refuses the
+    /// launch; a default one is held where it can be).
+    configured: bool,
+    /// The mechanism, in words.
+    by: String,
+    #[serde(flatten)]
+    enforcement: Enforcement,
+}
+
+/// Whether each `[limits]` key holds on this machine, for this launcher.
+fn resource_limits(settings: &Settings, backend: Backend) -> Vec<ResourceLimit> {
+    let limits = Context::load(settings)
+        .and_then(|ctx| ctx.policy("doctor", &[]))
+        .map(|p| p.limits())
+        .unwrap_or_default();
+    let processes = limits.processes.to_string();
+    let memory = limits.memory.map(|m| m.to_string());
+    let tmp = limits.tmp.to_string();
+    let tmp_configured = limits.tmp != sandbox_core::Size(sandbox_core::limits::DEFAULT_TMP);
+    let row = |key, value: Option<String>, configured, by: String, enforcement| ResourceLimit {
+        key,
+        value,
+        configured,
+        by,
+        enforcement,
+    };
+    let not_here = |why: &str| Enforcement::Not(why.to_owned());
+    match backend {
+        Backend::Landlock {
+            namespaces: true, ..
+        } => {
+            #[cfg(target_os = "linux")]
+            {
+                use launch::linux::cgroup;
+                let root = launch::context::launcher_is_root();
+                let refused = |configured: bool, why: String| {
+                    Enforcement::Not(if configured {
+                        format!("a launch is refused here: {why}")
+                    } else {
+                        why
+                    })
+                };
+                let processes_row = if root {
+                    match cgroup::place(false, true) {
+                        Ok(place) => row(
+                            "processes",
+                            Some(processes),
+                            limits.processes_configured,
+                            format!("a pids cgroup of the chat's own ({})", place.describe()),
+                            Enforcement::Fully,
+                        ),
+                        Err(why) => row(
+                            "processes",
+                            Some(processes),
+                            limits.processes_configured,
+                            "nothing: root is exempt from RLIMIT_NPROC and no pids cgroup can be made".into(),
+                            refused(limits.processes_configured, why),
+                        ),
+                    }
+                } else {
+                    row(
+                        "processes",
+                        Some(processes),
+                        limits.processes_configured,
+                        "RLIMIT_NPROC in the chat's user namespace (counted per namespace and uid)"
+                            .into(),
+                        Enforcement::Fully,
+                    )
+                };
+                let memory_row = match &memory {
+                    None => row(
+                        "memory",
+                        None,
+                        false,
+                        "nothing".into(),
+                        not_here("not set: a chat may use what the launcher may"),
+                    ),
+                    Some(_) => match cgroup::place(true, false) {
+                        Ok(place) => row(
+                            "memory",
+                            memory.clone(),
+                            true,
+                            format!("a memory cgroup of the chat's own ({})", place.describe()),
+                            Enforcement::Fully,
+                        ),
+                        Err(why) => row(
+                            "memory",
+                            memory.clone(),
+                            true,
+                            "nothing: no cgroup can be made".into(),
+                            refused(true, why),
+                        ),
+                    },
+                };
+                // Without a memory limit, say whether one could hold here.
+                let memory_row = if memory.is_none() {
+                    match cgroup::place(true, false) {
+                        Ok(place) => ResourceLimit {
+                            enforcement: not_here(&format!(
+                                "not set: a chat may use what the launcher may; `memory = \"SIZE\"` would hold here ({})",
+                                place.describe()
+                            )),
+                            ..memory_row
+                        },
+                        Err(why) => ResourceLimit {
+                            enforcement: not_here(&format!(
+                                "not set; it could not hold here either ({why})"
+                            )),
+                            ..memory_row
+                        },
+                    }
+                } else {
+                    memory_row
+                };
+                vec![
+                    processes_row,
+                    memory_row,
+                    row(
+                        "tmp",
+                        Some(tmp),
+                        tmp_configured,
+                        "a tmpfs of this size on the chat's /tmp, /var/tmp and /dev/shm (mount namespace)".into(),
+                        Enforcement::Fully,
+                    ),
+                ]
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                let _ = (processes, memory, tmp, row, not_here);
+                Vec::new()
+            }
+        }
+        _ => {
+            let why = match backend {
+                Backend::Landlock { .. } => {
+                    "no user namespaces: the Landlock-only fallback holds no resource limit (a configured `processes` or `memory` refuses the launch)"
+                }
+                Backend::Seatbelt => {
+                    "Seatbelt limits files, not resources (a configured `processes` or `memory` refuses the launch)"
+                }
+                _ => "nothing confines on this machine",
+            };
+            vec![
+                row(
+                    "processes",
+                    Some(processes),
+                    limits.processes_configured,
+                    "nothing".into(),
+                    not_here(why),
+                ),
+                row(
+                    "memory",
+                    memory,
+                    limits.memory.is_some(),
+                    "nothing".into(),
+                    not_here(why),
+                ),
+                row(
+                    "tmp",
+                    Some(tmp),
+                    tmp_configured,
+                    "nothing: /tmp is the machine's".into(),
+                    not_here(why),
+                ),
+            ]
+        }
+    }
 }
 
 /// A limit stated by the owner's decision (SECURITY.md, "One chat steering another").
@@ -90,6 +269,7 @@ pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode,
     if !ways_out.iter().any(|g| g.is(Promise::Environment)) {
         ways_out.push(environment);
     }
+    let resource_limits = resource_limits(settings, decision.backend);
     let denials = crate::denial_log::probe(match &facts {
         Facts::Linux(l) => l.landlock_abi,
         _ => None,
@@ -114,6 +294,7 @@ pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode,
         denials,
         clis,
         limits: LIMITS,
+        resource_limits,
     };
     if json {
         crate::print_json(&report)?;
@@ -175,6 +356,7 @@ fn ways_out(settings: &Settings, facts: &Facts, backend: Backend) -> Vec<Guarant
                     Enforcement::Partly(sandbox_core::HARDEN_LEAVES_OPEN.into()),
                 ));
             }
+            out.extend(launch::seatbelt::limits_guarantees());
             with_persistence(out)
         }
         _ => every_promise(
@@ -275,6 +457,22 @@ fn print_text(r: &Report) -> Result<(), Error> {
         r.secrets.policy,
         r.secrets.places.join(" ")
     );
+    outln!("resource limits of a chat ([limits]):");
+    for l in &r.resource_limits {
+        let state = match &l.enforcement {
+            Enforcement::Fully => "holds here".to_owned(),
+            Enforcement::Partly(note) => format!("holds, with a gap: {note}"),
+            Enforcement::Not(note) => format!("DOES NOT HOLD here: {note}"),
+        };
+        outln!(
+            "  - {} = {}{}\n      by {}\n      {}",
+            l.key,
+            l.value.as_deref().unwrap_or("(not set)"),
+            if l.configured { "" } else { " (default)" },
+            l.by,
+            state
+        );
+    }
     outln!("stated limits (open by the owner's decision):");
     for l in r.limits {
         outln!("  - {}\n      closed by: {}", l.what, l.closed_by);

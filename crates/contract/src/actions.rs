@@ -285,14 +285,17 @@ pub fn actions(
         "create a new file in /tmp".into(),
         Op::Write,
         &tmp_probe,
-        // A pipe, not `$(mktemp)`: Gemini's shell tool refuses any command substitution.
+        // A pipe, not `$(mktemp)`: Gemini's shell tool refuses any command substitution. The
+        // namespace plan's /tmp is the chat's own (`[limits] tmp`), gone with it: the file's
+        // content is copied out of it into the marker, which only a write and a read of the file
+        // in /tmp produce.
         format!(
-            "mktemp | while read -r f; do printf '%s' {t} > \"$f\" && printf '%s' \"$f\" > {m}; done",
+            "mktemp | while read -r f; do printf '%s' {t} > \"$f\" && cat \"$f\" > {m}; done",
             t = q(Path::new(token)),
             m = q(&marker("tmp-create"))
         ),
-        Evidence::NamedFileHolds {
-            marker: marker("tmp-create"),
+        Evidence::Holds {
+            file: marker("tmp-create"),
             text: token.to_owned(),
         },
     );

@@ -541,6 +541,8 @@ const READ_BACK: &[(&str, &str)] = &[
         "the configuration file (the `[cli.NAME]` tables' places)",
     ),
     ("Network", "the configuration file (`[policy] network`)"),
+    ("LimitsConfig", "the configuration file (`[limits]`)"),
+    ("Size", "the configuration file (`[limits] memory`, `tmp`)"),
     // The Linux plan, written by the launcher and read back by the `cli-sandbox exec` helper
     // (`sandbox_linux::read_plan`), with every type it holds.
     ("LinuxPlan", "the plan file"),
@@ -548,6 +550,9 @@ const READ_BACK: &[(&str, &str)] = &[
     ("NetworkPlan", "the plan file"),
     ("MountStep", "the plan file"),
     ("BindBack", "the plan file"),
+    ("LimitsPlan", "the plan file"),
+    ("PrivateTmp", "the plan file"),
+    ("TmpPlace", "the plan file"),
     ("LandlockPlan", "the plan file"),
     ("LandlockRule", "the plan file"),
     ("SettingsFile", "the plan file"),

@@ -19,6 +19,9 @@ pub struct Config {
     /// One table per CLI name.
     #[serde(default)]
     pub cli: BTreeMap<String, CliConfig>,
+    /// `[limits]`: how much of the machine one chat may take.
+    #[serde(default)]
+    pub limits: crate::LimitsConfig,
 }
 
 /// `[layout]`: below the flags and the environment variables in precedence.
@@ -350,6 +353,12 @@ impl Config {
                 }
             }
         }
+        if config.limits.processes == Some(0) {
+            return Err(error(
+                None,
+                "limits.processes is 0: a chat needs at least one process; give a number above 0, or leave the key out for the default".into(),
+            ));
+        }
         for (name, cli) in &config.cli {
             if let Some(program) = &cli.program
                 && !program.is_absolute()
@@ -502,6 +511,36 @@ mod tests {
             let err = Config::parse(text, "x.toml", CLIS).unwrap_err().to_string();
             for word in words {
                 assert!(err.contains(word), "{word} missing: {err}");
+            }
+        }
+    }
+
+    #[test]
+    fn limits_parse_and_a_wrong_size_names_the_key_and_the_form() {
+        let config = Config::parse(
+            "[limits]\nprocesses = 64\nmemory = \"512M\"\ntmp = \"2G\"\n",
+            "x.toml",
+            CLIS,
+        )
+        .unwrap();
+        assert_eq!(config.limits.processes, Some(64));
+        assert_eq!(config.limits.memory, Some(crate::Size(512 << 20)));
+        assert_eq!(config.limits.tmp, Some(crate::Size(2 << 30)));
+        for (text, words) in [
+            (
+                "[limits]\nmemory = \"lots\"\n",
+                &["limits", "\"lots\"", "\"512M\""][..],
+            ),
+            ("[limits]\ntmp = \"0\"\n", &["\"0\"", "not a size"]),
+            (
+                "[limits]\nprocesses = 0\n",
+                &["limits.processes", "above 0"],
+            ),
+            ("[limits]\nmemroy = \"1G\"\n", &["memroy", "`memory`"]),
+        ] {
+            let message = Config::parse(text, "x.toml", CLIS).unwrap_err().to_string();
+            for word in words {
+                assert!(message.contains(word), "{word} missing: {message}");
             }
         }
     }

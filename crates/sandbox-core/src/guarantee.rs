@@ -79,11 +79,17 @@ pub enum Promise {
     SetuidBits,
     /// Kernel interfaces no CLI needs and exploits use are refused.
     KernelSurface,
+    /// The chat runs at most `[limits] processes` processes and threads at once.
+    Processes,
+    /// The chat's processes use at most `[limits] memory` together.
+    Memory,
+    /// The chat's `/tmp` is its own, bounded by `[limits] tmp`; the machine's is out of reach.
+    PrivateTmp,
 }
 
 impl Promise {
     /// Every promise, in the order reports list them.
-    pub const ALL: [Promise; 23] = [
+    pub const ALL: [Promise; 26] = [
         Promise::ProtectedRoot,
         Promise::Pinned,
         Promise::Refused,
@@ -107,6 +113,9 @@ impl Promise {
         Promise::SocketFamilies,
         Promise::SetuidBits,
         Promise::KernelSurface,
+        Promise::Processes,
+        Promise::Memory,
+        Promise::PrivateTmp,
     ];
 
     /// A stable name, kebab-case.
@@ -135,6 +144,9 @@ impl Promise {
             Promise::SocketFamilies => "socket-families",
             Promise::SetuidBits => "setuid-bits",
             Promise::KernelSurface => "kernel-surface",
+            Promise::Processes => "processes",
+            Promise::Memory => "memory",
+            Promise::PrivateTmp => "private-tmp",
         }
     }
 
@@ -199,6 +211,15 @@ impl Promise {
             }
             Promise::KernelSurface => {
                 "kernel interfaces no CLI needs and kernel exploits use are refused: io_uring, bpf, perf_event_open, userfaultfd, personality flags that switch off memory protections, open_by_handle_at, pidfd_getfd"
+            }
+            Promise::Processes => {
+                "the chat runs at most `[limits] processes` processes and threads at once, however they are started (a fork bomb stops there, the machine's other processes do not)"
+            }
+            Promise::Memory => {
+                "the chat's processes use at most `[limits] memory` together, what they keep in tmpfs included; past it the kernel ends one and the launcher says which limit"
+            }
+            Promise::PrivateTmp => {
+                "the chat's /tmp is its own, bounded by `[limits] tmp` (ENOSPC past it): another chat and the machine see nothing of it, and the machine's /tmp is out of reach"
             }
         }
     }

@@ -31,6 +31,7 @@ pub mod environment;
 mod error;
 pub mod guarantee;
 mod layout;
+pub mod limits;
 mod path;
 mod person;
 pub mod platform;
@@ -51,6 +52,7 @@ pub use environment::{ENV_ALWAYS_KEPT, EnvAllow};
 pub use error::PolicyError;
 pub use guarantee::{Enforcement, Guarantee, Promise};
 pub use layout::{ChatId, Layout, LayoutInputs, Os};
+pub use limits::{Limits, LimitsConfig, Size};
 pub use path::{
     Remembering, Resolver, canonicalize_lenient, check_absolute_clean,
     has_parent_dir as path_has_parent_dir, plain_path,

@@ -666,6 +666,8 @@ pub struct Policy {
     /// The machine's network (its loopback servers reachable) or one of the chat's own
     /// (`[policy] network`). A backend that cannot build `isolated` refuses the launch.
     network: Network,
+    /// How much of the machine the chat may take (`[limits]`, with the defaults).
+    limits: crate::Limits,
     /// What the CLIs read at start and act on: read, never written, created or moved by the
     /// chat; sorted.
     settings: Vec<SettingsPath>,
@@ -790,6 +792,12 @@ impl Policy {
     /// (`[policy] network`). A backend that cannot build `isolated` refuses the launch.
     pub fn network(&self) -> Network {
         self.network
+    }
+
+    /// How much of the machine the chat may take (`[limits]`, with the defaults): the processes
+    /// at once, the memory, the size of its private `/tmp`.
+    pub fn limits(&self) -> crate::Limits {
+        self.limits
     }
 
     /// What the coding CLIs read at start and act on ([`crate::settings`]): each read by the
@@ -1133,6 +1141,7 @@ impl Policy {
             system_read_only: req.privileged,
             writable,
             network: req.config.policy.network,
+            limits: crate::Limits::from_config(&req.config.limits),
             settings,
         };
         policy.check_grants_outside_refused_entries()?;

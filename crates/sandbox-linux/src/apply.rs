@@ -16,7 +16,7 @@ use std::os::unix::ffi::OsStrExt;
 use super::plan::{LinuxPlan, NamespacePlan, PLAN_VERSION};
 pub use super::sys::ApplyError;
 use super::sys::{self, cstr, fail, os_fail};
-use super::{caps, landlock, mounts, network, process, seccomp};
+use super::{caps, cgroup, landlock, limits, mounts, network, process, seccomp};
 
 /// The kernel's Landlock ABI (0 when Landlock is missing or disabled).
 pub fn kernel_landlock_abi() -> u32 {
@@ -172,7 +172,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         process::run_init(
             report_write,
             go_read,
-            || confine_in_namespace(plan, ns, filter),
+            || confine_in_namespace(plan, ns, filter, &argv[0]),
             &program,
             &workdir,
         );
@@ -188,6 +188,16 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         sys::kill(init, libc::SIGKILL);
         return Err(e);
     }
+    // `[limits]`: the chat's cgroup, init in it before it starts anything. Root is exempt from
+    // RLIMIT_NPROC (`limits.rs`): its processes are held by the cgroup's pids.max.
+    let cgroup = match cgroup::ChatCgroup::make(&plan.limits, uid == 0, init) {
+        Ok(cgroup) => cgroup,
+        Err(e) => {
+            sys::kill(init, libc::SIGKILL);
+            return Err(e);
+        }
+    };
+    crate::phase!("the chat's cgroup");
     // The chat's own network is up before init goes on (and so before the program starts).
     let pasta = match &ns.network {
         Some(net) => match network::Pasta::start(net, init) {
@@ -219,6 +229,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
             }),
             chat: plan.chat.clone(),
             denials_record: plan.denials_record.clone(),
+            cgroup,
         },
         signals,
     )
@@ -296,15 +307,17 @@ fn confine_in_namespace(
     plan: &LinuxPlan,
     ns: &NamespacePlan,
     filter: seccompiler::BpfProgramRef,
+    program: &OsString,
 ) -> Result<(), ApplyError> {
     if let Some(net) = &ns.network {
         network::keep_loopback_inside(net)?;
     }
     // Opened before the chat's fresh `/dev` replaces the machine's.
     let fuse = super::guard::open_devices(&ns.guards)?;
-    mounts::build(ns)?;
+    mounts::build(ns, std::path::Path::new(program))?;
     super::guard::start(&ns.guards, fuse)?;
     crate::phase!("init: the mounts");
+    limits::apply_in_init(&plan.limits)?;
     tracing::info!(
         mounts = ns.mounts.len() + ns.kernel.len(),
         "the mounts are in place"

@@ -160,6 +160,7 @@ pub(super) fn compile(
 ) -> Result<LinuxPlan, PlanError> {
     let abi = kernel.landlock_abi.min(NEWEST_KNOWN_ABI);
     let common = Common::new(policy, abi);
+    let limits = super::plan::limits_without_namespaces(policy)?;
     let mut guarantees = Vec::new();
     let closed_roots = outermost_existing_roots(policy, disk, &mut guarantees);
 
@@ -554,6 +555,7 @@ pub(super) fn compile(
         refuse_others_scheduling: true,
         ..common.seccomp
     };
+    guarantees.extend(limits);
     Ok(LinuxPlan {
         version: PLAN_VERSION,
         chat: policy.chat().to_string(),
@@ -569,6 +571,11 @@ pub(super) fn compile(
         create_home_files: Vec::new(),
         create_settings_files: settings_files,
         namespaces: None,
+        limits: super::plan::LimitsPlan {
+            processes: policy.limits().processes,
+            processes_configured: false,
+            memory: None,
+        },
         landlock,
         seccomp_program: super::plan::seccomp_program(&seccomp)?,
         seccomp,

@@ -3,7 +3,8 @@
 //! applied by the `cli-sandbox exec` helper ([`apply`], Linux only), one file per mechanism:
 //! `mounts` (the mount passes), `process` (the helper, init and the program; how a launch ends),
 //! `network` (the chat's own network: pasta, started by the helper), `caps`, `landlock`,
-//! `seccomp`, `descriptors` (the standard descriptors the program inherits), and `sys` (the
+//! `seccomp`, `descriptors` (the standard descriptors the program inherits), `limits` and
+//! `cgroup` (`[limits]`: the chat's processes and memory), and `sys` (the
 //! system-call wrappers they share).
 //!
 //! What it is not: the decision of what is allowed (that is `sandbox-core`'s `Policy`, which this
@@ -37,6 +38,7 @@ mod bpf;
 #[cfg(target_os = "linux")]
 mod caps;
 #[cfg(target_os = "linux")]
+pub mod cgroup;
 pub mod denials;
 #[cfg(target_os = "linux")]
 mod descriptors;
@@ -46,6 +48,8 @@ mod guard;
 mod harden;
 #[cfg(target_os = "linux")]
 mod landlock;
+#[cfg(target_os = "linux")]
+mod limits;
 #[cfg(target_os = "linux")]
 mod mounts;
 #[cfg(target_os = "linux")]

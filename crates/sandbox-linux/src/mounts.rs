@@ -10,7 +10,10 @@
 //! 3. **System read-only** (root only). Every mount is made read-only, then the writable places'
 //!    copies are attached back at their own paths. What a root chat could otherwise write
 //!    (`/etc`, cron's and systemd's folders, `/usr/local`) gets `EROFS`, also for `chmod`.
-//!    Kernel tunables under `/sys` are read-only for every uid (pass 6 names them).
+//!    Kernel tunables under `/sys` are read-only for every uid (pass 6 names them). Then, for
+//!    every chat, the **private temporary folders**: a tmpfs of `[limits] tmp` on `/tmp` and
+//!    `/var/tmp`, the plan's paths that lie inside them (from pass 2) attached back at their own
+//!    paths: the machine's `/tmp` is out of reach, and what the chat leaves there goes with it.
 //! 4. **Pins.** Every ancestor of a protected root (and of a hardened path) is bound onto
 //!    itself: a mount point cannot be renamed or removed (`EBUSY`).
 //! 5. **Devices and processes.** A fresh `/dev` (the harmless devices, a pty filesystem of the
@@ -46,7 +49,9 @@ use super::sys::{
 use sandbox_core::Access;
 
 /// Every pass, in order (see the module's documentation).
-pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
+/// `program`: the program the chat starts, as given (its folder is bound back into the chat's
+/// own `/tmp` when it lies in the machine's: a CLI configured there must still start).
+pub(super) fn build(ns: &NamespacePlan, program: &Path) -> Result<(), ApplyError> {
     mount(
         None,
         Path::new("/"),
@@ -54,12 +59,16 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
         libc::MS_REC | libc::MS_PRIVATE,
         None,
     )?;
-    let sources = Sources::take(ns)?;
+    let sources = Sources::take(ns, program)?;
     crate::phase!("mounts: take the sources");
     if ns.system_read_only.is_some() {
         system_read_only(&sources)?;
     }
     crate::phase!("mounts: the system read-only");
+    if let Some(tmp) = &ns.private_tmp {
+        private_tmp(tmp, sources.tmp)?;
+    }
+    crate::phase!("mounts: the private /tmp");
     for step in &ns.mounts {
         if let MountStep::Pin { path } = step {
             mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None)?;
@@ -67,7 +76,7 @@ pub(super) fn build(ns: &NamespacePlan) -> Result<(), ApplyError> {
     }
     crate::phase!("mounts: pins");
     if ns.minimal_dev {
-        minimal_dev(&sources.devices)?;
+        minimal_dev(&sources.devices, ns.private_tmp.as_ref().map(|t| t.size))?;
     }
     crate::phase!("mounts: /dev");
     if ns.pid_namespace {
@@ -118,10 +127,13 @@ struct Sources {
     writable: Vec<(PathBuf, OwnedFd)>,
     /// The harmless devices, opened before `/dev` is replaced.
     devices: Vec<(&'static str, OwnedFd)>,
+    /// The chat's folders inside the temporary folders, with their paths, in plan order (one
+    /// missing at launch left out).
+    tmp: Vec<(PathBuf, bool, OwnedFd)>,
 }
 
 impl Sources {
-    fn take(ns: &NamespacePlan) -> Result<Sources, ApplyError> {
+    fn take(ns: &NamespacePlan, program: &Path) -> Result<Sources, ApplyError> {
         let mut bind_back = Vec::new();
         for step in &ns.mounts {
             if let MountStep::Mask { bind_back: b, .. } = step {
@@ -146,10 +158,35 @@ impl Sources {
                 }
             }
         }
+        let mut tmp = Vec::new();
+        for place in ns.private_tmp.iter().flat_map(|t| &t.places) {
+            // The program's folder, when the program lies there (given by its absolute path)
+            // and nothing of the plan's brings it back already.
+            let program_dir = program
+                .parent()
+                .filter(|dir| {
+                    program.is_absolute()
+                        && dir.starts_with(&place.path)
+                        && *dir != place.path
+                        && !place.bind_back.iter().any(|b| dir.starts_with(b))
+                })
+                .map(Path::to_path_buf);
+            for path in program_dir.iter().chain(place.bind_back.iter()) {
+                let Ok(meta) = path.symlink_metadata() else {
+                    continue;
+                };
+                tmp.push((
+                    path.clone(),
+                    meta.is_dir(),
+                    clone_tree(path, meta.is_dir())?,
+                ));
+            }
+        }
         Ok(Sources {
             bind_back: bind_back.into_iter(),
             writable,
             devices,
+            tmp,
         })
     }
 }
@@ -159,6 +196,48 @@ fn system_read_only(sources: &Sources) -> Result<(), ApplyError> {
     make_read_only(None, Path::new("/"))?;
     for (place, tree) in &sources.writable {
         attach_tree(tree, place)?;
+    }
+    Ok(())
+}
+
+/// Pass 3's second half: the chat's own `/tmp` and `/var/tmp`, each a tmpfs of the configured size (anyone's to
+/// write, entries their owner's only: mode 1777), with the chat's folders inside attached back.
+/// For a root chat the tmpfs is writable although the system is read-only: it is the chat's.
+fn private_tmp(
+    tmp: &super::plan::PrivateTmp,
+    sources: Vec<(PathBuf, bool, OwnedFd)>,
+) -> Result<(), ApplyError> {
+    let size = format!("mode=1777,size={}", tmp.size);
+    for place in &tmp.places {
+        mount(
+            Some(Path::new("tmpfs")),
+            &place.path,
+            Some("tmpfs"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(&size),
+        )?;
+    }
+    for (path, dir, tree) in sources {
+        // The folders on the way, made in the chat's tmpfs (owned by the chat, mode 0755).
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| fail(format!("mkdir {}", parent.display()), e))?;
+        }
+        if dir {
+            mkdir(&path, 0o700)?;
+        } else {
+            touch(&path, 0o600)?;
+        }
+        attach_tree(&tree, &path)?;
+    }
+    // A `TMPDIR` inside them that nothing bound back (a folder of the launcher's in the
+    // machine's /tmp) is made empty in the chat's own, so that what writes there still works.
+    if let Some(dir) = std::env::var_os("TMPDIR").map(PathBuf::from)
+        && dir.is_absolute()
+        && tmp.places.iter().any(|p| dir.starts_with(&p.path))
+        && !dir.exists()
+    {
+        std::fs::create_dir_all(&dir).map_err(|e| fail(format!("mkdir {}", dir.display()), e))?;
     }
     Ok(())
 }
@@ -173,14 +252,21 @@ fn system_read_only(sources: &Sources) -> Result<(), ApplyError> {
 /// mount at `/dev` read-only, not the filesystem, so the bind at `/dev/shm` stays writable
 /// (only that folder is reachable through it), and `/dev` has no size limit of its own: what
 /// `/dev/shm` holds is bounded as a tmpfs of its own was, by the tmpfs default (half the memory).
-fn minimal_dev(devices: &[(&str, OwnedFd)]) -> Result<(), ApplyError> {
+///
+/// `size`: `[limits] tmp`, which bounds `/dev/shm` like the chat's `/tmp` (the devices and links
+/// take no room).
+fn minimal_dev(devices: &[(&str, OwnedFd)], size: Option<u64>) -> Result<(), ApplyError> {
     let dev = Path::new("/dev");
+    let options = match size {
+        Some(size) => format!("mode=0755,size={size}"),
+        None => "mode=0755".to_owned(),
+    };
     mount(
         Some(Path::new("tmpfs")),
         dev,
         Some("tmpfs"),
         libc::MS_NOSUID | libc::MS_NOEXEC,
-        Some("mode=0755"),
+        Some(&options),
     )?;
     for (name, fd) in devices {
         let target = dev.join(name);

@@ -390,6 +390,8 @@ pub struct LinuxPlan {
     pub create_settings_files: Vec<SettingsFile>,
     /// `Some` when namespaces are used: user, mount and PID namespace, fresh `/proc` and `/dev`.
     pub namespaces: Option<NamespacePlan>,
+    /// `[limits]`: the chat's processes and memory (its `/tmp` is the namespace plan's).
+    pub limits: LimitsPlan,
     /// The Landlock ruleset, restricted once the mounts are made.
     pub landlock: LandlockPlan,
     /// The seccomp filter, installed after the ruleset, just before the exec.
@@ -428,6 +430,10 @@ impl LinuxPlan {
         out.extend(self.create_home_files.iter().map(PathBuf::as_path));
         out.extend(self.create_settings_files.iter().map(|f| f.path.as_path()));
         if let Some(ns) = &self.namespaces {
+            for place in ns.private_tmp.iter().flat_map(|t| &t.places) {
+                out.push(&place.path);
+                out.extend(place.bind_back.iter().map(PathBuf::as_path));
+            }
             for step in &ns.mounts {
                 match step {
                     MountStep::Pin { path }
@@ -583,6 +589,8 @@ pub struct NamespacePlan {
     /// opened: the refused entries then have stand-ins only ([`Kernel::fuse`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guards: Vec<GuardPlan>,
+    /// The chat's own `/tmp` and `/var/tmp` (`[limits] tmp`).
+    pub private_tmp: Option<PrivateTmp>,
 }
 
 /// One grant guarded by the FUSE guard ([`NamespacePlan::guards`]).
@@ -594,6 +602,214 @@ pub struct GuardPlan {
     pub access: Access,
     /// The refused patterns, as written (`sandbox_core::RefusedPattern`).
     pub refused: Vec<String>,
+}
+
+/// `[limits]` as the helper holds them (`limits.rs`, `cgroup.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitsPlan {
+    /// The chat's processes and threads at once (init not counted): `RLIMIT_NPROC` in the chat's
+    /// user namespace, and a pids cgroup for a root launcher.
+    pub processes: u32,
+    /// Configured, not the default: a root launcher that can make no pids cgroup refuses the
+    /// launch rather than run the chat unlimited.
+    pub processes_configured: bool,
+    /// The chat's memory in bytes (a cgroup; the launch is refused where none can be made).
+    pub memory: Option<u64>,
+}
+
+impl LimitsPlan {
+    fn new(limits: sandbox_core::Limits) -> LimitsPlan {
+        LimitsPlan {
+            processes: limits.processes,
+            processes_configured: limits.processes_configured,
+            memory: limits.memory.map(|m| m.0),
+        }
+    }
+}
+
+/// The chat's own temporary folders: a tmpfs of `size` bytes on each place (`/tmp`,
+/// `/var/tmp`), made before the pins and the masks, with the chat's folders that lie inside one
+/// (the home, a protected root, a grant, the runtime, a configured writable place, an allowed
+/// socket) bound back at their own paths. `/dev/shm` (a folder of the chat's own `/dev`) gets
+/// the same size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrivateTmp {
+    /// The size of each tmpfs, in bytes.
+    pub size: u64,
+    /// The places covered, in order.
+    pub places: Vec<TmpPlace>,
+}
+
+/// One temporary folder covered by the chat's own tmpfs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TmpPlace {
+    /// `/tmp` or `/var/tmp`.
+    pub path: PathBuf,
+    /// What of the chat's lies inside, outermost only, bound back (one missing at launch is
+    /// left out).
+    pub bind_back: Vec<PathBuf>,
+}
+
+/// The temporary folders a chat gets of its own.
+const TMP_PLACES: [&str; 2] = ["/tmp", "/var/tmp"];
+
+/// The private `/tmp` of the namespace plan: each temporary folder that is a folder of its own
+/// (not a symlink) here; what to bind back is filled in by [`bind_back_into_tmp`].
+fn private_tmp(policy: &Policy, disk: &dyn LaunchDisk) -> PrivateTmp {
+    let places = TMP_PLACES
+        .iter()
+        .map(Path::new)
+        // A folder, not a symlink (one look, shared with the rest of the compile).
+        .filter(|path| disk.kind(path) == Some(EntryKind::Dir))
+        .map(|path| TmpPlace {
+            path: path.to_owned(),
+            bind_back: Vec::new(),
+        })
+        .collect();
+    PrivateTmp {
+        size: policy.limits().tmp.0,
+        places,
+    }
+}
+
+/// Every path of the plan's own that lies inside a temporary folder (the chat's home, its
+/// folders, the protected roots, their pins and covers, what the helper makes), outermost only:
+/// bound back into the chat's own tmpfs, so that the plan finds what it names. The machine's
+/// other entries there stay out of reach. Landlock's rules are not among them: a rule on an
+/// entry that is not there is left out (it only grants).
+fn bind_back_into_tmp(tmp: &mut PrivateTmp, policy: &Policy, plan: &LinuxPlan) {
+    let mut named: Vec<&Path> = vec![policy.home(), policy.runtime(), &plan.workdir];
+    named.extend(policy.protected().iter().map(PathBuf::as_path));
+    named.extend(policy.grants().iter().map(|g| g.path.as_path()));
+    named.extend(policy.writable().iter().map(PathBuf::as_path));
+    named.extend(policy.unix_socket_allow().iter().map(PathBuf::as_path));
+    named.extend(policy.blocked_programs().iter().map(PathBuf::as_path));
+    named.extend(plan.create_dirs.iter().map(PathBuf::as_path));
+    named.extend(plan.create_home_dirs.iter().map(PathBuf::as_path));
+    named.extend(plan.create_home_files.iter().map(PathBuf::as_path));
+    named.extend(plan.create_settings_files.iter().map(|f| f.path.as_path()));
+    if let Some(ns) = &plan.namespaces {
+        for step in &ns.mounts {
+            match step {
+                MountStep::Pin { path }
+                | MountStep::PinLink { path }
+                | MountStep::Hide { path, .. }
+                | MountStep::ReadOnly { path, .. }
+                | MountStep::Keep { path, .. } => named.push(path),
+                MountStep::Mask { root, bind_back } => {
+                    named.push(root);
+                    named.extend(bind_back.iter().map(|b| b.path.as_path()));
+                }
+            }
+        }
+    }
+    for place in &mut tmp.places {
+        let mut inside: Vec<&Path> = named
+            .iter()
+            .copied()
+            .filter(|p| p.starts_with(&place.path) && *p != place.path)
+            .collect();
+        inside.sort_by_key(|p| p.as_os_str().len());
+        for p in inside {
+            if !place.bind_back.iter().any(|b| p.starts_with(b)) {
+                place.bind_back.push(p.to_owned());
+            }
+        }
+    }
+}
+
+/// What the namespace plan says of `[limits]`, root or not.
+fn limits_guarantees(policy: &Policy, tmp: &PrivateTmp) -> Vec<Guarantee> {
+    let limits = policy.limits();
+    let mut out = Vec::new();
+    out.push(if policy.system_read_only() {
+        Guarantee::new(
+            Promise::Processes,
+            format!(
+                "a pids cgroup of the chat's own (pids.max {} with init), made by the helper",
+                limits.processes + 1
+            ),
+            if limits.processes_configured {
+                Enforcement::Fully
+            } else {
+                Enforcement::Partly(
+                    "root is exempt from RLIMIT_NPROC: where the launcher can make no pids cgroup (`doctor` says whether it can here) the default limit does not hold; a configured one refuses the launch there".into(),
+                )
+            },
+        )
+    } else {
+        Guarantee::new(
+            Promise::Processes,
+            format!(
+                "RLIMIT_NPROC {} set by init, counted by the kernel per user namespace and uid (Linux 5.14 and later): the chat's own, a namespace it makes counted in it",
+                limits.processes + 1
+            ),
+            Enforcement::Fully,
+        )
+    });
+    out.push(match limits.memory {
+        Some(m) => Guarantee::new(
+            Promise::Memory,
+            format!(
+                "a memory cgroup of the chat's own ({m}), made by the helper, swap included; tmpfs pages (its /tmp, /dev/shm) are charged to it; the launch is refused where none can be made"
+            ),
+            Enforcement::Fully,
+        ),
+        None => Guarantee::new(
+            Promise::Memory,
+            "nothing: `[limits] memory` is not set",
+            Enforcement::Not(
+                "no `[limits] memory` configured: the chat may use whatever the launcher may".into(),
+            ),
+        ),
+    });
+    out.push(Guarantee::new(
+        Promise::PrivateTmp,
+        format!(
+            "mount namespace: a tmpfs of {} on each of {}, the chat's folders inside bound back",
+            sandbox_core::Size(tmp.size),
+            tmp.places
+                .iter()
+                .map(|p| p.path.display().to_string())
+                .chain(["/dev/shm".to_owned()])
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Enforcement::Fully,
+    ));
+    out
+}
+
+/// What the Landlock-only plan says of `[limits]`, and the configured limits it cannot hold.
+pub(super) fn limits_without_namespaces(policy: &Policy) -> Result<Vec<Guarantee>, PlanError> {
+    let limits = policy.limits();
+    if limits.memory.is_some() {
+        return Err(PlanError::LimitNeedsNamespaces("memory"));
+    }
+    if limits.processes_configured {
+        return Err(PlanError::LimitNeedsNamespaces("processes"));
+    }
+    Ok(vec![
+        Guarantee::new(
+            Promise::Processes,
+            "nothing",
+            Enforcement::Not(
+                "without a user namespace RLIMIT_NPROC would count every process of the uid on the machine, and the launcher becomes the program (no helper stays to remove a cgroup)".into(),
+            ),
+        ),
+        Guarantee::new(
+            Promise::Memory,
+            "nothing",
+            Enforcement::Not("no `[limits] memory` configured (one is refused without namespaces)".into()),
+        ),
+        Guarantee::new(
+            Promise::PrivateTmp,
+            "nothing: /tmp is the machine's",
+            Enforcement::Not(
+                "no mount namespace: /tmp, /var/tmp and /dev/shm are the machine's, shared with every chat and the person's programs (closing them would break every CLI)".into(),
+            ),
+        ),
+    ])
 }
 
 /// The chat's own network (`[policy] network = "isolated"`): init is cloned into a new network
@@ -834,6 +1050,11 @@ pub enum PlanError {
         "`[policy] network = \"isolated\"` needs a network namespace of the chat's own, and this machine cannot create user namespaces (Landlock alone confines here): the launch is refused rather than run on the machine's network. Allow user namespaces (sysctl user.max_user_namespaces above 0, kernel.unprivileged_userns_clone=1, or Ubuntu's kernel.apparmor_restrict_unprivileged_userns=0), or set network = \"shared\""
     )]
     IsolatedNeedsNamespaces,
+    /// A configured limit on a machine without user namespaces.
+    #[error(
+        "`[limits] {0}` needs the namespace plan (a user namespace and a helper that stays with the chat), and this machine cannot create user namespaces (Landlock alone confines here): the launch is refused rather than run unbounded. Allow user namespaces (sysctl user.max_user_namespaces above 0, kernel.unprivileged_userns_clone=1, or Ubuntu's kernel.apparmor_restrict_unprivileged_userns=0), or take `{0}` out of `[limits]`"
+    )]
+    LimitNeedsNamespaces(&'static str),
     /// `network = "isolated"` without pasta installed.
     #[error(
         "`[policy] network = \"isolated\"` needs pasta, and {} is missing: apt-get install passt (Debian, Ubuntu), dnf install passt (Fedora), or set network = \"shared\"",
@@ -1069,11 +1290,15 @@ pub fn compile(
     ));
     // `/dev` and `/proc` are the sandbox's own (passes 5 and 6 of the mounts): nothing of the
     // host's to give back there.
+    // The temporary folders are the chat's own tmpfs (`private_tmp`): not the machine's given
+    // back (what of the chat's lies in them is bound back there).
+    let tmp = private_tmp(policy, disk);
     let system_read_only = policy.system_read_only().then(|| {
         policy
             .writable()
             .iter()
             .filter(|p| !p.starts_with("/dev") && !p.starts_with("/proc"))
+            .filter(|p| !tmp.places.iter().any(|t| t.path == **p))
             .cloned()
             .collect()
     });
@@ -1089,10 +1314,11 @@ pub fn compile(
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            // The root of a writable place is the host's own folder, bound back writable: its
-            // owner (root) may change its mode (tests/attacks.rs).
+            // The root of a configured writable place is the host's own folder, bound back
+            // writable: its owner (root) may change its mode. /tmp and /var/tmp are the chat's own
+            // tmpfs (tests/attacks.rs).
             Enforcement::Partly(
-                "a writable place itself (/tmp, /var/tmp, a configured one) can have its mode, times and extended attributes changed: `chmod 0777 /tmp` drops the sticky bit for every user of the machine".into(),
+                "a configured writable place itself (`[policy] writable`) can have its mode, times and extended attributes changed; /tmp and /var/tmp are the chat's own".into(),
             ),
         ));
     }
@@ -1161,7 +1387,8 @@ pub fn compile(
     ));
     guarantees.extend(common.guarantees.iter().cloned());
     guarantees.push(loopback_guarantee(network.as_ref()));
-    Ok(LinuxPlan {
+    guarantees.extend(limits_guarantees(policy, &tmp));
+    let mut plan = LinuxPlan {
         version: PLAN_VERSION,
         chat: policy.chat().to_string(),
         workdir: policy.runtime().to_owned(),
@@ -1181,13 +1408,21 @@ pub fn compile(
             attach_stand_ins: false,
             network,
             guards,
+            private_tmp: None,
         }),
+        limits: LimitsPlan::new(policy.limits()),
         landlock: common.landlock(rules),
         seccomp_program: seccomp_program(&common.seccomp)?,
         seccomp: common.seccomp,
         guarantees,
         frozen: Vec::new(),
-    })
+    };
+    let mut tmp = tmp;
+    bind_back_into_tmp(&mut tmp, policy, &plan);
+    if let Some(ns) = plan.namespaces.as_mut() {
+        ns.private_tmp = Some(tmp);
+    }
+    Ok(plan)
 }
 
 /// The namespace plan's Landlock rules: the open rights everywhere but in the folders that hold

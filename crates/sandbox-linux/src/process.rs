@@ -137,6 +137,9 @@ pub(super) struct Init {
     pub chat: String,
     /// Where the record goes.
     pub denials_record: Option<std::path::PathBuf>,
+    /// The chat's own cgroup (`[limits]`): read for what stopped the chat, then removed, once
+    /// init has ended.
+    pub cgroup: Option<super::cgroup::ChatCgroup>,
 }
 
 /// How long the helper waits, once the chat has ended, for its marker to come back through the
@@ -307,6 +310,12 @@ pub(super) fn wait_for_init(
         );
     }
     sys::collect_unix_garbage();
+    // Which limit stopped the chat, if one did: from the kernel's counts, never from the chat.
+    if let Some(cgroup) = init.cgroup.take() {
+        for line in cgroup.report() {
+            notice(&format!("{line}\n"));
+        }
+    }
     let mut heard = Vec::new();
     read_report(&init.report, &mut heard);
     let (started, report) = Report::decode(&heard);

@@ -225,6 +225,11 @@ pub enum SeatbeltError {
         /// The most sandbox-exec takes ([`MAX_EXPRESSION`]).
         limit: usize,
     },
+    /// A configured `[limits]` key the Seatbelt backend cannot hold.
+    #[error(
+        "`[limits] {0}` cannot be held on macOS (Seatbelt limits files, not resources; no cgroup exists there): the launch is refused rather than run unbounded; take `{0}` out of `[limits]`"
+    )]
+    LimitNotHeld(&'static str),
     /// The whole command would be over macOS's `ARG_MAX`.
     #[error(
         "the sandbox-exec command of this chat would take {bytes} bytes of arguments and \
@@ -242,6 +247,34 @@ pub enum SeatbeltError {
     },
 }
 
+/// What the Seatbelt backend says of `[limits]`: none holds there. A configured `processes` or
+/// `memory` refuses the launch ([`SeatbeltError::LimitNotHeld`]); the default process limit and
+/// the private `/tmp` are not held, and said so.
+pub fn limits_guarantees() -> Vec<sandbox_core::Guarantee> {
+    use sandbox_core::{Enforcement, Guarantee, Promise};
+    vec![
+        Guarantee::new(
+            Promise::Processes,
+            "nothing",
+            Enforcement::Not(
+                "Seatbelt limits files, not resources; RLIMIT_NPROC on macOS counts every process of the uid (no namespace), so it would limit the person's own programs too".into(),
+            ),
+        ),
+        Guarantee::new(
+            Promise::Memory,
+            "nothing",
+            Enforcement::Not("macOS has no cgroup; `[limits] memory` refuses the launch there".into()),
+        ),
+        Guarantee::new(
+            Promise::PrivateTmp,
+            "nothing: /tmp and $TMPDIR are the machine's and the person's",
+            Enforcement::Not(
+                "Seatbelt cannot give a chat a folder of its own at /tmp (no mount namespace); the temporary folders are shared with the person's programs and other chats".into(),
+            ),
+        ),
+    ]
+}
+
 impl SeatbeltError {
     /// Whether the policy or the command is at fault (exit status 2), not this program.
     pub fn is_bad_input(&self) -> bool {
@@ -255,6 +288,13 @@ impl SeatbeltProfile {
     pub fn for_policy(policy: &Policy) -> Result<SeatbeltProfile, SeatbeltError> {
         if policy.os() != Os::MacOs {
             return Err(SeatbeltError::NotForMacOs { os: policy.os() });
+        }
+        let limits = policy.limits();
+        if limits.memory.is_some() {
+            return Err(SeatbeltError::LimitNotHeld("memory"));
+        }
+        if limits.processes_configured {
+            return Err(SeatbeltError::LimitNotHeld("processes"));
         }
         let (head, tail) = BASE.split_once(CHAT_RULES_MARKER).unwrap_or((BASE, ""));
         let mut out = Writer {
