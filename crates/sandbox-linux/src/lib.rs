@@ -39,6 +39,7 @@ mod bpf;
 mod caps;
 #[cfg(target_os = "linux")]
 pub mod cgroup;
+#[cfg(target_os = "linux")]
 pub mod denials;
 #[cfg(target_os = "linux")]
 mod descriptors;

@@ -618,7 +618,7 @@ impl PersonFilesGuard {
     /// container in `containers` (the members of an object or table by key, the string items of
     /// a list), and the entries of chats whose runtime is gone, under the launcher's lock, by
     /// compare and swap, atomically, as [`Self::apply`] writes; a container left empty goes too
-    /// (see [`formats::remove_json`]). Nothing is created: a missing file or folder is
+    /// (see `formats::remove_json`). Nothing is created: a missing file or folder is
     /// [`Applied::AlreadyThere`] (nothing to remove), and so is a file without such entries.
     pub fn remove_entries(
         &self,
