@@ -142,11 +142,60 @@ impl Environment {
                 ])
                 .arg(crate::cli_sandbox())
                 .arg(&outer)
-                .arg(program);
+                .arg(visible_in_a_chat(program.as_ref()));
             }
         }
         cmd
     }
+}
+
+/// `program` as the outer chat can run it. A chat's /tmp is its own (issue 27), so a binary under
+/// the machine's temporary folder (a checkout in /tmp, as a CI job may make) is not there inside:
+/// the test's binaries are then copied, with the helper beside them, into a root-owned folder of
+/// `/var/lib` (the environments are made by root) and run from there.
+fn visible_in_a_chat(program: &std::ffi::OsStr) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+    use std::sync::OnceLock;
+    static COPIES: OnceLock<PathBuf> = OnceLock::new();
+    let program = Path::new(program);
+    let tmp = std::env::temp_dir();
+    let tmp = tmp.canonicalize().unwrap_or(tmp);
+    if !program.starts_with(&tmp)
+        && !program.starts_with("/tmp")
+        && !program.starts_with("/var/tmp")
+    {
+        return program.to_owned();
+    }
+    let dir = COPIES.get_or_init(|| {
+        // Earlier runs' copies, whose test process is gone, go first.
+        for entry in std::fs::read_dir("/var/lib")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("cli-sandbox-env-bin-")
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let dir = PathBuf::from(format!(
+            "/var/lib/cli-sandbox-env-bin-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("a folder for the binaries in /var/lib");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let from = program.parent().expect("the binary's folder");
+        for name in ["cli-sandbox", "cli-sandbox-helper"] {
+            if from.join(name).exists() {
+                std::fs::copy(from.join(name), dir.join(name)).expect("copy the binary");
+            }
+        }
+        dir
+    });
+    dir.join(program.file_name().expect("the binary's name"))
 }
 
 /// The state root of the outer step's chat: one per user and test process, in the temporary
