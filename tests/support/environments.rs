@@ -142,7 +142,7 @@ impl Environment {
                 ])
                 .arg(crate::cli_sandbox())
                 .arg(&outer)
-                .arg(visible_in_a_chat(program.as_ref()));
+                .arg(visible_in_a_chat(program));
             }
         }
         cmd
