@@ -210,15 +210,29 @@ impl CliAdapter for Claude {
         // (checked, 2.1.197: `ANTHROPIC_BASE_URL` there sent the conversation to that server).
         // `~/.claude.json` is Claude's state, which a chat writes, so an `env` found there is
         // emptied before each launch: what a chat left there (a base URL, a proxy, `BASH_ENV`)
-        // never reaches a later chat's Claude. The person keeps theirs in `settings.json`.
-        edits.push(FileEdit {
-            file: file.clone(),
-            format: FileFormat::Json,
-            keys: vec!["env".to_owned()],
-            value: json!({}),
-            create_mode: 0o600,
-            action: Default::default(),
-        });
+        // never reaches a later chat's Claude. The person keeps theirs in `settings.json`. Only
+        // an `env` with something in it is written (a file without one is left as it is, so that
+        // `cli-sandbox end` gives it back byte for byte); one planted after this read is the
+        // stated gap of a chat that rewrites the file before Claude starts.
+        // A file that cannot be read here (a link into protected data) gets the edit all the
+        // same: the launcher's guarded write refuses it there and names the file.
+        let planted = match adapter_kit::read_settings(person, &file, FileFormat::Json) {
+            Ok(state) => state
+                .as_ref()
+                .and_then(|s| s.get("env"))
+                .is_some_and(|env| env != &json!({})),
+            Err(_) => true,
+        };
+        if planted {
+            edits.push(FileEdit {
+                file: file.clone(),
+                format: FileFormat::Json,
+                keys: vec!["env".to_owned()],
+                value: json!({}),
+                create_mode: 0o600,
+                action: Default::default(),
+            });
+        }
         if let Some(approval) = key_approval(req, person, &file)? {
             edits.push(approval);
         }

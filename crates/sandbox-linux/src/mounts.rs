@@ -49,7 +49,8 @@ use super::sys::{
 use sandbox_core::Access;
 
 /// Every pass, in order (see the module's documentation).
-/// `program`: the program the chat starts, as given (its folder is bound back into the chat's
+/// `program`: the program the chat starts, as given (the first-level entry of a temporary folder
+/// that holds it, or the file it names, or this helper, is bound back into the chat's
 /// own `/tmp` when it lies in the machine's: a CLI configured there must still start).
 pub(super) fn build(ns: &NamespacePlan, program: &Path) -> Result<(), ApplyError> {
     mount(
@@ -159,19 +160,32 @@ impl Sources {
             }
         }
         let mut tmp = Vec::new();
+        // What the chat runs and what runs it, where they lie in a temporary folder (a checkout
+        // or an install in /tmp): the program as given, the file it names, and this helper's own
+        // binary. Each brings back the whole first-level entry of the temporary folder that holds
+        // it (a Node CLI needs its package's tree, a launcher its helper beside it), as the
+        // machine's shared /tmp gave them before the chat had one of its own.
+        let mut own: Vec<PathBuf> = Vec::new();
+        if program.is_absolute() {
+            own.push(program.to_owned());
+            own.extend(std::fs::canonicalize(program));
+        }
+        own.extend(std::env::current_exe().and_then(std::fs::canonicalize));
         for place in ns.private_tmp.iter().flat_map(|t| &t.places) {
-            // The program's folder, when the program lies there (given by its absolute path)
-            // and nothing of the plan's brings it back already.
-            let program_dir = program
-                .parent()
-                .filter(|dir| {
-                    program.is_absolute()
-                        && dir.starts_with(&place.path)
-                        && *dir != place.path
-                        && !place.bind_back.iter().any(|b| dir.starts_with(b))
-                })
-                .map(Path::to_path_buf);
-            for path in program_dir.iter().chain(place.bind_back.iter()) {
+            let mut trees: Vec<PathBuf> = Vec::new();
+            for path in &own {
+                let Ok(rest) = path.strip_prefix(&place.path) else {
+                    continue;
+                };
+                let Some(first) = rest.components().next() else {
+                    continue;
+                };
+                let tree = place.path.join(first);
+                if !trees.contains(&tree) && !place.bind_back.iter().any(|b| tree.starts_with(b)) {
+                    trees.push(tree);
+                }
+            }
+            for path in trees.iter().chain(place.bind_back.iter()) {
                 let Ok(meta) = path.symlink_metadata() else {
                     continue;
                 };

@@ -766,7 +766,7 @@ fn limits_guarantees(policy: &Policy, tmp: &PrivateTmp) -> Vec<Guarantee> {
     out.push(Guarantee::new(
         Promise::PrivateTmp,
         format!(
-            "mount namespace: a tmpfs of {} on each of {}, the chat's folders inside bound back",
+            "mount namespace: a tmpfs of {} on each of {}, the chat's folders inside bound back, and the entry of the machine's temporary folder that holds the chat's program or the launcher (a checkout or an install there)",
             sandbox_core::Size(tmp.size),
             tmp.places
                 .iter()
