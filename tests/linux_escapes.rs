@@ -149,6 +149,29 @@ impl Fixture {
     }
 }
 
+/// `cli-sandbox pre-trust` with the flags a `plan` was given (less `--json`): the launch's writing
+/// step, which makes the helper's kept copy the plan only names (issue 27: `plan` writes its plan
+/// file alone), as a provider runs it between `plan` and the argv.
+fn pre_trust_as_planned(program: &Path, config: &Path, home: &Path, args: &[String]) {
+    let args: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| *a != "--json")
+        .map(|a| if a == "plan" { "pre-trust" } else { a })
+        .collect();
+    let out = output({
+        let mut cmd = Command::new(program);
+        cmd.arg("--config")
+            .arg(config)
+            .args(&args)
+            .env("HOME", home)
+            .env_remove("CLI_SANDBOX_HELPER")
+            .stdin(Stdio::null());
+        cmd
+    });
+    assert!(out.status.success(), "pre-trust: {}", text(&out));
+}
+
 fn output(mut cmd: Command) -> Output {
     cmd.output().expect("run the command")
 }
@@ -1721,6 +1744,20 @@ fn a_symlink_planted_in_a_read_write_grant_does_not_redirect_another_chats_grant
         cmd
     });
     assert!(plan.status.success(), "{}", text(&plan));
+    pre_trust_as_planned(
+        &cli_sandbox(),
+        &demo.config,
+        &demo.home,
+        &[
+            "plan".into(),
+            "--cli".into(),
+            "codex".into(),
+            "--chat".into(),
+            demo.other_chat.to_string(),
+            "--grant".into(),
+            format!("{}:ro", real.display()),
+        ],
+    );
     let launch: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
     let argv: Vec<String> = launch["argv"]
         .as_array()
@@ -1774,6 +1811,20 @@ fn two_plans_of_one_chat_with_other_grants_do_not_change_each_other() {
             cmd
         });
         assert!(out.status.success(), "{}", text(&out));
+        pre_trust_as_planned(
+            &cli_sandbox(),
+            &demo.config,
+            &demo.home,
+            &[
+                "plan".into(),
+                "--cli".into(),
+                "codex".into(),
+                "--chat".into(),
+                demo.chat.to_string(),
+                "--grant".into(),
+                format!("{}:{access}", demo.other_workflow.display()),
+            ],
+        );
         let launch: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let start = launch["command_start"].as_u64().unwrap() as usize;
         launch["argv"].as_array().unwrap()[..start]
@@ -2309,6 +2360,18 @@ fn a_helper_a_chat_could_replace_runs_from_a_copy_kept_in_the_state_root() {
         cmd
     });
     assert!(plan.status.success(), "{}", text(&plan));
+    pre_trust_as_planned(
+        &installed,
+        &demo.config,
+        &demo.home,
+        &[
+            "plan".into(),
+            "--cli".into(),
+            "codex".into(),
+            "--chat".into(),
+            demo.chat.to_string(),
+        ],
+    );
     let launch: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
     let helper = PathBuf::from(launch["argv"][0].as_str().unwrap());
     assert!(
