@@ -2833,6 +2833,87 @@ fn a_chats_tmp_is_its_own_and_bounded() {
     no_failures(test, failures);
 }
 
+/// A program installed in the machine's /tmp (a checkout or an install there) still runs in a
+/// chat whose /tmp is its own: the entry of the machine's /tmp that holds it is brought back,
+/// and only that one. The second path: the program itself, run from there, reads another entry
+/// of the machine's /tmp (a name beside its own tree, and one inside a link its tree holds) and
+/// finds nothing. The control: unconfined, the same program reads both.
+#[test]
+fn a_program_in_the_machines_tmp_runs_and_sees_only_its_own_tree_there() {
+    let test = "a_program_in_the_machines_tmp_runs_and_sees_only_its_own_tree_there";
+    if !confinement_available(test) {
+        return;
+    }
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        let lab = Lab::new(user.as_ref());
+        let token = format!(
+            "cli-sandbox-prog-{}-{}",
+            std::process::id(),
+            lab.who().len()
+        );
+        let tree = Path::new("/tmp").join(format!("{token}-tree"));
+        let other = Path::new("/tmp").join(format!("{token}-other"));
+        std::fs::create_dir_all(tree.join("bin")).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(other.join("secret"), "the machine's\n").unwrap();
+        // A link inside the program's tree to the other entry: followed inside the chat, it
+        // leads to the chat's own /tmp, where that name is not.
+        std::os::unix::fs::symlink(&other, tree.join("link")).unwrap();
+        let found = lab.demo.runtime.join(format!("{token}-found"));
+        let program = tree.join("bin/prog");
+        std::fs::write(
+            &program,
+            format!(
+                "#!/bin/sh\necho ran > '{f}'\ncat '{o}/secret' >> '{f}' 2>/dev/null\ncat '{t}/link/secret' >> '{f}' 2>/dev/null\nexit 0\n",
+                f = found.display(),
+                o = other.display(),
+                t = tree.display()
+            ),
+        )
+        .unwrap();
+        for p in [&tree, &tree.join("bin"), &other] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(other.join("secret"), std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+        if let Some(user) = &lab.user {
+            user.own(&lab.demo.runtime);
+        }
+        let program_arg = program.to_str().unwrap();
+        // The control.
+        let _ = std::fs::remove_file(&found);
+        let out = run(lab.unconfined(&[program_arg]));
+        let seen = std::fs::read_to_string(&found).unwrap_or_default();
+        assert_eq!(
+            seen.matches("the machine's").count(),
+            2,
+            "control {}: {seen:?} {}",
+            lab.who(),
+            text(&out)
+        );
+        let _ = std::fs::remove_file(&found);
+        let out = run(lab.confined(Plan::Namespaces, &[], &[program_arg]));
+        let seen = std::fs::read_to_string(&found).unwrap_or_default();
+        if !seen.starts_with("ran") {
+            failures.push(format!(
+                "{}: the program in the machine's /tmp did not run: {seen:?}\n{}",
+                lab.who(),
+                text(&out)
+            ));
+        } else if seen.contains("the machine's") {
+            failures.push(format!(
+                "{}: the program read another entry of the machine's /tmp: {seen:?}",
+                lab.who()
+            ));
+        }
+        let _ = std::fs::remove_dir_all(&tree);
+        let _ = std::fs::remove_dir_all(&other);
+    }
+    no_failures(test, failures);
+}
+
 #[test]
 fn a_root_chat_cannot_change_the_machines_tmp() {
     let test = "a_root_chat_cannot_change_the_machines_tmp";
