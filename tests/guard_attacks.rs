@@ -328,57 +328,71 @@ fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) {
 // ---------------------------------------------------------------------------------------------
 // A folder the chat holds open, renamed onto a refused name outside.
 
-/// The chat opens `planning.new/` (an allowed name) and makes it its working folder; AgentWorks
-/// outside swaps it in as `planning/` (the atomic swap of a folder) and then writes its new
-/// plans into it. Through the handle and the working folder it took before, the chat reads and
-/// writes what is now `planning/`.
+/// The chat opens `planning.new/` (an allowed name), makes it its working folder and opens
+/// `inside.json` in it; it also holds `notes/drafts/` open. AgentWorks outside swaps
+/// `planning.new/` in as `planning/` (the atomic swap of a folder), moves `notes/drafts/` into
+/// it (a folder moved beneath a refused one) and then writes its new plans into them, in place
+/// into `inside.json` too. Through each handle it took before, the chat tries to read and write
+/// what is now beneath `planning/`.
 const HELD_FOLDER_CHAT: &str = r#"
 held = os.open(path("planning.new"), os.O_RDONLY | os.O_DIRECTORY)
 os.chdir(path("planning.new"))
+inside = os.open(path("planning.new/inside.json"), os.O_RDONLY)
+drafts = os.open(path("notes/drafts"), os.O_RDONLY | os.O_DIRECTORY)
 wait_go()
 attempt("fd-read", lambda: read("after.json", dir_fd=held))
 attempt("fd-list", lambda: sorted(os.listdir(held)))
+attempt("fd-stat", lambda: os.stat("after.json", dir_fd=held).st_size)
 attempt("fd-write", lambda: write_new("by-chat-fd.json", dir_fd=held))
 attempt("cwd-read", lambda: read("cwd.json"))
 attempt("cwd-write", lambda: write_new("by-chat-cwd.json"))
+attempt("file-read", lambda: os.pread(inside, 1 << 20, 0).decode("latin-1"))
+attempt("deep-read", lambda: read("deep.json", dir_fd=drafts))
+attempt("deep-write", lambda: write_new("by-chat-deep.json", dir_fd=drafts))
 "#;
 
 const HELD_FOLDER_OUTSIDE: &str = r#"
 os.rename(path("planning"), path("planning.old"))
 os.rename(path("planning.new"), path("planning"))
+os.rename(path("notes/drafts"), path("planning/drafts"))
 write("planning/after.json", "after " + secret)
 write("planning/cwd.json", "cwd " + secret)
+write("planning/inside.json", "inside " + secret)
+write("planning/drafts/deep.json", "deep " + secret)
 "#;
 
+fn held_folder_setup(_: &Lab, top: &Path, _: &str) {
+    std::fs::create_dir_all(top.join("planning")).unwrap();
+    std::fs::create_dir_all(top.join("planning.new")).unwrap();
+    std::fs::create_dir_all(top.join("notes/drafts")).unwrap();
+    std::fs::write(top.join("planning.new/inside.json"), "before").unwrap();
+}
+
 #[test]
-#[ignore = "FINDING: a folder the chat opened (or made its working folder) under an allowed name, renamed onto `planning` outside, stays open to the chat: it reads the plans written into it afterwards and writes into it"]
 fn a_folder_the_chat_holds_open_and_the_outside_renames_onto_planning_stays_refused() {
     let test = "a_folder_the_chat_holds_open_and_the_outside_renames_onto_planning_stays_refused";
     if !guarded(test) {
         return;
     }
-    let setup = |_: &Lab, top: &Path, _: &str| {
-        std::fs::create_dir_all(top.join("planning")).unwrap();
-        std::fs::create_dir_all(top.join("planning.new")).unwrap();
-    };
     let mut failures = Vec::new();
     for user in every_user(test) {
         for access in ["rw", "ro"] {
             let lab = Lab::new(user.as_ref());
             let attack = Attack {
                 access,
-                setup: &setup,
+                setup: &held_folder_setup,
                 chat: HELD_FOLDER_CHAT,
                 outside: Some(HELD_FOLDER_OUTSIDE),
             };
             let control = run(&lab, false, &attack);
             assert_eq!(
                 control.leaks(),
-                ["cwd-read", "fd-read"],
+                ["cwd-read", "deep-read", "fd-read", "file-read"],
                 "control {} {access}:\n{}",
                 lab.who(),
                 control.report
             );
+            assert_eq!(control.note("fd-write"), "wrote", "{}", control.report);
             let seen = run(&lab, true, &attack);
             let case = format!("{} {access}", lab.who());
             for key in seen.leaks() {
@@ -387,7 +401,16 @@ fn a_folder_the_chat_holds_open_and_the_outside_renames_onto_planning_stays_refu
                     seen.note(&key)
                 ));
             }
-            for name in ["by-chat-fd.json", "by-chat-cwd.json"] {
+            for key in ["fd-list", "fd-stat"] {
+                if !seen.note(key).starts_with("refused") {
+                    failures.push(format!("{case}: {key}: {}", seen.note(key)));
+                }
+            }
+            for name in [
+                "by-chat-fd.json",
+                "by-chat-cwd.json",
+                "drafts/by-chat-deep.json",
+            ] {
                 if lab.demo.granted.join("planning").join(name).exists() {
                     failures.push(format!("{case}: the chat wrote planning/{name}"));
                 }
@@ -396,6 +419,161 @@ fn a_folder_the_chat_holds_open_and_the_outside_renames_onto_planning_stays_refu
                 "REPORT {case}: {}",
                 seen.report.replace('\n', " | ")
             ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The chat polls, as fast as it can, `live.json` in the folder it holds open (by its folder's
+/// descriptor, by the file's own descriptor, and by its working folder) while AgentWorks outside
+/// swaps the folder in as `planning/` and then writes into `live.json`, in place, again and
+/// again. No byte written after the swap may ever be read: the guard checks where the entry is
+/// after each read too, and throws the data away when it is beneath a refused name by then.
+const POLLING_CHAT: &str = r#"
+held = os.open(path("planning.new"), os.O_RDONLY | os.O_DIRECTORY)
+live = os.open(path("planning.new/live.json"), os.O_RDONLY)
+os.chdir(path("planning.new"))
+wait_go_started = time.time()
+open(ready, "w").write("ready")
+reads = {"dir": 0, "file": 0, "cwd": 0}
+leaked = {}
+end = None
+while time.time() - wait_go_started < 60:
+    if end is None and os.path.exists(go): end = time.time() + 0.5
+    if end is not None and time.time() > end: break
+    for how, f in [("dir", lambda: read("live.json", dir_fd=held)),
+                   ("file", lambda: os.pread(live, 4096, 0).decode("latin-1")),
+                   ("cwd", lambda: read("live.json"))]:
+        try:
+            data = f()
+            reads[how] += 1
+            if "after" in data and how not in leaked: leaked[how] = data
+        except OSError:
+            pass
+for how in reads:
+    note("reads " + how, reads[how])
+    note("leak " + how, leaked.get(how, "none"))
+"#;
+
+const POLLING_OUTSIDE: &str = r#"
+time.sleep(0.3)
+os.rename(path("planning"), path("planning.old"))
+os.rename(path("planning.new"), path("planning"))
+for i in range(300):
+    with open(path("planning/live.json"), "r+") as f:
+        f.write("after %d %s" % (i, secret)); f.truncate()
+    time.sleep(0.002)
+"#;
+
+#[test]
+fn a_chat_polling_a_folder_it_holds_while_the_outside_renames_it_onto_planning_reads_nothing_written_after()
+ {
+    let test = "a_chat_polling_a_folder_it_holds_while_the_outside_renames_it_onto_planning_reads_nothing_written_after";
+    if !guarded(test) {
+        return;
+    }
+    let setup = |_: &Lab, top: &Path, _: &str| {
+        std::fs::create_dir_all(top.join("planning")).unwrap();
+        std::fs::create_dir_all(top.join("planning.new")).unwrap();
+        std::fs::write(top.join("planning.new/live.json"), "before").unwrap();
+    };
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        for access in ["rw", "ro"] {
+            let lab = Lab::new(user.as_ref());
+            let attack = Attack {
+                access,
+                setup: &setup,
+                chat: POLLING_CHAT,
+                outside: Some(POLLING_OUTSIDE),
+            };
+            let control = run(&lab, false, &attack);
+            assert_eq!(
+                control.leaks(),
+                ["leak cwd", "leak dir", "leak file"],
+                "control {} {access}:\n{}",
+                lab.who(),
+                control.report
+            );
+            let seen = run(&lab, true, &attack);
+            let case = format!("{} {access}", lab.who());
+            for key in seen.leaks() {
+                failures.push(format!("{case}: {key}: {}", seen.note(&key)));
+            }
+            // The chat was reading before the swap (the refusal is the swap's, not the guard's
+            // from the start).
+            for how in ["dir", "file", "cwd"] {
+                let n: u64 = seen.note(&format!("reads {how}")).parse().unwrap_or(0);
+                if n == 0 {
+                    failures.push(format!("{case}: no read by {how} before the swap either"));
+                }
+            }
+            say(&format!(
+                "REPORT {case}: {}",
+                seen.report.replace('\n', " | ")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A folder the chat holds, renamed outside from one allowed name to another (`work/` to
+/// `work2/`), keeps working through every handle: what is decided is the name it has now.
+const ALLOWED_RENAME_CHAT: &str = r#"
+held = os.open(path("work"), os.O_RDONLY | os.O_DIRECTORY)
+os.chdir(path("work"))
+inside = os.open(path("work/inside.txt"), os.O_RDONLY)
+wait_go()
+attempt("fd-read", lambda: read("after.txt", dir_fd=held))
+attempt("cwd-read", lambda: read("after.txt"))
+attempt("file-read", lambda: os.pread(inside, 4096, 0).decode("latin-1"))
+attempt("fd-list", lambda: sorted(os.listdir(held)))
+"#;
+
+const ALLOWED_RENAME_OUTSIDE: &str = r#"
+os.rename(path("work"), path("work2"))
+write("work2/after.txt", "allowed-after")
+write("work2/inside.txt", "inside-after")
+"#;
+
+#[test]
+fn a_folder_the_chat_holds_renamed_outside_to_another_allowed_name_keeps_working() {
+    let test = "a_folder_the_chat_holds_renamed_outside_to_another_allowed_name_keeps_working";
+    if !guarded(test) {
+        return;
+    }
+    let setup = |_: &Lab, top: &Path, _: &str| {
+        std::fs::create_dir_all(top.join("work")).unwrap();
+        std::fs::write(top.join("work/inside.txt"), "before").unwrap();
+    };
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        for access in ["rw", "ro"] {
+            let lab = Lab::new(user.as_ref());
+            let attack = Attack {
+                access,
+                setup: &setup,
+                chat: ALLOWED_RENAME_CHAT,
+                outside: Some(ALLOWED_RENAME_OUTSIDE),
+            };
+            let control = run(&lab, false, &attack);
+            let seen = run(&lab, true, &attack);
+            let case = format!("{} {access}", lab.who());
+            assert_eq!(
+                control.note("fd-read"),
+                "allowed-after",
+                "{}",
+                control.report
+            );
+            for key in ["fd-read", "cwd-read", "file-read", "fd-list"] {
+                if seen.note(key) != control.note(key) {
+                    failures.push(format!(
+                        "{case}: {key}: {} (unconfined: {})",
+                        seen.note(key),
+                        control.note(key)
+                    ));
+                }
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -233,6 +233,27 @@ struct State {
 struct Guard {
     refused: Vec<RefusedPattern>,
     state: Mutex<State>,
+    /// The grant's path as the kernel names it to the daemon (`/proc/self/fd`): the start of the
+    /// path of every entry beneath it. Read again when an entry's path does not start with it
+    /// (the grant itself renamed outside).
+    grant_path: Mutex<Vec<u8>>,
+}
+
+/// The path the kernel gives for `fd` now (`d_path`: it follows every rename of the entry and
+/// of each folder above it, whoever made it; a folder has one).
+fn path_of(fd: &OwnedFd) -> Option<Vec<u8>> {
+    rustix::fs::readlink(format!("/proc/self/fd/{}", fd.as_raw_fd()), Vec::new())
+        .ok()
+        .map(|p| p.into_bytes())
+}
+
+/// `path` beneath `top`: the rest after `top` and its `/`; empty for `top` itself.
+fn beneath<'p>(path: &'p [u8], top: &[u8]) -> Option<&'p [u8]> {
+    let rest = path.strip_prefix(top)?;
+    if top.ends_with(b"/") || rest.is_empty() {
+        return Some(rest);
+    }
+    rest.strip_prefix(b"/")
 }
 
 fn errno(e: rustix::io::Errno) -> Errno {
@@ -330,9 +351,15 @@ impl Guard {
                 lookups: 1,
             },
         );
+        let grant_path = state
+            .nodes
+            .get(&1)
+            .and_then(|n| n.fd.as_deref().and_then(path_of))
+            .unwrap_or_default();
         let guard = Guard {
             refused,
             state: Mutex::new(state),
+            grant_path: Mutex::new(grant_path),
         };
         // The entries refused at the start, by inode, so that a rename outside to an allowed
         // name does not open them.
@@ -346,6 +373,45 @@ impl Guard {
                 .refused
                 .iter()
                 .any(|p| p.matches_name_on(Os::Linux, name))
+    }
+
+    /// Whether the entry `fd` holds is beneath the grant under an allowed name at its top now,
+    /// whatever the chat holds it by (a descriptor, its working folder, a file opened inside):
+    /// `ENOENT` when a process outside renamed it, or a folder above it, onto a refused name or
+    /// out of the grant. Asked before every operation on a folder the kernel knows and on an open
+    /// file, and again after a read or a listing, whose data is thrown away when it fails: no
+    /// byte written into the entry after such a rename reaches the chat, however often it asks.
+    /// An allowed entry renamed to another allowed name keeps working: what is decided is the
+    /// name it has now, as at a lookup.
+    fn allowed_now(&self, fd: &OwnedFd) -> Result<(), Errno> {
+        let path = path_of(fd).ok_or(Errno::ENOENT)?;
+        for again in [false, true] {
+            let grant = {
+                let mut grant = self.grant_path.lock().unwrap_or_else(|e| e.into_inner());
+                if again {
+                    let root = self.lock().nodes.get(&1).and_then(|n| n.fd.clone());
+                    match root.as_deref().and_then(path_of) {
+                        Some(now) if now != *grant => *grant = now,
+                        _ => break,
+                    }
+                }
+                grant.clone()
+            };
+            let Some(rest) = beneath(&path, &grant) else {
+                continue;
+            };
+            let first = rest.split(|&b| b == b'/').next().unwrap_or_default();
+            // A top-level entry no longer linked is named with ` (deleted)` after it: both
+            // readings of the name are judged.
+            let unlinked = (first.len() == rest.len())
+                .then(|| first.strip_suffix(b" (deleted)"))
+                .flatten();
+            let refused = [Some(first), unlinked].into_iter().flatten().any(|name| {
+                !name.is_empty() && self.refuses(INodeNo::ROOT, OsStr::from_bytes(name))
+            });
+            return if refused { Err(Errno::ENOENT) } else { Ok(()) };
+        }
+        Err(Errno::ENOENT)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -362,7 +428,13 @@ impl Guard {
                 return Err(Errno::ENOENT);
             }
             if let Some(fd) = &node.fd {
-                return Ok(Arc::clone(fd));
+                let fd = Arc::clone(fd);
+                drop(state);
+                // A folder: where it is now (a file is found by name in its folder, checked so).
+                if ino != INodeNo::ROOT {
+                    self.allowed_now(&fd)?;
+                }
+                return Ok(fd);
             }
             (node.place.clone().ok_or(Errno::ESTALE)?, node.key)
         };
@@ -459,13 +531,18 @@ impl Guard {
             return Err(if there { Errno::EACCES } else { Errno::ENOENT });
         }
         let dir = self.handle(parent)?;
-        rustix::fs::openat(
+        let fd = rustix::fs::openat(
             &dir,
             name,
             OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
         )
-        .map_err(errno)
+        .map_err(errno)?;
+        // The folder may have been renamed onto a refused name while the name was looked up.
+        if parent != INodeNo::ROOT {
+            self.allowed_now(&dir)?;
+        }
+        Ok(fd)
     }
 
     /// The entries of a folder. A refused name at the grant's top is listed, as every backend
@@ -510,6 +587,10 @@ impl Guard {
         if !refused.is_empty() {
             self.lock().refused_inodes.extend(refused);
         }
+        // Names made in the folder after a rename onto a refused name are not listed.
+        if ino != INodeNo::ROOT {
+            self.allowed_now(&fd)?;
+        }
         Ok(out)
     }
 
@@ -525,6 +606,14 @@ impl Guard {
         let state = self.lock();
         let fd = state.files.get(&fh.0).ok_or(Errno::EBADF)?;
         Ok(Arc::clone(fd))
+    }
+
+    /// An open file, while it is beneath an allowed name at the grant's top (it, or a folder
+    /// above it, may have been renamed onto a refused one outside since the chat opened it).
+    fn open_file(&self, fh: FileHandle) -> Result<Arc<OwnedFd>, Errno> {
+        let fd = self.file(fh)?;
+        self.allowed_now(&fd)?;
+        Ok(fd)
     }
 
     /// A name made in `parent` (`CREATE`, `MKDIR`, ...) is refused at the grant's top.
@@ -617,6 +706,7 @@ impl Filesystem for Guard {
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         // An open file by its own descriptor: it may have no name any more.
         let by_fh = fh.and_then(|fh| self.file(fh).ok()).map(|fd| {
+            self.allowed_now(&fd)?;
             rustix::fs::fstat(&fd).map_err(errno).map(|st| {
                 let mut a = attr(&st);
                 a.ino = ino;
@@ -666,7 +756,7 @@ impl Filesystem for Guard {
             }
             if let Some(size) = size {
                 let fd = match fh {
-                    Some(fh) => self.file(fh)?,
+                    Some(fh) => self.open_file(fh)?,
                     None => Arc::new(reopen(&node, OFlags::WRONLY).map_err(errno)?),
                 };
                 rustix::fs::ftruncate(&fd, size).map_err(errno)?;
@@ -889,10 +979,12 @@ impl Filesystem for Guard {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let result = self.file(fh).and_then(|fd| {
+        let result = self.open_file(fh).and_then(|fd| {
             let mut buf = vec![0u8; size as usize];
             let n = rustix::io::pread(&fd, &mut buf, offset).map_err(errno)?;
             buf.truncate(n);
+            // Read again where it is: bytes read after a rename onto a refused name are dropped.
+            self.allowed_now(&fd)?;
             Ok(buf)
         });
         match result {
@@ -914,7 +1006,7 @@ impl Filesystem for Guard {
         reply: ReplyWrite,
     ) {
         match self
-            .file(fh)
+            .open_file(fh)
             .and_then(|fd| rustix::io::pwrite(&fd, data, offset).map_err(errno))
         {
             Ok(n) => reply.written(n as u32),
@@ -970,12 +1062,13 @@ impl Filesystem for Guard {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.list(ino) {
-            Ok(entries) => {
+        // Listed at the first `READDIR` (from offset 0), not here: once per listing.
+        match self.handle(ino) {
+            Ok(_) => {
                 let mut state = self.lock();
                 let fh = state.next_handle;
                 state.next_handle += 1;
-                state.dirs.insert(fh, entries);
+                state.dirs.insert(fh, Vec::new());
                 reply.opened(FileHandle(fh), FopenFlags::empty());
             }
             Err(e) => reply.error(e),
@@ -985,11 +1078,21 @@ impl Filesystem for Guard {
     fn readdir(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
+        // From the start (a folder opened long ago, read again after `rewinddir`): listed anew,
+        // as the folder is now, and only while it is beneath an allowed name.
+        if offset == 0 {
+            match self.list(ino) {
+                Ok(entries) => {
+                    self.lock().dirs.insert(fh.0, entries);
+                }
+                Err(e) => return reply.error(e),
+            }
+        }
         let state = self.lock();
         let Some(entries) = state.dirs.get(&fh.0) else {
             return reply.error(Errno::EBADF);
