@@ -31,8 +31,10 @@
 //!
 //! Limits (SECURITY.md): locks (`flock`, POSIX locks) stay local to the guard's mount, so a lock
 //! the chat takes is not seen outside; content that the outside writes under an allowed name
-//! before renaming it onto a refused one is readable under that name, and through a handle the
-//! chat opened then.
+//! before renaming it onto a refused one is readable under that name while it has it. A handle
+//! the chat holds (a folder's descriptor, its working folder, a file opened inside) is checked
+//! where its entry is now before each operation and after each read (`Guard::allowed_now`), so
+//! once renamed onto a refused name, or moved beneath one, it answers `ENOENT`.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
