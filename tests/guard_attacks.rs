@@ -579,6 +579,65 @@ fn a_folder_the_chat_holds_renamed_outside_to_another_allowed_name_keeps_working
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The chat sees each entry's own inode number through the guard, as every other program does:
+/// git records them in its index, and numbers made up per chat made git read every file again,
+/// in the chat and after it outside.
+const INODES_CHAT: &str = r#"
+wait_go()
+for name in ["a.txt", "sub", "sub/b.txt"]:
+    attempt("stat " + name, lambda: os.stat(path(name)).st_ino)
+    attempt("lstat " + name, lambda: os.lstat(path(name)).st_ino)
+attempt("listed", lambda: sorted((e.name, e.inode()) for e in os.scandir(path("sub"))))
+"#;
+
+#[test]
+fn the_chat_sees_the_entries_own_inode_numbers_through_the_guard() {
+    let test = "the_chat_sees_the_entries_own_inode_numbers_through_the_guard";
+    if !guarded(test) {
+        return;
+    }
+    let setup = |_: &Lab, top: &Path, _: &str| {
+        std::fs::create_dir_all(top.join("sub")).unwrap();
+        std::fs::write(top.join("a.txt"), "a").unwrap();
+        std::fs::write(top.join("sub/b.txt"), "b").unwrap();
+    };
+    for user in every_user(test) {
+        let lab = Lab::new(user.as_ref());
+        let attack = Attack {
+            access: "rw",
+            setup: &setup,
+            chat: INODES_CHAT,
+            outside: None,
+        };
+        let seen = run(&lab, true, &attack);
+        let top = &lab.demo.granted;
+        for name in ["a.txt", "sub", "sub/b.txt"] {
+            let disk = std::fs::symlink_metadata(top.join(name))
+                .unwrap()
+                .ino()
+                .to_string();
+            for how in ["stat", "lstat"] {
+                assert_eq!(
+                    seen.note(&format!("{how} {name}")),
+                    disk,
+                    "{} {how} {name}:\n{}",
+                    lab.who(),
+                    seen.report
+                );
+            }
+        }
+        let b = std::fs::symlink_metadata(top.join("sub/b.txt"))
+            .unwrap()
+            .ino();
+        assert_eq!(
+            seen.note("listed"),
+            format!("[('b.txt', {b})]"),
+            "{}",
+            seen.report
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Second and third paths to a refused entry.
 

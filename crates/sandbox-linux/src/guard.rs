@@ -232,6 +232,33 @@ struct State {
     refused_inodes: HashSet<(u64, u64)>,
 }
 
+/// Where the node numbers the guard makes up start (for an entry whose own inode number cannot
+/// be its node's: on another device than the grant's, or already taken); any free number will
+/// do, this range is only unlikely to be wanted by an entry's own.
+const FIRST_OWN_ID: u64 = 1 << 48;
+
+impl State {
+    /// The number of a new node for the entry `k`: its own inode number where that is unique (an
+    /// entry on the grant's device, the number free), so that the chat sees the inode numbers
+    /// every other program sees (git's index records them: with numbers made up per chat, every
+    /// file's recorded state differed, and git read every file again, in the chat and after it
+    /// outside); else a number of the guard's. Unique among the nodes the kernel knows, which is
+    /// what FUSE asks (1 is the grant's).
+    fn new_id(&mut self, k: (u64, u64)) -> u64 {
+        let root_dev = self.nodes.get(&1).map(|n| n.key.0);
+        if Some(k.0) == root_dev && k.1 > 1 && !self.nodes.contains_key(&k.1) {
+            return k.1;
+        }
+        loop {
+            let id = self.next;
+            self.next = self.next.wrapping_add(1).max(2);
+            if !self.nodes.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+}
+
 struct Guard {
     refused: Vec<RefusedPattern>,
     state: Mutex<State>,
@@ -335,7 +362,7 @@ impl Guard {
             nodes: HashMap::new(),
             by_key: HashMap::new(),
             by_place: HashMap::new(),
-            next: 2,
+            next: FIRST_OWN_ID,
             files: HashMap::new(),
             dirs: HashMap::new(),
             next_handle: 1,
@@ -490,8 +517,7 @@ impl Guard {
                 id
             }
             None => {
-                let id = state.next;
-                state.next += 1;
+                let id = state.new_id(k);
                 state.by_key.insert(k, id);
                 state.nodes.insert(
                     id,
