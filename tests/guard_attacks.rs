@@ -349,6 +349,14 @@ attempt("cwd-write", lambda: write_new("by-chat-cwd.json"))
 attempt("file-read", lambda: os.pread(inside, 1 << 20, 0).decode("latin-1"))
 attempt("deep-read", lambda: read("deep.json", dir_fd=drafts))
 attempt("deep-write", lambda: write_new("by-chat-deep.json", dir_fd=drafts))
+# AgentWorks then puts the plans aside (`planning` to `planning.old`): an entry seen under a
+# refused name stays refused under the next.
+open(ready + ".2", "w").write("ready")
+deadline = time.time() + 60
+while not os.path.exists(go + ".2") and time.time() < deadline: time.sleep(0.02)
+attempt("old-fd-read", lambda: read("after.json", dir_fd=held))
+attempt("old-file-read", lambda: os.pread(inside, 1 << 20, 0).decode("latin-1"))
+attempt("old-deep-read", lambda: read("deep.json", dir_fd=drafts))
 "#;
 
 const HELD_FOLDER_OUTSIDE: &str = r#"
@@ -359,6 +367,10 @@ write("planning/after.json", "after " + secret)
 write("planning/cwd.json", "cwd " + secret)
 write("planning/inside.json", "inside " + secret)
 write("planning/drafts/deep.json", "deep " + secret)
+open(go, "w").write("go")
+while not os.path.exists(ready + ".2") and time.time() < deadline: time.sleep(0.02)
+os.rename(path("planning"), path("planning.aside"))
+open(go + ".2", "w").write("go")
 "#;
 
 fn held_folder_setup(_: &Lab, top: &Path, _: &str) {
@@ -387,7 +399,15 @@ fn a_folder_the_chat_holds_open_and_the_outside_renames_onto_planning_stays_refu
             let control = run(&lab, false, &attack);
             assert_eq!(
                 control.leaks(),
-                ["cwd-read", "deep-read", "fd-read", "file-read"],
+                [
+                    "cwd-read",
+                    "deep-read",
+                    "fd-read",
+                    "file-read",
+                    "old-deep-read",
+                    "old-fd-read",
+                    "old-file-read"
+                ],
                 "control {} {access}:\n{}",
                 lab.who(),
                 control.report

@@ -438,6 +438,23 @@ impl Guard {
             let refused = [Some(first), unlinked].into_iter().flatten().any(|name| {
                 !name.is_empty() && self.refuses(INodeNo::ROOT, OsStr::from_bytes(name))
             });
+            if first.is_empty() || unlinked.is_some() {
+                return if refused { Err(Errno::ENOENT) } else { Ok(()) };
+            }
+            // The entry at the top it lies beneath: seen under a refused name, it stays refused
+            // under any other it is given later (`mv planning planning.old`), as at a lookup.
+            let root = self.lock().nodes.get(&1).and_then(|n| n.fd.clone());
+            let top = root.and_then(|root| {
+                rustix::fs::statat(&*root, OsStr::from_bytes(first), AtFlags::SYMLINK_NOFOLLOW).ok()
+            });
+            let mut state = self.lock();
+            if let Some(top) = top {
+                if refused {
+                    state.refused_inodes.insert(key(&top));
+                } else if state.refused_inodes.contains(&key(&top)) {
+                    return Err(Errno::ENOENT);
+                }
+            }
             return if refused { Err(Errno::ENOENT) } else { Ok(()) };
         }
         Err(Errno::ENOENT)
