@@ -219,7 +219,7 @@ fn confined_exec(
         // clones), so nothing reads it while it changes.
         unsafe { std::env::set_var(name, value) };
     }
-    let err = launch::linux::apply::exec(&plan, argv);
+    let err = launch::linux::apply::exec(&plan, argv, Some(&launch::egress::serve_plan));
     launch::say!("cli-sandbox step: not started, confinement failed: {err}");
     Ok(ExitCode::from(crate::FAILED))
 }
