@@ -451,3 +451,82 @@ fn allowlist_is_the_proxy_alone_in_the_namespace_plan_and_refused_in_the_fallbac
         "{text}"
     );
 }
+
+/// `cli-sandbox step` (which applies the plan in its own process) serves the proxy too: a
+/// scripted step's request for an unlisted name through `HTTP_PROXY` is refused and logged, and
+/// its direct connection to the machine's loopback reaches nothing. The control: the same
+/// connection unconfined reaches the server.
+#[test]
+fn a_scripted_step_with_allowlist_has_the_proxy_as_its_only_route() {
+    let test = "a_scripted_step_with_allowlist_has_the_proxy_as_its_only_route";
+    if !confinement_available(test) {
+        return;
+    }
+    let servers = Servers::start();
+    let script = r#"
+import os, socket, sys
+h, p = os.environ["HTTP_PROXY"].removeprefix("http://").rsplit(":", 1)
+s = socket.create_connection((h, int(p)), timeout=5)
+s.sendall(b"CONNECT unlisted.test:443 HTTP/1.1\r\nHost: unlisted.test:443\r\n\r\n")
+print(s.recv(4096))
+try:
+    d = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3)
+    d.sendall(b"step-direct\n")
+except OSError as e:
+    print(e)
+"#;
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        let lab = Lab::new(user.as_ref());
+        let who = lab.who();
+        let mark = servers.mark();
+        let mut control = command_as(lab.user.as_ref(), PYTHON);
+        control.args(["-c", "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1]))).sendall(b'step-direct\\n')"])
+            .arg(servers.other.to_string());
+        lab.environment(&mut control);
+        let _ = control.output();
+        if !reached(&servers.since(mark), "step-direct", None) {
+            failures.push(format!(
+                "{who} control: the unconfined connection reached nothing"
+            ));
+        }
+        std::fs::create_dir_all(&lab.demo.runtime).unwrap();
+        if let Some(user) = &lab.user {
+            user.own(&lab.demo.runtime);
+        }
+        let mark = servers.mark();
+        let mut cmd = command_as(lab.user.as_ref(), cli_sandbox());
+        cmd.arg("--config")
+            .arg(&lab.demo.config)
+            .args(["step", "--chat", "chat-1", "--", PYTHON, "-c", script])
+            .arg(servers.other.to_string());
+        lab.environment(&mut cmd);
+        let out = cmd.output().expect("run cli-sandbox step");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if reached(&servers.since(mark), "step-direct", None) {
+            failures.push(format!(
+                "{who}: the step's direct connection reached the loopback"
+            ));
+        }
+        let policy = {
+            let mut ctx = Context::load(&lab.demo.settings()).expect("context");
+            ctx.privileged = lab.user.is_none();
+            ctx.policy(&lab.demo.chat, &[]).expect("policy")
+        };
+        let log = policy.egress().expect("egress").log.clone();
+        if !decisions(&log)
+            .iter()
+            .any(|d| d["host"] == "unlisted.test" && d["verdict"] == "denied")
+        {
+            failures.push(format!(
+                "{who}: no denied decision for unlisted.test in {}: {said}",
+                log.display()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{test}:\n{}", failures.join("\n"));
+}
