@@ -152,11 +152,18 @@ struct Lab {
 
 impl Lab {
     fn new(user: Option<&TestUser>) -> Lab {
+        Lab::with_hosts(user, "[\"listed.test\"]")
+    }
+
+    /// The lab with `allowed_hosts = HOSTS` (TOML).
+    fn with_hosts(user: Option<&TestUser>, hosts: &str) -> Lab {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let demo = Demo::create(&dir.path().join("layout")).expect("demo layout");
         let mut config = std::fs::read_to_string(&demo.config).unwrap();
-        config.push_str("network = \"allowlist\"\nallowed_hosts = [\"listed.test\"]\n");
+        config.push_str(&format!(
+            "network = \"allowlist\"\nallowed_hosts = {hosts}\n"
+        ));
         std::fs::write(&demo.config, config).unwrap();
         let probe = dir.path().join("egress_probe.py");
         std::fs::copy(repo_root().join("tests/egress_probe.py"), &probe).unwrap();
@@ -452,10 +459,11 @@ fn allowlist_is_the_proxy_alone_in_the_namespace_plan_and_refused_in_the_fallbac
     );
 }
 
-/// `cli-sandbox step` (which applies the plan in its own process) serves the proxy too: a
-/// scripted step's request for an unlisted name through `HTTP_PROXY` is refused and logged, and
-/// its direct connection to the machine's loopback reaches nothing. The control: the same
-/// connection unconfined reaches the server.
+/// `cli-sandbox step` (which applies the plan in its own process) serves the proxy too, with the
+/// machine's resolver: a request for `localhost` (listed exactly, so reachable wherever it
+/// resolves) reaches the test's server through `HTTP_PROXY`; one for an unlisted name is refused
+/// and logged; the step's direct connection to the machine's loopback reaches nothing. The
+/// control: the same direct connection unconfined reaches the server.
 #[test]
 fn a_scripted_step_with_allowlist_has_the_proxy_as_its_only_route() {
     let test = "a_scripted_step_with_allowlist_has_the_proxy_as_its_only_route";
@@ -469,6 +477,9 @@ h, p = os.environ["HTTP_PROXY"].removeprefix("http://").rsplit(":", 1)
 s = socket.create_connection((h, int(p)), timeout=5)
 s.sendall(b"CONNECT unlisted.test:443 HTTP/1.1\r\nHost: unlisted.test:443\r\n\r\n")
 print(s.recv(4096))
+a = socket.create_connection((h, int(p)), timeout=5)
+a.sendall(f"GET http://localhost:{sys.argv[1]}/step-allowed HTTP/1.1\r\nHost: localhost:{sys.argv[1]}\r\n\r\n".encode())
+print(a.recv(4096))
 try:
     d = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3)
     d.sendall(b"step-direct\n")
@@ -477,7 +488,7 @@ except OSError as e:
 "#;
     let mut failures = Vec::new();
     for user in every_user(test) {
-        let lab = Lab::new(user.as_ref());
+        let lab = Lab::with_hosts(user.as_ref(), "[\"localhost\"]");
         let who = lab.who();
         let mark = servers.mark();
         let mut control = command_as(lab.user.as_ref(), PYTHON);
@@ -507,9 +518,15 @@ except OSError as e:
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        if reached(&servers.since(mark), "step-direct", None) {
+        let seen = servers.since(mark);
+        if reached(&seen, "step-direct", None) {
             failures.push(format!(
                 "{who}: the step's direct connection reached the loopback"
+            ));
+        }
+        if !reached(&seen, "GET /step-allowed ", Some("other 0.0.0.0")) {
+            failures.push(format!(
+                "{who}: the listed localhost was not reached: {said}"
             ));
         }
         let policy = {
