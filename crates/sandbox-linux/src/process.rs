@@ -117,15 +117,17 @@ impl Report {
     }
 }
 
-/// Init as the helper sees it.
 /// The egress proxy's listener on its way from init (`network = "allowlist"`), and what serves it.
 pub(super) struct EgressHandoff {
     /// The helper's end of the pair init sends the listener over.
     pub from_init: OwnedFd,
+    /// The proxy's rules and log.
     pub plan: super::plan::EgressPlan,
+    /// What serves it (`launch::egress::serve_plan`).
     pub serve: &'static super::apply::EgressServer,
 }
 
+/// Init as the helper sees it.
 pub(super) struct Init {
     pub pid: libc::pid_t,
     pub pidfd: OwnedFd,
