@@ -361,6 +361,78 @@ fn with_env_allowlist_the_callers_token_does_not_reach_a_chat_stand_in_cli() {
     assert!(failures.is_empty(), "{test}:\n{}", failures.join("\n"));
 }
 
+/// `cli-sandbox step` (a scripted step, no CLI): with `env = "allowlist"` the caller's
+/// `GITHUB_TOKEN` does not reach the step's program, `env_allow` and the basic names do; the
+/// control (`inherit`) sees the token. The verdict is the file the program wrote in its runtime.
+#[test]
+fn with_env_allowlist_the_callers_token_does_not_reach_a_scripted_step() {
+    let test = "with_env_allowlist_the_callers_token_does_not_reach_a_scripted_step";
+    if !confinement_available(test) {
+        return;
+    }
+    let mut failures = Vec::new();
+    for user in every_user(test) {
+        for allowlist in [true, false] {
+            let extra = if allowlist {
+                "env = \"allowlist\"\nenv_allow = [\"KEPT_*\"]\n"
+            } else {
+                ""
+            };
+            let lab = Lab::new(user.as_ref(), extra);
+            std::fs::create_dir_all(&lab.demo.runtime).unwrap();
+            if let Some(user) = &lab.user {
+                user.own(&lab.demo.runtime);
+            }
+            let mut cmd = command_as(lab.user.as_ref(), cli_sandbox());
+            cmd.arg("--config").arg(&lab.demo.config).args([
+                "step",
+                "--chat",
+                "chat-1",
+                "--",
+                "/bin/sh",
+                "-c",
+                "env > ./env-step.txt",
+            ]);
+            lab.environment(&mut cmd);
+            cmd.env("GITHUB_TOKEN", "ghp_CALLERS_TOKEN")
+                .env("KEPT_SETTING", "kept-value");
+            let out = cmd.output().expect("run cli-sandbox step");
+            let what = format!(
+                "{} {}",
+                lab.who(),
+                if allowlist {
+                    "allowlist"
+                } else {
+                    "control (inherit)"
+                }
+            );
+            let seen = std::fs::read_to_string(lab.demo.runtime.join("env-step.txt"))
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "{what}: the step wrote nothing ({e}): {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    )
+                });
+            let has = |line: &str| seen.lines().any(|l| l == line);
+            if has("GITHUB_TOKEN=ghp_CALLERS_TOKEN") == allowlist {
+                failures.push(format!("{what}: GITHUB_TOKEN reached: {}", !allowlist));
+            }
+            if !has("KEPT_SETTING=kept-value") {
+                failures.push(format!("{what}: KEPT_SETTING did not reach the step"));
+            }
+            if !seen.lines().any(|l| l.starts_with("PATH=")) {
+                failures.push(format!("{what}: PATH did not reach the step"));
+            }
+            if !seen.lines().any(|l| l.starts_with("CLI_SANDBOX_CHAT=")) {
+                failures.push(format!(
+                    "{what}: the chat's own variables did not reach the step"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{test}:\n{}", failures.join("\n"));
+}
+
 /// The person acts during the chat: `aws configure` makes `~/.aws` where none was at launch, and
 /// `docker login` saves `~/.docker/config.json` by rename. The chat waits on a fifo until the
 /// person is done (no timing), then reads both. The fallback closes both (a rule is on an

@@ -253,10 +253,8 @@ pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode,
     let environment = match ctx.config.policy.env {
         sandbox_core::EnvPolicy::Allowlist => Guarantee::new(
             Promise::Environment,
-            "the launch: the CLI starts from an empty environment, given back only `env_allow`, the basic names (sandbox_core::ENV_ALWAYS_KEPT) and the CLI's own",
-            Enforcement::Partly(
-                "a scripted step (`cli-sandbox step`) keeps the caller's environment".into(),
-            ),
+            "the launch: the CLI (or a scripted step's program) starts from an empty environment, given back only `env_allow`, the basic names (sandbox_core::ENV_ALWAYS_KEPT) and the CLI's own",
+            Enforcement::Fully,
         ),
         sandbox_core::EnvPolicy::Inherit => Guarantee::new(
             Promise::Environment,

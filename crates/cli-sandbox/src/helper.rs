@@ -69,7 +69,7 @@ pub fn run(policy: &Path, argv: &[OsString]) -> u8 {
         if logging {
             describe(&plan, policy);
         }
-        let err = launch::linux::apply::exec(&plan, argv);
+        let err = launch::linux::apply::exec(&plan, argv, Some(&launch::egress::serve_plan));
         say!("cli-sandbox exec: not started, confinement failed: {err}");
         FAILED
     }

@@ -170,6 +170,13 @@ pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
     confined_exec(&ctx, &policy, &args.argv, denials.as_deref())
 }
 
+/// `[policy] env = "allowlist"` for a step (`sandbox_core::EnvAllow`): a step runs no CLI, so no
+/// adapter adds its own names; `None` with `env = "inherit"`.
+fn env_rules(ctx: &Context) -> Result<Option<sandbox_core::EnvAllow>, Error> {
+    sandbox_core::EnvAllow::from_config(&ctx.config, &[])
+        .map_err(|e| Error::BadInput(e.to_string()))
+}
+
 /// Linux: the helper applied in this very process (no second exec on the launch path).
 #[cfg(target_os = "linux")]
 fn confined_exec(
@@ -195,6 +202,15 @@ fn confined_exec(
     if tracing::enabled!(tracing::Level::INFO) {
         crate::helper::describe(&plan, std::path::Path::new("(compiled in this process)"));
     }
+    // `env = "allowlist"`: what the rules do not keep leaves this process's environment, which
+    // the program inherits (a step has no adapter: the basic names and `env_allow` only).
+    if let Some(allow) = env_rules(ctx)? {
+        let names: Vec<OsString> = std::env::vars_os().map(|(k, _)| k).collect();
+        for name in allow.removed(names.iter().map(OsString::as_os_str)) {
+            // SAFETY: as below: no other thread of this process reads the environment.
+            unsafe { std::env::remove_var(&name) };
+        }
+    }
     // The chat told who it is (`launch::chat_env`), in the environment the program inherits
     // from this process.
     for (name, value) in launch::chat_env::variables(ctx, policy) {
@@ -203,7 +219,7 @@ fn confined_exec(
         // clones), so nothing reads it while it changes.
         unsafe { std::env::set_var(name, value) };
     }
-    let err = launch::linux::apply::exec(&plan, argv);
+    let err = launch::linux::apply::exec(&plan, argv, Some(&launch::egress::serve_plan));
     launch::say!("cli-sandbox step: not started, confinement failed: {err}");
     Ok(ExitCode::from(crate::FAILED))
 }
@@ -233,6 +249,11 @@ fn confined_exec(
         launch::wrap::wrap_with(ctx, policy, decision.backend, argv.to_vec(), denials)?;
     let mut cmd = std::process::Command::new(&wrapped[0]);
     cmd.args(&wrapped[1..]).current_dir(policy.runtime());
+    // `env = "allowlist"`: from an empty environment, only what the rules keep.
+    if let Some(allow) = env_rules(ctx)? {
+        cmd.env_clear();
+        cmd.envs(std::env::vars_os().filter(|(k, _)| allow.keeps(k)));
+    }
     // The chat told who it is (`launch::chat_env`), for `cli-sandbox explain` inside it.
     cmd.envs(launch::chat_env::variables(ctx, policy));
     // A descriptor this process inherited would stay usable inside, whatever the profile says.

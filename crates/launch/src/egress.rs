@@ -1,9 +1,10 @@
 //! The launcher's egress proxy for `network = "allowlist"` (issue 28): HTTP and HTTPS by host
 //! name, judged by [`sandbox_core::egress::HostRules`].
 //!
-//! NOT YET A ROUTE: `Policy::build` refuses `network = "allowlist"`, because nothing makes this
-//! proxy a chat's only way out yet (docs/linux.md, "Egress by host name"). What is here is the
-//! proxy's judgement of each connection, tested on its own (`tests/egress_proxy.rs`):
+//! The route (Linux namespace plan): the chat's own network namespace has only `lo`, and its one
+//! listener, made by init and handed to the helper outside, is served here ([`serve_plan`]) for
+//! the chat's life (docs/linux.md, "Egress by host name"; attacked by `tests/egress.rs`). The
+//! judgement of each connection, tested on its own too (`tests/egress_proxy.rs`):
 //!
 //! - `CONNECT host:port`: the name judged (deny wins; a bare address never), resolved here (as
 //!   the machine resolves it, or by [`Resolve::Map`] in tests), each address judged
@@ -27,6 +28,10 @@ use sandbox_core::egress::{
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// Each direction's buffer of a relayed connection: with tokio's default (8 KiB) a 32 MiB body
+/// came through the proxy about half as fast as with this (BENCHMARKS.md, "Issue 28").
+const COPY_BUFFER: usize = 64 * 1024;
 
 /// The most bytes of a request's head (request line and headers) the proxy reads.
 const HEAD_MAX: usize = 16 * 1024;
@@ -184,9 +189,14 @@ impl EgressProxy {
             d.why = why_allowed(&verdict);
             server.write_all(&first).await.map_err(|e| e.to_string())?;
             d.bytes_up = first.len() as u64;
-            let (up, down) = tokio::io::copy_bidirectional(client, &mut server)
-                .await
-                .unwrap_or((0, 0));
+            let (up, down) = tokio::io::copy_bidirectional_with_sizes(
+                client,
+                &mut server,
+                COPY_BUFFER,
+                COPY_BUFFER,
+            )
+            .await
+            .unwrap_or((0, 0));
             d.bytes_up += up;
             d.bytes_down = down;
             return Ok(());
@@ -244,9 +254,10 @@ impl EgressProxy {
         d.verdict = "allowed";
         d.why = why_allowed(&verdict);
         d.bytes_up = (out.len() + rest.len()) as u64;
-        let (up, down) = tokio::io::copy_bidirectional(client, &mut server)
-            .await
-            .unwrap_or((0, 0));
+        let (up, down) =
+            tokio::io::copy_bidirectional_with_sizes(client, &mut server, COPY_BUFFER, COPY_BUFFER)
+                .await
+                .unwrap_or((0, 0));
         d.bytes_up += up;
         d.bytes_down = down;
         Ok(())
@@ -370,4 +381,65 @@ async fn refuse(client: &mut TcpStream, status: u16, why: &str) {
             .as_bytes(),
         )
         .await;
+}
+
+/// Serves the proxy for one chat on `listener` (the listener init made in the chat's own network
+/// namespace: `sandbox_linux::egress`), on a thread of its own, for the rest of this process
+/// (the helper's, which ends with the chat). Each decision a JSON line in the plan's log, made
+/// here outside the chat (`<state root>/state/egress/<chat>.jsonl`, mode 0600, its folder 0700).
+#[cfg(target_os = "linux")]
+pub fn serve_plan(
+    listener: std::os::fd::OwnedFd,
+    plan: &sandbox_linux::plan::EgressPlan,
+) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let rules =
+        HostRules::new(&plan.allowed_hosts, &plan.denied_hosts).map_err(|e| e.to_string())?;
+    let resolve = if plan.resolve.is_empty() {
+        Resolve::System
+    } else {
+        Resolve::Map(plan.resolve.clone())
+    };
+    if let Some(folder) = plan.log.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(folder)
+            .map_err(|e| format!("the egress log's folder {}: {e}", folder.display()))?;
+    }
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&plan.log)
+        .map_err(|e| format!("the egress log {}: {e}", plan.log.display()))?;
+    let proxy = Arc::new(EgressProxy::new(rules, resolve, Box::new(log)));
+    let listener = std::net::TcpListener::from(listener);
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("the egress listener: {e}"))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("the egress proxy's runtime: {e}"))?;
+    let chat = plan.chat.clone();
+    std::thread::Builder::new()
+        .name("egress-proxy".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                    return;
+                };
+                loop {
+                    // A failed accept (the chat's connection reset before it was taken) loses
+                    // that connection only.
+                    if let Ok((client, _)) = listener.accept().await {
+                        tokio::spawn(proxy.clone().serve(chat.clone(), client));
+                    }
+                }
+            })
+        })
+        .map_err(|e| format!("the egress proxy's thread: {e}"))?;
+    Ok(())
 }

@@ -1026,6 +1026,14 @@ fn wrap_planned(
                     "`[policy] network = \"isolated\"` is not built for macOS (Seatbelt) yet: the launch is refused rather than run on the machine's network; set network = \"shared\"".into(),
                 ));
             }
+            // TODO(macOS): the profile would allow network-outbound only to the proxy's port on
+            // localhost, with a per-chat token in the proxy URL (any local process reaches that
+            // port there); not built, so refused rather than run with a route that does not hold.
+            if policy.network() == sandbox_core::Network::Allowlist {
+                return Err(Error::BadInput(
+                    "`[policy] network = \"allowlist\"` is not built for macOS (Seatbelt) yet: the profile cannot yet make the egress proxy the chat's only route out, so the launch is refused rather than run on the machine's network; set network = \"shared\" here (it is built on Linux with user namespaces)".into(),
+                ));
+            }
             let as_error = |e: crate::seatbelt::SeatbeltError| {
                 if e.is_bad_input() {
                     Error::BadInput(e.to_string())

@@ -13,9 +13,9 @@
 //! never reaches such a range: a DNS answer of the attacker's for `x.example.com` must not lead
 //! to `127.0.0.1`).
 //!
-//! Not yet enforced by any backend: `Policy::build` refuses `network = "allowlist"` with
-//! [`crate::PolicyError::EgressNotYet`] after these rules validated (docs/linux.md, "Egress by
-//! host name", has the design of the proxy that will enforce them).
+//! Enforced by the Linux namespace plan: the chat's own network namespace with only `lo`, whose
+//! one listener is the proxy's (`launch::egress`, served by the helper outside; docs/linux.md,
+//! "Egress by host name"). The Landlock-only fallback and Seatbelt refuse `allowlist`.
 
 use core::net::IpAddr;
 

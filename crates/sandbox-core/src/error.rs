@@ -19,11 +19,6 @@ pub enum PolicyError {
         /// The configured network.
         network: &'static str,
     },
-    /// `network = "allowlist"`: its rules validate, and no backend enforces them yet.
-    #[error(
-        "`[policy] network = \"allowlist\"` is not built yet: nothing in this version makes the launcher's proxy the chat's only route out, so the launch is refused rather than run with a route that does not hold (docs/linux.md, \"Egress by host name\"). Set network = \"isolated\" (outbound only, no machine loopback) or \"shared\""
-    )]
-    EgressNotYet,
     /// An adapter's acted-on place that is not a plain relative path (a bug in its table).
     #[error(
         "the {cli} adapter declares the acted-on place `{path}`, which is not a plain relative path (no `/` at the start, no `.` or `..`): fix the adapter's `acted_on` table"

@@ -666,11 +666,27 @@ pub struct Policy {
     /// The machine's network (its loopback servers reachable) or one of the chat's own
     /// (`[policy] network`). A backend that cannot build `isolated` refuses the launch.
     network: Network,
+    /// `network = "allowlist"`: the host rules (validated `allowed_hosts` and `denied_hosts`,
+    /// as configured) and the file the proxy writes each decision to
+    /// (`<state root>/state/egress/<chat>.jsonl`, closed to chats like the rest of the state
+    /// root). `None` otherwise.
+    egress: Option<Egress>,
     /// How much of the machine the chat may take (`[limits]`, with the defaults).
     limits: crate::Limits,
     /// What the CLIs read at start and act on: read, never written, created or moved by the
     /// chat; sorted.
     settings: Vec<SettingsPath>,
+}
+
+/// `network = "allowlist"` as a policy holds it ([`Policy::egress`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Egress {
+    /// `allowed_hosts`, validated ([`crate::egress::HostRules::new`]), as configured.
+    pub allowed_hosts: Vec<String>,
+    /// `denied_hosts`, validated, as configured.
+    pub denied_hosts: Vec<String>,
+    /// Where the proxy writes one JSON line per decision: `<state root>/state/egress/<chat>.jsonl`.
+    pub log: std::path::PathBuf,
 }
 
 /// Read-only views of what [`Policy::build`] established.
@@ -792,6 +808,11 @@ impl Policy {
     /// (`[policy] network`). A backend that cannot build `isolated` refuses the launch.
     pub fn network(&self) -> Network {
         self.network
+    }
+
+    /// `network = "allowlist"`: the host rules and the proxy's log; `None` otherwise.
+    pub fn egress(&self) -> Option<&Egress> {
+        self.egress.as_ref()
     }
 
     /// How much of the machine the chat may take (`[limits]`, with the defaults): the processes
@@ -1038,8 +1059,9 @@ impl Policy {
             )?);
         }
 
-        // `network = "allowlist"`: its lists validated (a typo is named), then refused: nothing
-        // enforces it yet, and a route that claims to hold must hold (crate::egress).
+        // `network = "allowlist"`: its lists validated (a typo is named). Only a backend that
+        // makes the proxy the chat's only route out builds it (the Linux namespace plan); the
+        // others refuse it (the Landlock-only fallback, Seatbelt).
         let hosts = crate::egress::HostRules::new(
             &req.config.policy.allowed_hosts,
             &req.config.policy.denied_hosts,
@@ -1048,7 +1070,7 @@ impl Policy {
             Network::Allowlist if hosts.allowed.is_empty() => {
                 return Err(PolicyError::NoAllowedHosts);
             }
-            Network::Allowlist => return Err(PolicyError::EgressNotYet),
+            Network::Allowlist => {}
             other if !hosts.allowed.is_empty() || !hosts.denied.is_empty() => {
                 return Err(PolicyError::HostsWithoutAllowlist {
                     network: other.as_str(),
@@ -1141,6 +1163,14 @@ impl Policy {
             system_read_only: req.privileged,
             writable,
             network: req.config.policy.network,
+            egress: (req.config.policy.network == Network::Allowlist).then(|| Egress {
+                allowed_hosts: req.config.policy.allowed_hosts.clone(),
+                denied_hosts: req.config.policy.denied_hosts.clone(),
+                log: layout
+                    .state_root
+                    .join("state/egress")
+                    .join(format!("{}.jsonl", req.chat)),
+            }),
             limits: crate::Limits::from_config(&req.config.limits),
             settings,
         };

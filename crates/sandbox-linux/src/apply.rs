@@ -23,10 +23,19 @@ pub fn kernel_landlock_abi() -> u32 {
     landlock::kernel_abi()
 }
 
+/// What serves the egress proxy on the listener init hands out (`network = "allowlist"`), in
+/// the helper, outside the chat, for the chat's life (it must return at once: a thread of its
+/// own). The launch crate's `egress::serve_plan`.
+pub type EgressServer = dyn Fn(OwnedFd, &super::plan::EgressPlan) -> Result<(), String>;
+
 /// Applies the plan and runs `argv` confined. Returns only on failure; on success this process
-/// ends with the program's status.
-pub fn exec(plan: &LinuxPlan, argv: &[OsString]) -> ApplyError {
-    match exec_inner(plan, argv) {
+/// ends with the program's status. `egress` serves the proxy of a plan that asks for one.
+pub fn exec(
+    plan: &LinuxPlan,
+    argv: &[OsString],
+    egress: Option<&'static EgressServer>,
+) -> ApplyError {
+    match exec_inner(plan, argv, egress) {
         Ok(never) => match never {},
         Err(e) => e,
     }
@@ -34,7 +43,11 @@ pub fn exec(plan: &LinuxPlan, argv: &[OsString]) -> ApplyError {
 
 pub(super) enum Never {}
 
-fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> {
+fn exec_inner(
+    plan: &LinuxPlan,
+    argv: &[OsString],
+    egress: Option<&'static EgressServer>,
+) -> Result<Never, ApplyError> {
     if plan.version != PLAN_VERSION {
         return Err(fail(
             "plan",
@@ -144,9 +157,21 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     if ns.ipc_namespace {
         flags |= libc::CLONE_NEWIPC;
     }
-    if ns.network.is_some() {
+    if ns.network.is_some() || ns.egress.is_some() {
         flags |= libc::CLONE_NEWNET;
     }
+    // `network = "allowlist"`: the pair the listener travels over, and what serves it; without
+    // a server the launch is refused (no chat runs with a route that nothing serves).
+    let egress_pair = match (&ns.egress, egress) {
+        (Some(_), None) => {
+            return Err(fail(
+                "egress",
+                "the plan asks for the egress proxy and this launch cannot serve it",
+            ));
+        }
+        (Some(_), Some(_)) => Some(super::egress::pair()?),
+        (None, _) => None,
+    };
     let mut pidfd: RawFd = -1;
     // SAFETY: a fork-like clone (no new stack) of a single-threaded process; the kernel stores
     // init's pidfd in `pidfd`; the child runs only `process::run_init`, which never returns.
@@ -169,9 +194,22 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
         drop(report_read);
         drop(go_write);
         drop(signals);
+        let (egress_helper, egress_init) = match egress_pair {
+            Some((h, i)) => (Some(h), Some(i)),
+            None => (None, None),
+        };
+        drop(egress_helper);
         process::run_init(
             report_write,
             go_read,
+            || match (&ns.egress, egress_init) {
+                (Some(e), Some(to_helper)) => {
+                    super::egress::hand_listener(e, to_helper)?;
+                    super::egress::proxy_environment(e);
+                    Ok(())
+                }
+                _ => Ok(()),
+            },
             || confine_in_namespace(plan, ns, filter, &argv[0]),
             &program,
             &workdir,
@@ -212,6 +250,19 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
     go.write_all(b"g")
         .map_err(|e| fail("start the sandbox's init", e))?;
     drop(go);
+    // The egress listener from init, received and served by `wait_for_init` once it has
+    // closed what the helper does not need (the proxy's own descriptors come after).
+    let egress = match (egress_pair, &ns.egress, egress) {
+        (Some((from_init, to_helper)), Some(plan), Some(serve)) => {
+            drop(to_helper);
+            Some(process::EgressHandoff {
+                from_init,
+                plan: plan.clone(),
+                serve,
+            })
+        }
+        _ => None,
+    };
     crate::phase!("write the id maps");
     process::wait_for_init(
         process::Init {
@@ -230,6 +281,7 @@ fn exec_inner(plan: &LinuxPlan, argv: &[OsString]) -> Result<Never, ApplyError> 
             chat: plan.chat.clone(),
             denials_record: plan.denials_record.clone(),
             cgroup,
+            egress,
         },
         signals,
     )

@@ -43,6 +43,8 @@ pub mod cgroup;
 pub mod denials;
 #[cfg(target_os = "linux")]
 mod descriptors;
+#[cfg(target_os = "linux")]
+mod egress;
 mod frozen;
 #[cfg(target_os = "linux")]
 mod guard;

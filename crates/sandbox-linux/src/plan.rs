@@ -583,6 +583,10 @@ pub struct NamespacePlan {
     /// through `pasta`. `None`: the machine's network, shared.
     #[serde(default)]
     pub network: Option<NetworkPlan>,
+    /// `network = "allowlist"` (issue 28): a network namespace of the chat's own with only `lo`,
+    /// whose one listener is the egress proxy's, served by the helper outside. `None` otherwise.
+    #[serde(default)]
+    pub egress: Option<EgressPlan>,
     /// The guards (issue 25): a FUSE file system over each grant, mounted after the other
     /// mounts, the deepest grant first, that refuses the names its patterns match at the grant's
     /// top whatever happens to them outside (`guard.rs`). Empty where `/dev/fuse` cannot be
@@ -842,6 +846,49 @@ pub struct NetworkPlan {
     pub dns: String,
 }
 
+/// `network = "allowlist"` applied (docs/linux.md, "Egress by host name"): init, in the chat's
+/// new network namespace and before it confines itself, brings `lo` up, makes a TCP listener on
+/// `127.0.0.1:port` there and hands it over a socket pair only the helper and init hold (init
+/// closes its end before the program starts); the helper (outside every namespace of the
+/// chat's) serves the egress proxy on it for the chat's life. No interface but `lo` and no
+/// pasta: nothing leaves the namespace but through that listener.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EgressPlan {
+    /// The chat, as the proxy's log names it.
+    pub chat: String,
+    /// The proxy's port on the chat's own loopback ([`EGRESS_PORT`]).
+    pub port: u16,
+    /// `allowed_hosts`, as configured (validated by the policy).
+    pub allowed_hosts: Vec<String>,
+    /// `denied_hosts`, as configured (validated by the policy).
+    pub denied_hosts: Vec<String>,
+    /// The proxy's log: one JSON line per decision (docs/json.md, "egress").
+    pub log: PathBuf,
+    /// FOR TESTS ONLY: names the proxy resolves to these addresses instead of asking the
+    /// machine's resolver (a listed name standing in for a real host on `127.0.0.1`). The
+    /// compile never fills it; a chat that writes a plan of its own runs it inside its own
+    /// confinement, so it gains nothing.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub resolve: std::collections::BTreeMap<String, Vec<std::net::IpAddr>>,
+}
+
+/// The egress proxy's port on the chat's own loopback (any port would do: the namespace is the
+/// chat's; this one is the usual proxy port).
+pub const EGRESS_PORT: u16 = 3128;
+
+/// The egress part of the plan, as the policy asks.
+fn egress_plan(policy: &Policy) -> Option<EgressPlan> {
+    let egress = policy.egress()?;
+    Some(EgressPlan {
+        chat: policy.chat().to_string(),
+        port: EGRESS_PORT,
+        allowed_hosts: egress.allowed_hosts.clone(),
+        denied_hosts: egress.denied_hosts.clone(),
+        log: egress.log.clone(),
+        resolve: Default::default(),
+    })
+}
+
 /// Where pasta is looked for: where Debian, Ubuntu and Fedora install it.
 pub const PASTA: &str = "/usr/bin/pasta";
 
@@ -859,7 +906,8 @@ const INTERFACE: &str = "eth0";
 
 /// The network part of the plan, as the policy asks, or why it cannot be had here.
 fn network_plan(policy: &Policy, disk: &dyn LaunchDisk) -> Result<Option<NetworkPlan>, PlanError> {
-    if policy.network() == Network::Shared {
+    // `allowlist` has no pasta: its only way out is the egress proxy ([`egress_plan`]).
+    if policy.network() != Network::Isolated {
         return Ok(None);
     }
     let pasta = PathBuf::from(PASTA);
@@ -916,6 +964,26 @@ fn network_plan(policy: &Policy, disk: &dyn LaunchDisk) -> Result<Option<Network
         interface: INTERFACE.to_owned(),
         dns: GATEWAY4.to_owned(),
     }))
+}
+
+/// What the plan says of the network with `network = "allowlist"`: attacked by
+/// `tests/egress.rs` (as root and as an ordinary user, each way with its unconfined control).
+fn egress_guarantee(egress: &EgressPlan) -> Guarantee {
+    Guarantee::new(
+        Promise::LoopbackTcp,
+        format!(
+            "a network namespace of the chat's own with only `lo`, whose one listener (127.0.0.1:{}) is the egress proxy's, served by the helper outside: only {} (deny wins: {}) by HTTP and HTTPS (CONNECT, the TLS server name checked against the target); no other address of the machine or anywhere, no UDP, DNS, IPv6, raw or packet socket has a route out; each decision a line in {}",
+            egress.port,
+            egress.allowed_hosts.join(", "),
+            if egress.denied_hosts.is_empty() {
+                "none denied".to_owned()
+            } else {
+                egress.denied_hosts.join(", ")
+            },
+            egress.log.display()
+        ),
+        Enforcement::Fully,
+    )
 }
 
 /// What the plan says of the machine's loopback.
@@ -1050,6 +1118,11 @@ pub enum PlanError {
         "`[policy] network = \"isolated\"` needs a network namespace of the chat's own, and this machine cannot create user namespaces (Landlock alone confines here): the launch is refused rather than run on the machine's network. Allow user namespaces (sysctl user.max_user_namespaces above 0, kernel.unprivileged_userns_clone=1, or Ubuntu's kernel.apparmor_restrict_unprivileged_userns=0), or set network = \"shared\""
     )]
     IsolatedNeedsNamespaces,
+    /// `network = "allowlist"` without user namespaces.
+    #[error(
+        "`[policy] network = \"allowlist\"` needs a network namespace of the chat's own (the egress proxy must be its only route out), and this machine cannot create user namespaces (Landlock alone confines here): the launch is refused rather than run on the machine's network. Allow user namespaces (sysctl user.max_user_namespaces above 0, kernel.unprivileged_userns_clone=1, or Ubuntu's kernel.apparmor_restrict_unprivileged_userns=0), or set network = \"shared\""
+    )]
+    AllowlistNeedsNamespaces,
     /// A configured limit on a machine without user namespaces.
     #[error(
         "`[limits] {0}` needs the namespace plan (a user namespace and a helper that stays with the chat), and this machine cannot create user namespaces (Landlock alone confines here): the launch is refused rather than run unbounded. Allow user namespaces (sysctl user.max_user_namespaces above 0, kernel.unprivileged_userns_clone=1, or Ubuntu's kernel.apparmor_restrict_unprivileged_userns=0), or take `{0}` out of `[limits]`"
@@ -1102,6 +1175,10 @@ pub fn compile(
         // silently.
         if policy.network() == Network::Isolated {
             return Err(PlanError::IsolatedNeedsNamespaces);
+        }
+        // The proxy can be the only route out only from a network namespace of the chat's own.
+        if policy.network() == Network::Allowlist {
+            return Err(PlanError::AllowlistNeedsNamespaces);
         }
         return super::frozen::compile(policy, kernel, disk);
     }
@@ -1386,7 +1463,11 @@ pub fn compile(
         Enforcement::Fully,
     ));
     guarantees.extend(common.guarantees.iter().cloned());
-    guarantees.push(loopback_guarantee(network.as_ref()));
+    let egress = egress_plan(policy);
+    guarantees.push(match &egress {
+        Some(e) => egress_guarantee(e),
+        None => loopback_guarantee(network.as_ref()),
+    });
     guarantees.extend(limits_guarantees(policy, &tmp));
     let mut plan = LinuxPlan {
         version: PLAN_VERSION,
@@ -1407,6 +1488,7 @@ pub fn compile(
             kernel: kernel_steps,
             attach_stand_ins: false,
             network,
+            egress,
             guards,
             private_tmp: None,
         }),

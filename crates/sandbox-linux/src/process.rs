@@ -117,6 +117,16 @@ impl Report {
     }
 }
 
+/// The egress proxy's listener on its way from init (`network = "allowlist"`), and what serves it.
+pub(super) struct EgressHandoff {
+    /// The helper's end of the pair init sends the listener over.
+    pub from_init: OwnedFd,
+    /// The proxy's rules and log.
+    pub plan: super::plan::EgressPlan,
+    /// What serves it (`launch::egress::serve_plan`).
+    pub serve: &'static super::apply::EgressServer,
+}
+
 /// Init as the helper sees it.
 pub(super) struct Init {
     pub pid: libc::pid_t,
@@ -140,6 +150,8 @@ pub(super) struct Init {
     /// The chat's own cgroup (`[limits]`): read for what stopped the chat, then removed, once
     /// init has ended.
     pub cgroup: Option<super::cgroup::ChatCgroup>,
+    /// `network = "allowlist"`: the egress listener to receive and serve.
+    pub egress: Option<EgressHandoff>,
 }
 
 /// How long the helper waits, once the chat has ended, for its marker to come back through the
@@ -175,7 +187,20 @@ pub(super) fn wait_for_init(
         _ => -1,
     };
     keep.push(audit);
+    if let Some(e) = &init.egress {
+        keep.push(e.from_init.as_raw_fd());
+    }
     close_all_from(3, &keep)?;
+    // The egress listener, served outside for the chat's life (its thread opens its own
+    // descriptors from here on). None comes when init failed first: it says why in its report,
+    // read below.
+    if let Some(e) = init.egress.take()
+        && let Some(listener) = super::egress::receive_listener(&e.from_init)
+        && let Err(why) = (e.serve)(listener, &e.plan)
+    {
+        kill(init.pid, libc::SIGKILL);
+        return Err(fail("egress: serve the proxy", why));
+    }
     let tty: Option<RawFd> = [0, 1, 2].into_iter().find(|fd| is_tty(*fd));
     let mut hung_up = false;
     let mut stop: Option<Stop> = None;
@@ -406,6 +431,7 @@ pub(super) fn end_like(status: libc::c_int) -> ! {
 pub(super) fn run_init(
     report: OwnedFd,
     go: OwnedFd,
+    early: impl FnOnce() -> Result<(), ApplyError>,
     setup: impl FnOnce() -> Result<(), ApplyError>,
     program: &[CString],
     workdir: &CString,
@@ -435,6 +461,11 @@ pub(super) fn run_init(
     }
     drop(go);
     crate::phase!("init: woken");
+    // What must be done before init closes its descriptors (the egress listener handed out).
+    if let Err(e) = early() {
+        say(Report::Failed(e.to_string()));
+        leave(2);
+    }
     // The id maps are written (the helper needed init dumpable to write them): from here on
     // nothing of init's can be read or traced by the chat, which runs as the same uid.
     // A process group of the chat's own, holding the terminal if the launcher's group held it:

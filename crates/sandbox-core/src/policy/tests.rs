@@ -1697,7 +1697,7 @@ fn a_credential_place_that_is_a_link_is_closed_at_its_target_too() {
 }
 
 #[test]
-fn network_allowlist_validates_its_hosts_then_is_refused_as_not_built_yet() {
+fn network_allowlist_validates_its_hosts_and_holds_them_with_its_log() {
     let mut config = Config::default();
     config.policy.network = Network::Allowlist;
     assert_eq!(build_with(&[], &config), Err(PolicyError::NoAllowedHosts));
@@ -1705,9 +1705,14 @@ fn network_allowlist_validates_its_hosts_then_is_refused_as_not_built_yet() {
     let err = build_with(&[], &config).unwrap_err();
     assert!(err.to_string().contains("x.com:443"), "{err}");
     config.policy.allowed_hosts = vec!["api.anthropic.com".into()];
-    let err = build_with(&[], &config).unwrap_err();
-    assert_eq!(err, PolicyError::EgressNotYet);
-    assert!(err.to_string().contains("not built yet"), "{err}");
+    let p = build_with(&[], &config).unwrap();
+    let egress = p.egress().expect("the allowlist's rules");
+    assert_eq!(egress.allowed_hosts, vec!["api.anthropic.com".to_owned()]);
+    assert!(
+        egress.log.ends_with("state/egress/chat-1.jsonl"),
+        "{:?}",
+        egress.log
+    );
     // Hosts without the allowlist would do nothing: refused, not ignored.
     config.policy.network = Network::Isolated;
     assert!(matches!(
