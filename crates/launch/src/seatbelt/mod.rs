@@ -859,8 +859,11 @@ impl Writer {
         // Never removed, renamed, linked or made under its name (`decide()`'s Move): written in
         // place only (a save by rename over it is refused: docs/macos.md).
         self.rule("deny", MOVE, &literals(&state), Some("hardened"));
-        if policy.os() != sandbox_core::Os::MacOs {
-            // `decide()` allows the temporary names on macOS only (home_top.rs).
+        if policy.os() != sandbox_core::Os::MacOs
+            || sandbox_core::HOME_TOP_STATE_TEMP_MACOS.is_empty()
+        {
+            // `decide()` allows the temporary names on macOS only (home_top.rs), and none when
+            // there are none (an empty list would make a pattern of every name at the top).
             return Ok(());
         }
         temp.push_str("/(");
