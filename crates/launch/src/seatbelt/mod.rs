@@ -829,7 +829,6 @@ impl Writer {
         self.line(
             ";; Hardened, the home's top: no entry made, written, replaced or removed there.",
         );
-        let home = self.param("HOME".into(), "home", policy.home())?;
         let depth = policy.home().components().count() - 1;
         let mut temp = String::from("^");
         for _ in 0..depth {
@@ -866,6 +865,7 @@ impl Writer {
             // there are none (an empty list would make a pattern of every name at the top).
             return Ok(());
         }
+        let home = self.param("HOME".into(), "home", policy.home())?;
         temp.push_str("/(");
         for (index, prefix) in sandbox_core::HOME_TOP_STATE_TEMP_MACOS.iter().enumerate() {
             if index > 0 {

@@ -46,7 +46,7 @@ pub const HOME_STATE_FOLDERS: &[&str] = &[
 
 /// What `harden` does not close, said by every backend's report of the `persistence` promise
 /// and by `doctor`: code that runs later from places below the home's top that no list names.
-pub const HARDEN_LEAVES_OPEN: &str = "not closed, below the home's top: toolchains and version managers the person runs later (~/.rustup, ~/.nvm, ~/.pyenv, ~/go/bin), projects' virtual environments, node_modules, build scripts, git hooks and .git/config, package caches later builds read (~/.npm, ~/.cache/pip, ~/.cargo/registry), another app's settings in ~/.config that name a command (only the listed ones are closed), at the top, a symlink no list names leads to a target as open as its own place";
+pub const HARDEN_LEAVES_OPEN: &str = "not closed, below the home's top: toolchains and version managers the person runs later (~/.rustup, ~/.nvm, ~/.pyenv, ~/go/bin), projects' virtual environments, node_modules, build scripts, git hooks and .git/config, package caches later builds read (~/.npm, ~/.cache/pip, ~/.cargo/registry), another app's settings in ~/.config that name a command (only the listed ones are closed); at the top, a symlink no list names leads to a target as open as its own place";
 
 impl Policy {
     /// With `harden`, the home's top level is closed (this module's class).
