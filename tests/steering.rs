@@ -664,6 +664,95 @@ fn claude_state_as(claude: &Path, user: Option<TestUser>) {
     std::fs::remove_file(&file).unwrap();
 }
 
+/// The tmux shape, as an ordinary user where there is one: with `~/.claude.json` read-only,
+/// chat A's Claude runs its tools with no error on the screen, and what it plants there (onboarding
+/// undone, the launch's key rejected: screens that stop an unattended pane) stops no later pane.
+/// Control: the same file written by the person stops chat B's pane before any tool runs.
+#[test]
+fn claude_panes_reach_work_with_claude_json_read_only_and_a_planted_screen_stops_none() {
+    let _serial = one_at_a_time();
+    let test = "claude_panes_reach_work_with_claude_json_read_only_and_a_planted_screen_stops_none";
+    if !ready("claude", test) || !cli_sandbox_tests::real_clis::tmux_available(test) {
+        return;
+    }
+    let user = users(test).pop().flatten();
+    let who = if user.is_some() {
+        "ordinary user"
+    } else {
+        "this user"
+    };
+    let mut reached = PathBuf::new();
+    let world = World::new("claude", user, |base| {
+        let key = contract::agents::PERSON_KEYS[0].1;
+        let planted = base.carrier(
+            "claude-screens.json",
+            &serde_json::json!({
+                "hasCompletedOnboarding": false,
+                "customApiKeyResponses": {"approved": [], "rejected": [&key[key.len() - 20..]]},
+                "STEER": true,
+            })
+            .to_string(),
+        );
+        reached = base.demo.home.join("reached");
+        vec![
+            shell(format!(
+                "cp {} {}/.claude.json; echo rc=$?",
+                planted.display(),
+                base.demo.home.display()
+            )),
+            shell(format!("printf reached > {}", reached.display())),
+        ]
+    });
+    let home = world.home().to_owned();
+    let file = home.join(".claude.json");
+    world.give(&file);
+    let limit = Duration::from_secs(90);
+    let wait_reached = |what: &str, pane: &Tmux| {
+        let deadline = std::time::Instant::now() + limit;
+        while !reached.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let screen = pane.capture();
+        assert!(
+            reached.exists(),
+            "{who}: {what}'s pane did not reach work:\n{screen}"
+        );
+        std::fs::remove_file(&reached).unwrap();
+        screen
+    };
+    let pane = world.pane("claude", true);
+    let screen = wait_reached("chat A", &pane);
+    assert!(
+        !screen.to_lowercase().contains("error"),
+        "{who}: chat A's pane shows an error with ~/.claude.json read-only:\n{screen}"
+    );
+    drop(pane);
+    assert!(
+        !read(&file).unwrap_or_default().contains("STEER"),
+        "{who}: chat A wrote ~/.claude.json"
+    );
+    let pane = world.pane("claude", false);
+    wait_reached("chat B", &pane);
+    drop(pane);
+
+    // Control: the person's own file with the same keys stops chat B's pane: no tool runs.
+    world.person_writes(
+        &file,
+        &std::fs::read_to_string(world.carriers.join("claude-screens.json")).unwrap(),
+    );
+    let pane = world.pane("claude", false);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !reached.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let screen = pane.capture();
+    assert!(
+        !reached.exists(),
+        "{who}: control: the person's onboarding undone and key rejected did not stop the pane:\n{screen}"
+    );
+    eprintln!("{who}: control pane:\n{screen}");
+}
+
 // ---------- Codex ----------
 
 /// `notify` (a program Codex runs after each turn, also in `exec`), as a TOML line.

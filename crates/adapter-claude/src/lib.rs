@@ -212,12 +212,12 @@ impl CliAdapter for Claude {
         }];
         // Claude copies the `env` of `~/.claude.json` into its own environment at start
         // (checked, 2.1.197: `ANTHROPIC_BASE_URL` there sent the conversation to that server).
-        // `~/.claude.json` is Claude's state, which a chat writes, so an `env` found there is
-        // emptied before each launch: what a chat left there (a base URL, a proxy, `BASH_ENV`)
-        // never reaches a later chat's Claude. The person keeps theirs in `settings.json`. Only
-        // an `env` with something in it is written (a file without one is left as it is, so that
-        // `cli-sandbox end` gives it back byte for byte); one planted after this read is the
-        // stated gap of a chat that rewrites the file before Claude starts.
+        // `~/.claude.json` is read-only in every chat now (`ACTED_ON`), so no chat can plant one;
+        // an `env` found there (left by a chat of an older launcher, or by a program outside) is
+        // still emptied before each launch, so that it never reaches a chat's Claude. The person
+        // keeps theirs in `settings.json`. Only an `env` with something in it is written (a
+        // file without one is left as it is, so that `cli-sandbox end` gives it back byte for
+        // byte).
         // A file that cannot be read here (a link into protected data) gets the edit all the
         // same: the launcher's guarded write refuses it there and names the file.
         let planted = match adapter_kit::read_settings(person, &file, FileFormat::Json) {
