@@ -665,13 +665,14 @@ fn claude_state_as(claude: &Path, user: Option<TestUser>) {
 }
 
 /// The tmux shape, as an ordinary user where there is one: with `~/.claude.json` read-only,
-/// chat A's Claude runs its tools with no error on the screen, and what it plants there (onboarding
-/// undone, the launch's key rejected: screens that stop an unattended pane) stops no later pane.
-/// Control: the same file written by the person stops chat B's pane before any tool runs.
+/// chat A's Claude runs its tools with no error on the screen, its write of onboarding undone
+/// and the launch's key rejected (screens that stop an unattended pane) is refused on the disk,
+/// and chat B's pane reaches work. Control: the person's same write lands.
 #[test]
-fn claude_panes_reach_work_with_claude_json_read_only_and_a_planted_screen_stops_none() {
+fn claude_panes_reach_work_with_claude_json_read_only_and_a_planted_screen_lands_nowhere() {
     let _serial = one_at_a_time();
-    let test = "claude_panes_reach_work_with_claude_json_read_only_and_a_planted_screen_stops_none";
+    let test =
+        "claude_panes_reach_work_with_claude_json_read_only_and_a_planted_screen_lands_nowhere";
     if !ready("claude", test) || !cli_sandbox_tests::real_clis::tmux_available(test) {
         return;
     }
@@ -735,22 +736,17 @@ fn claude_panes_reach_work_with_claude_json_read_only_and_a_planted_screen_stops
     wait_reached("chat B", &pane);
     drop(pane);
 
-    // Control: the person's own file with the same keys stops chat B's pane: no tool runs.
+    // Control: the same write by the person, unconfined, lands (the refusal above is the
+    // sandbox's). That these keys stop a pane when the person writes them is the Claude
+    // adapter's screens table (`tests/screens.rs` for the key); not run here.
     world.person_writes(
         &file,
         &std::fs::read_to_string(world.carriers.join("claude-screens.json")).unwrap(),
     );
-    let pane = world.pane("claude", false);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !reached.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let screen = pane.capture();
     assert!(
-        !reached.exists(),
-        "{who}: control: the person's onboarding undone and key rejected did not stop the pane:\n{screen}"
+        read(&file).unwrap_or_default().contains("STEER"),
+        "{who}: control: the person's write did not land"
     );
-    eprintln!("{who}: control pane:\n{screen}");
 }
 
 // ---------- Codex ----------
