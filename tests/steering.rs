@@ -1548,7 +1548,7 @@ fn the_landlock_only_fallback_closes_the_homes_settings_and_says_the_runtimes_st
     std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
     let runtime = world.runtime(true);
     let script = format!(
-        "printf 'notify = [\"x\"]' >> {h}/.codex/config.toml; printf '{{\"hooks\":1}}' > {h}/.claude/settings.json; mkdir {h}/.gemini/commands/x; mv {h}/.codex {h}/.codex-moved; mkdir -p {r}/.codex && printf 'x = 1' > {r}/.codex/config.toml; echo done",
+        "printf 'notify = [\"x\"]' >> {h}/.codex/config.toml; printf '{{\"hooks\":1}}' > {h}/.claude/settings.json; printf '{{\"env\":1}}' > {h}/.claude.json; printf '{{\"env\":2}}' > {h}/.claude.json.new; mv -f {h}/.claude.json.new {h}/.claude.json; mkdir {h}/.gemini/commands/x; mv {h}/.codex {h}/.codex-moved; mkdir -p {r}/.codex && printf 'x = 1' > {r}/.codex/config.toml; echo done",
         h = home.display(),
         r = runtime.display()
     );
@@ -1583,6 +1583,9 @@ fn the_landlock_only_fallback_closes_the_homes_settings_and_says_the_runtimes_st
     );
     assert!(!home.join(".gemini/commands/x").exists());
     assert!(!home.join(".codex-moved").exists());
+    // Claude's state file: neither written in place nor replaced by a rename.
+    let state = read(&home.join(".claude.json")).unwrap_or_default();
+    assert!(!state.contains("\"env\""), "~/.claude.json: {state}");
     // The stated gap: the runtime's project settings are the chat's to write in this plan.
     assert_eq!(
         read(&runtime.join(".codex/config.toml")).as_deref(),
@@ -1600,5 +1603,11 @@ fn the_landlock_only_fallback_closes_the_homes_settings_and_says_the_runtimes_st
         read(&home.join(".codex-moved/config.toml"))
             .unwrap()
             .contains("notify")
+    );
+    assert!(
+        read(&home.join(".claude.json"))
+            .unwrap_or_default()
+            .contains("\"env\":2"),
+        "control: the person's rename over ~/.claude.json"
     );
 }
