@@ -379,6 +379,13 @@ fn without_harden_the_same_attempts_succeed() {
     assert!(out.status.success());
     check(&policy, &attempts, &[]);
     for a in &attempts {
+        // `~/.config` holds places CLIs act on at start (Muse's settings, Cursor's under
+        // `$XDG_CONFIG_HOME`): renaming it is refused in every chat by the settings rule, with
+        // or without harden (`check` above held the kernel to `decide()` on it).
+        if a.path.ends_with(".config") && a.op == Op::Move {
+            assert!(!(a.succeeded)(), "{}: the settings rule", a.name);
+            continue;
+        }
         assert!((a.succeeded)(), "{} did not succeed unhardened", a.name);
     }
 }
