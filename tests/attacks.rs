@@ -1901,12 +1901,15 @@ fn a_symlink_left_at_a_settings_file_does_not_lead_the_next_launch_into_protecte
             config.display().to_string(),
             settings.display().to_string()
         );
-        let out = run(lab.confined(Plan::Namespaces, &[], &python(&plant, &[])));
-        assert!(
-            settings.is_symlink(),
-            "the chat could not write its home: {}",
-            text(&out)
-        );
+        let _ = run(lab.confined(Plan::Namespaces, &[], &python(&plant, &[])));
+        // `~/.claude.json` is read-only in every chat now (a place Claude acts on at start,
+        // tests/steering.rs): the chat's plant is refused. A link left there before (by an
+        // older launcher's chat) is the case the next launch must still not follow: the test
+        // plants it itself, a stand-in for that chat.
+        if !settings.is_symlink() {
+            let _ = std::fs::remove_file(&settings);
+            std::os::unix::fs::symlink(&config, &settings).unwrap();
+        }
         // The next launch, of another chat.
         let mut next = command_as(lab.user.as_ref(), cli_sandbox());
         next.arg("--config").arg(&d.config).args([
@@ -2113,9 +2116,15 @@ fn harden_creates_nothing_where_a_symlink_in_the_home_points() {
         system.display().to_string(),
         d.home.join(".config").display().to_string()
     );
-    // Planted while harden is off (or before it was turned on).
-    let out = run(lab.confined(Plan::Namespaces, &[], &python(&plant, &[])));
-    assert!(d.home.join(".config").is_symlink(), "{}", text(&out));
+    // Planted while harden is off (or before it was turned on). `~/.config` holds places CLIs
+    // act on at start (Muse's settings), so a chat of this launcher cannot replace it any more
+    // (the settings rule); one of an older launcher could: the test plants it itself then.
+    let _ = run(lab.confined(Plan::Namespaces, &[], &python(&plant, &[])));
+    if !d.home.join(".config").is_symlink() {
+        let config = d.home.join(".config");
+        let _ = std::fs::remove_dir_all(&config);
+        std::os::unix::fs::symlink(&system, &config).unwrap();
+    }
     let mut config = std::fs::read_to_string(&d.config).unwrap();
     config.push_str("harden = true\n");
     std::fs::write(&d.config, config).unwrap();

@@ -379,6 +379,13 @@ fn without_harden_the_same_attempts_succeed() {
     assert!(out.status.success());
     check(&policy, &attempts, &[]);
     for a in &attempts {
+        // `~/.config` holds places CLIs act on at start (Muse's settings, Cursor's under
+        // `$XDG_CONFIG_HOME`): renaming it is refused in every chat by the settings rule, with
+        // or without harden (`check` above held the kernel to `decide()` on it).
+        if a.path.ends_with(".config") && a.op == Op::Move {
+            assert!(!(a.succeeded)(), "{}: the settings rule", a.name);
+            continue;
+        }
         assert!((a.succeeded)(), "{} did not succeed unhardened", a.name);
     }
 }
@@ -845,7 +852,6 @@ fn places(demo: &Demo) -> Vec<Attempt> {
             "another app's settings in ~/.config",
             ".config/some-app/settings.json",
         ),
-        write("Claude Code's ~/.claude.json, in place", ".claude.json"),
     ]
 }
 
@@ -945,4 +951,69 @@ fn with_harden_a_persistence_folder_replaced_as_a_whole_outside_is_the_gap_the_p
     let lab = Lab::new(None, true);
     let written = chat_writes_after(&lab, Plan::Fallback, replace(&lab));
     assert!(written.is_empty(), "the fallback: {written:?}");
+}
+
+/// With `harden` the home's top is frozen, so the acted-on files missing there (`~/CLAUDE.md`,
+/// `~/AGENTS.md`, `~/CLAUDE.local.md`: a CLI gathers them walking up from its working folder)
+/// are closed without the launch creating them in the person's home: neither the launch nor
+/// the chat makes one (verdict from the disk, both plans, root and an ordinary user). The
+/// control: without `harden` the namespace plan creates them empty to close them (the cost
+/// SECURITY.md states), and the person's own shell makes one.
+#[test]
+fn with_harden_no_acted_on_file_is_created_at_the_homes_top_and_none_can_be_made() {
+    let test = "with_harden_no_acted_on_file_is_created_at_the_homes_top_and_none_can_be_made";
+    if !confinement_available(test) {
+        return;
+    }
+    let names = ["CLAUDE.md", "AGENTS.md", "CLAUDE.local.md"];
+    for user in every_user(test) {
+        for plan in Plan::CONFINED {
+            let lab = Lab::new(user.as_ref(), true);
+            let h = &lab.demo.home;
+            let script: String = names
+                .iter()
+                .map(|n| format!("( printf STEER > {} ) 2>/dev/null\n", q(&h.join(n))))
+                .chain(["true\n".to_owned()])
+                .collect();
+            let out = lab.command(plan, &script).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            for name in names {
+                assert!(
+                    !h.join(name).exists(),
+                    "{plan:?} {}: ~/{name} exists after a hardened chat (made by the launch or the chat)",
+                    lab.who()
+                );
+            }
+        }
+        // Controls.
+        let lab = Lab::new(user.as_ref(), false);
+        let h = &lab.demo.home;
+        let out = lab.command(Plan::Namespaces, "true").output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for name in names {
+            assert_eq!(
+                std::fs::read_to_string(h.join(name)).ok().as_deref(),
+                Some(""),
+                "control {}: without harden ~/{name} is created empty to close it",
+                lab.who()
+            );
+        }
+        let lab = Lab::new(user.as_ref(), true);
+        lab.person(&format!(
+            "printf mine > {}",
+            q(&lab.demo.home.join("AGENTS.md"))
+        ));
+        assert!(
+            lab.demo.home.join("AGENTS.md").exists(),
+            "control: the person's write"
+        );
+    }
 }

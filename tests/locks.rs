@@ -666,13 +666,10 @@ fn a_chat_rewriting_the_settings_files_without_pause_fails_no_other_launch() {
             .map_or("this process's user", |u| u.name.as_str());
         let w = world(user.as_ref());
         let home = &w.demo.home;
-        // The person's files a chat can still write: the CLIs' state (`~/.claude.json`,
-        // Gemini's trust list). `~/.codex/config.toml` is read-only in every chat (a setting
-        // Codex acts on: `tests/steering.rs`).
-        let files = [
-            home.join(".claude.json"),
-            home.join(".gemini/trustedFolders.json"),
-        ];
+        // The person's file a chat can still write: the CLIs' state (Gemini's trust list).
+        // `~/.codex/config.toml` and `~/.claude.json` are read-only in every chat (places the
+        // CLIs act on: `tests/steering.rs`).
+        let files = [home.join(".gemini/trustedFolders.json")];
         let (stop, count) = (home.join("stop-rewriting"), home.join("rewrites"));
         let list: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
         let mut chat = w.command();

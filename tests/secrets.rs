@@ -239,6 +239,12 @@ fn with_secrets_closed_every_way_to_a_credential_is_refused_in_both_plans_and_th
                     String::from_utf8_lossy(&out.stderr)
                 );
                 for (name, secret, in_fallback) in &expect {
+                    // `~/.config` holds places CLIs act on at start (Muse's settings, Cursor's
+                    // under `$XDG_CONFIG_HOME`): renaming it is refused in every chat by the
+                    // settings rule, whatever `secrets` says, so this way has no control here.
+                    if *name == "moved" && !closed {
+                        continue;
+                    }
                     let reached = got(&lab.demo, name, secret);
                     let control_applies = plan == Plan::Namespaces || *in_fallback;
                     if reached == closed && (closed || control_applies) {

@@ -47,15 +47,56 @@
 //!   built-in tools off. Only the workdir is trusted (a grant added to `trustedWorkspaces` would
 //!   stay trusted for the person's own, unconfined use of Agy).
 
+//!
+//! What Agy reads at start and acts on, all REPORTED (not CHECKED: no binary here), from public
+//! notes on the Antigravity CLI (read through the search tool: it reuses Gemini CLI's `~/.gemini`
+//! tree; hooks in `~/.gemini/antigravity-cli/hooks.json` and the project's `.agents/hooks.json`;
+//! MCP servers in `~/.gemini/antigravity-cli/mcp_config.json`, the shared
+//! `~/.gemini/config/mcp_config.json` and `.agents/mcp_config.json`; global rules in
+//! `~/.gemini/GEMINI.md` and `~/.gemini/AGENTS.md`, project rules in `GEMINI.md`, `AGENTS.md`,
+//! `.agents/rules/` and the older `.agent/`; workflows and skills in
+//! `~/.gemini/antigravity/global_workflows/` and `global_skills/`, and `~/.gemini/skills/`). Each
+//! is read-only in every chat ([`CliAdapter::acted_on`], `Rule::Settings`), a missing one created
+//! first in its neutral form:
+//!
+//! | place | what a chat could plant there | construction |
+//! |---|---|---|
+//! | `~/.gemini/antigravity-cli/settings.json` | settings (the terminal sandbox switch, trust of other folders) | read-only; pre-trust writes our trust before the chat, a missing one `{}` |
+//! | `~/.gemini/antigravity-cli/hooks.json`, `~/.gemini/config/hooks.json` | hooks (commands run at every tool call) | read-only, a missing one `{}` |
+//! | `~/.gemini/antigravity-cli/mcp_config.json`, `~/.gemini/config/mcp_config.json` | MCP servers | read-only, a missing one `{"mcpServers":{}}` (an empty file is reported as an error at each start) |
+//! | `~/.gemini/GEMINI.md`, `~/.gemini/AGENTS.md`, `~/.gemini/skills/`, `~/.gemini/antigravity/global_workflows/`, `global_skills/` | instructions, workflows, skills loaded into every session | read-only |
+//! | the runtime's `.agents/`, `.agent/`, `GEMINI.md`, `AGENTS.md` | the same at project level | read-only (the runtime: see SECURITY.md, Partly) |
+
 // An adapter describes its CLI; nothing here needs `unsafe`.
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, EditAction, EnvChanges, FileEdit, FileFormat,
+    ActedOn, AdapterError, ArgvParts, CliAdapter, EditAction, EnvChanges, FileEdit, FileFormat,
     LaunchRequest, McpIsolation, Mode, PersonFiles, PreTrust, SettingCheck, Shape, adapter_kit,
 };
+
+/// What Agy reads at start and acts on (the crate doc's table, REPORTED).
+pub const ACTED_ON: &[ActedOn] = &[
+    ActedOn::home_file(".gemini/antigravity-cli/settings.json", "{}"),
+    ActedOn::home_file(".gemini/antigravity-cli/hooks.json", "{}"),
+    ActedOn::home_file(
+        ".gemini/antigravity-cli/mcp_config.json",
+        "{\"mcpServers\":{}}",
+    ),
+    ActedOn::home_file(".gemini/config/hooks.json", "{}"),
+    ActedOn::home_file(".gemini/config/mcp_config.json", "{\"mcpServers\":{}}"),
+    ActedOn::home_file(".gemini/GEMINI.md", ""),
+    ActedOn::home_file(".gemini/AGENTS.md", ""),
+    ActedOn::home_folder(".gemini/skills"),
+    ActedOn::home_folder(".gemini/antigravity/global_workflows"),
+    ActedOn::home_folder(".gemini/antigravity/global_skills"),
+    ActedOn::runtime_folder(".agents"),
+    ActedOn::runtime_folder(".agent"),
+    ActedOn::runtime_file("GEMINI.md", ""),
+    ActedOn::runtime_file("AGENTS.md", ""),
+];
 
 /// The Antigravity CLI.
 #[derive(Debug, Clone, Copy, Default)]
@@ -71,6 +112,10 @@ impl CliAdapter for Agy {
 
     fn modes(&self) -> &'static [Mode] {
         &[Mode::Full]
+    }
+
+    fn acted_on(&self) -> &'static [ActedOn] {
+        ACTED_ON
     }
 
     fn checks(&self, req: &LaunchRequest) -> Vec<SettingCheck> {

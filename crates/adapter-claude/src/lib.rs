@@ -40,10 +40,10 @@
 //! | the project's `.claude/settings.json` and `.claude/settings.local.json` in the runtime | hooks (checked: both ran) | `--setting-sources=user`: the project and local sources are not read at all (checked: their hooks do not run, the flag's own `--settings` still applies); the runtime's `.claude/` read-only besides |
 //! | `CLAUDE.md`, `CLAUDE.local.md` in the runtime and in every folder above it a chat can write (`~`, the folders down to the state root) | instructions gathered walking up from the working folder | read-only, missing ones created empty (REPORTED: the walk) |
 //! | the runtime's `.mcp.json` | project MCP servers | `--strict-mcp-config` (none starts); read-only besides |
-//! | `~/.claude.json` | `env`, copied into Claude's environment at start (checked: `ANTHROPIC_BASE_URL` there took the conversation); user- and local-scope MCP servers (never started: `--strict-mcp-config`); `primaryApiKey` (used as the login when no other is: the account a later chat runs under); `customApiKeyResponses.rejected` and `hasCompletedOnboarding: false` (a later tmux launch stops at the login or onboarding, or is refused by readiness); `projects[<path>]`'s trust, `allowedTools` and `hasClaudeMdExternalIncludesApproved` (for a path a later chat uses) | **not closed**: it is Claude's state, written at every start. Pre-trust, under the lock, empties `env` and sets our own trust each launch; the rest stays plantable (Partly, SECURITY.md), and a chat still running can write `env` again between another launch's pre-trust and its Claude's start |
+//! | `~/.claude.json` (or `$CLAUDE_CONFIG_DIR/.claude.json`), Claude's state file | every key Claude acts on at start: `env`, copied into Claude's environment (checked: `ANTHROPIC_BASE_URL` there took the conversation); `primaryApiKey` (the login when no other is: the account a later chat runs under); `customApiKeyResponses.rejected` holding the launch's key and `hasCompletedOnboarding: false` (a later tmux launch stops at the login or onboarding); `oauthAccount`; user- and local-scope `mcpServers`; `projects[<path>]`'s trust, `allowedTools`, `mcpServers` and `hasClaudeMdExternalIncludesApproved` for a folder a later chat uses; and any key a later Claude adds | **read-only in every chat**, the class and not a list of keys (`tests/steering.rs` plants each of them with Claude's own Bash tool: refused on the disk, the planted base URL's listener never reached; control: the same `env` written by the person is acted on). Pre-trust, outside the chat and under the lock, writes what the launch needs first (our trust, the key's approval in the tmux shape) and empties an `env` left from before. Checked with 2.1.197, as root and as an ordinary user, headless and in tmux: it saves by a temporary file and a rename, falling back to writing in place; both refused, it goes on without a word on the screen, runs its tools and finishes its turns. What it then cannot save, and why that does not matter: `numStartups`, `tipsHistory`, `firstStartTime`, `userID` and `machineID` when missing (made again in memory at each start), migrations' markers (run again in memory), per-project `lastCost`/`lastSessionId`/`exampleFiles` (sessions themselves are in `~/.claude/projects/`, writable, so `--resume` works), `allowedTools` the person approves inside a chat (the bypass mode asks nothing), `claude mcp add` and `/config` changes made inside a chat (the person makes them outside) |
 //!
 //! State that stays writable: `~/.claude/projects/` (sessions), `history.jsonl`, `todos/`,
-//! `shell-snapshots/`, `statsig/`, `.credentials.json` (token refresh), `~/.claude.json`.
+//! `shell-snapshots/`, `statsig/`, `.credentials.json` (token refresh). `~/.claude.json` no longer (above).
 //!
 //! Screens the shared settings raise: "Do you want to proceed?" (a `permissions.ask` rule or
 //! `disableBypassPermissionsMode` in the person's settings, in spite of
@@ -90,6 +90,10 @@ pub const ACTED_ON: &[ActedOn] = &[
     ActedOn::folder_folder(DIR, ".claude", "plugins"),
     ActedOn::folder_folder(DIR, ".claude", "output-styles"),
     ActedOn::folder_folder(DIR, ".claude", "rules"),
+    // Its state file, `$CLAUDE_CONFIG_DIR/.claude.json` or `~/.claude.json`: read at start and
+    // acted on (`env`, `primaryApiKey`, `customApiKeyResponses`, onboarding, MCP servers, each
+    // project's trust and tools); pre-trust writes what the launch needs first.
+    ActedOn::folder_file(DIR, "", ".claude.json", "{}"),
     ActedOn::runtime_folder(".claude"),
     ActedOn::runtime_file(".mcp.json", "{\"mcpServers\":{}}"),
     ActedOn::runtime_file("CLAUDE.md", ""),
@@ -208,12 +212,12 @@ impl CliAdapter for Claude {
         }];
         // Claude copies the `env` of `~/.claude.json` into its own environment at start
         // (checked, 2.1.197: `ANTHROPIC_BASE_URL` there sent the conversation to that server).
-        // `~/.claude.json` is Claude's state, which a chat writes, so an `env` found there is
-        // emptied before each launch: what a chat left there (a base URL, a proxy, `BASH_ENV`)
-        // never reaches a later chat's Claude. The person keeps theirs in `settings.json`. Only
-        // an `env` with something in it is written (a file without one is left as it is, so that
-        // `cli-sandbox end` gives it back byte for byte); one planted after this read is the
-        // stated gap of a chat that rewrites the file before Claude starts.
+        // `~/.claude.json` is read-only in every chat now (`ACTED_ON`), so no chat can plant one;
+        // an `env` found there (left by a chat of an older launcher, or by a program outside) is
+        // still emptied before each launch, so that it never reaches a chat's Claude. The person
+        // keeps theirs in `settings.json`. Only an `env` with something in it is written (a
+        // file without one is left as it is, so that `cli-sandbox end` gives it back byte for
+        // byte).
         // A file that cannot be read here (a link into protected data) gets the edit all the
         // same: the launcher's guarded write refuses it there and names the file.
         let planted = match adapter_kit::read_settings(person, &file, FileFormat::Json) {

@@ -40,13 +40,51 @@
 //! - Headless in an untrusted folder it refuses and exits 0: the caller must read the output,
 //!   not only the status.
 
+//!
+//! What Cursor reads at start and acts on, all REPORTED (not CHECKED: no binary here), from
+//! public notes on the Cursor CLI's configuration files, hooks and MCP (read through the search
+//! tool: the CLI's documented config files, `~/.cursor/cli-config.json` and the project's
+//! `.cursor/cli.json`; hooks in `~/.cursor/hooks.json` and `<project>/.cursor/hooks.json`, which
+//! run commands; MCP servers in `~/.cursor/mcp.json` and `.cursor/mcp.json`, found in parent
+//! folders too; rules in `.cursor/rules/`, `AGENTS.md` and the older `.cursorrules`). Each is
+//! read-only in every chat ([`CliAdapter::acted_on`], `Rule::Settings`), a missing one created
+//! first in its neutral form:
+//!
+//! | place | what a chat could plant there | construction |
+//! |---|---|---|
+//! | `~/.cursor/cli-config.json` (or `$XDG_CONFIG_HOME/cursor/cli-config.json`) | `permissions` (allow or deny rules for every later chat) | read-only, a missing one `{}`. Not known: whether Cursor, which repairs missing fields in it, goes on when it cannot save it (Claude's `~/.claude.json` did); to check with a real binary |
+//! | `~/.cursor/hooks.json` | hooks (commands run around every tool call and at session start) | read-only, a missing one `{"version":1,"hooks":{}}` (the version is required) |
+//! | `~/.cursor/mcp.json` | MCP servers started in every later chat | read-only, a missing one `{"mcpServers":{}}` |
+//! | `~/.cursor/rules/`, `commands/`, `skills/` | instructions, commands, skills | read-only |
+//! | the runtime's `.cursor/` (`cli.json`, `hooks.json`, `mcp.json`, `rules/`), `.cursorrules`, `AGENTS.md` | the same at project level | read-only (the runtime: see SECURITY.md, Partly) |
+//! | `.cursor/mcp.json` and `.cursor/cli.json` in the folders above the runtime a chat can write | servers and permissions found walking up | read-only, missing ones created |
+
 // An adapter describes its CLI; nothing here needs `unsafe`.
 #![forbid(unsafe_code)]
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, LaunchRequest, McpIsolation, Mode, PersonFiles, PreTrust,
-    Shape, adapter_kit,
+    ActedOn, AdapterError, ArgvParts, CliAdapter, LaunchRequest, McpIsolation, Mode, PersonFiles,
+    PreTrust, Shape, adapter_kit,
 };
+
+/// `$XDG_CONFIG_HOME`: where Cursor's CLI keeps its config on Linux when it is set.
+const XDG: &str = "XDG_CONFIG_HOME";
+
+/// What Cursor reads at start and acts on (the crate doc's table, REPORTED).
+pub const ACTED_ON: &[ActedOn] = &[
+    ActedOn::home_file(".cursor/cli-config.json", "{}"),
+    ActedOn::folder_file(XDG, ".config", "cursor/cli-config.json", "{}"),
+    ActedOn::home_file(".cursor/hooks.json", "{\"version\":1,\"hooks\":{}}"),
+    ActedOn::home_file(".cursor/mcp.json", "{\"mcpServers\":{}}"),
+    ActedOn::home_folder(".cursor/rules"),
+    ActedOn::home_folder(".cursor/commands"),
+    ActedOn::home_folder(".cursor/skills"),
+    ActedOn::runtime_folder(".cursor"),
+    ActedOn::runtime_file(".cursorrules", ""),
+    ActedOn::runtime_file("AGENTS.md", ""),
+    ActedOn::above_runtime_file(".cursor/mcp.json", "{\"mcpServers\":{}}"),
+    ActedOn::above_runtime_file(".cursor/cli.json", "{}"),
+];
 
 /// The Cursor CLI.
 #[derive(Debug, Clone, Copy, Default)]
@@ -71,6 +109,10 @@ impl CliAdapter for Cursor {
 
     fn modes(&self) -> &'static [Mode] {
         &[Mode::Full]
+    }
+
+    fn acted_on(&self) -> &'static [ActedOn] {
+        ACTED_ON
     }
 
     fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {

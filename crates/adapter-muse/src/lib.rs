@@ -30,13 +30,34 @@
 //!   our sandbox.
 //! - Only [`Mode::Full`]: no flag is known that turns the built-in tools off.
 
+//!
+//! What Muse reads at start and acts on, REPORTED (not CHECKED: no binary here): only its
+//! settings, `~/.config/muse/settings.json` (or under `$XDG_CONFIG_HOME`), which hold its MCP
+//! servers (above). Read-only in every chat ([`CliAdapter::acted_on`], `Rule::Settings`), a
+//! missing one created as `{}`: a chat can no longer plant a server there that every later
+//! Muse starts (the person's own still load: MCP isolation stays out of reach). No public notes
+//! on Muse's hooks, instruction files or project settings were found with the search tool
+//! (what was found under the name is another program, a version-control tool): not declared,
+//! said here as not known.
+
 // An adapter describes its CLI; nothing here needs `unsafe`.
 #![forbid(unsafe_code)]
 
 use sandbox_core::{
-    AdapterError, ArgvParts, CliAdapter, LaunchRequest, McpIsolation, Mode, PersonFiles, PreTrust,
-    Shape, adapter_kit,
+    ActedOn, AdapterError, ArgvParts, CliAdapter, LaunchRequest, McpIsolation, Mode, PersonFiles,
+    PreTrust, Shape, adapter_kit,
 };
+
+/// `$XDG_CONFIG_HOME`, else `~/.config`: where Muse's settings are (reported).
+const XDG: &str = "XDG_CONFIG_HOME";
+
+/// What Muse reads at start and acts on (the crate doc, REPORTED).
+pub const ACTED_ON: &[ActedOn] = &[ActedOn::folder_file(
+    XDG,
+    ".config",
+    "muse/settings.json",
+    "{}",
+)];
 
 /// The Muse Code CLI.
 #[derive(Debug, Clone, Copy, Default)]
@@ -52,6 +73,10 @@ impl CliAdapter for Muse {
 
     fn modes(&self) -> &'static [Mode] {
         &[Mode::Full]
+    }
+
+    fn acted_on(&self) -> &'static [ActedOn] {
+        ACTED_ON
     }
 
     fn own_sandbox_off(&self, _req: &LaunchRequest) -> Vec<String> {

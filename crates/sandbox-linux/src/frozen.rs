@@ -235,6 +235,9 @@ pub(super) fn compile(
             Some(EntryKind::Symlink) => continue,
             Some(_) => {}
             None if !path.starts_with(policy.home()) => continue,
+            // With `harden` the home's top is frozen: nothing can be made there, so a missing
+            // one there is closed without being created in the person's home.
+            None if policy.home_top_closes(path) => continue,
             None if setting.is_folder() => settings_create.push(path.to_owned()),
             None => settings_files.push(super::plan::SettingsFile {
                 path: path.to_owned(),

@@ -2188,6 +2188,9 @@ pub(super) fn settings_in_namespace<'p>(
                 // a chat pointed elsewhere) is not the person's to fill.
                 elsewhere.push(show(path));
             }
+            // With `harden` nothing can be made at the home's top (frozen by Landlock): a
+            // missing one there is closed already, and is not created in the person's home.
+            None if policy.home_top_closes(path) => {}
             None => {
                 if setting.is_folder() {
                     out.create.push(path.to_owned());

@@ -829,7 +829,6 @@ impl Writer {
         self.line(
             ";; Hardened, the home's top: no entry made, written, replaced or removed there.",
         );
-        let home = self.param("HOME".into(), "home", policy.home())?;
         let depth = policy.home().components().count() - 1;
         let mut temp = String::from("^");
         for _ in 0..depth {
@@ -859,10 +858,14 @@ impl Writer {
         // Never removed, renamed, linked or made under its name (`decide()`'s Move): written in
         // place only (a save by rename over it is refused: docs/macos.md).
         self.rule("deny", MOVE, &literals(&state), Some("hardened"));
-        if policy.os() != sandbox_core::Os::MacOs {
-            // `decide()` allows the temporary names on macOS only (home_top.rs).
+        if policy.os() != sandbox_core::Os::MacOs
+            || sandbox_core::HOME_TOP_STATE_TEMP_MACOS.is_empty()
+        {
+            // `decide()` allows the temporary names on macOS only (home_top.rs), and none when
+            // there are none (an empty list would make a pattern of every name at the top).
             return Ok(());
         }
+        let home = self.param("HOME".into(), "home", policy.home())?;
         temp.push_str("/(");
         for (index, prefix) in sandbox_core::HOME_TOP_STATE_TEMP_MACOS.iter().enumerate() {
             if index > 0 {

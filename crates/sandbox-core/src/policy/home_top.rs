@@ -19,17 +19,21 @@ use std::path::{Path, PathBuf};
 use super::{Op, Policy, Rule, Verdict};
 use crate::Os;
 
-/// The CLIs' state files at the home's top, written in place with `harden` (Claude Code keeps
-/// its settings and trust in `~/.claude.json`; when its atomic save cannot make a temporary file
-/// beside it, it writes the file in place).
-pub const HOME_TOP_STATE_FILES: &[&str] = &[".claude.json"];
+/// The CLIs' state files at the home's top, written in place with `harden`. None: Claude Code's
+/// `~/.claude.json`, the one there was, is a place Claude acts on at start (`env`, the login's
+/// key, MCP servers, trust: issue 24), read-only in every chat with or without `harden`
+/// (`Rule::Settings`, which outranks this module's rule); the pinned Claude starts, runs its
+/// tools and finishes its turns without saving it (the Claude adapter's table).
+pub const HOME_TOP_STATE_FILES: &[&str] = &[];
 
 /// The beginnings of the temporary names the CLIs' atomic saves make beside their state files:
 /// allowed on macOS only, where a name can be allowed before it exists (Seatbelt matches names)
 /// and where Claude Code does not fall back to writing in place (Seatbelt's refusal is `EPERM`,
 /// and Claude falls back on `EACCES` alone). Linux (Landlock, rules on inodes) cannot allow a
 /// name that does not exist yet: there Claude writes in place.
-pub const HOME_TOP_STATE_TEMP_MACOS: &[&str] = &[".claude.json.tmp."];
+/// None since `~/.claude.json` is read-only in every chat (its save by rename is refused all
+/// the same).
+pub const HOME_TOP_STATE_TEMP_MACOS: &[&str] = &[];
 
 /// The CLIs' state folders at the home's top (and the caches the tools they run fill), made
 /// empty (mode 0700) at launch with `harden` when missing, since nothing new can be made at the
@@ -42,12 +46,19 @@ pub const HOME_STATE_FOLDERS: &[&str] = &[
 
 /// What `harden` does not close, said by every backend's report of the `persistence` promise
 /// and by `doctor`: code that runs later from places below the home's top that no list names.
-pub const HARDEN_LEAVES_OPEN: &str = "not closed, below the home's top: toolchains and version managers the person runs later (~/.rustup, ~/.nvm, ~/.pyenv, ~/go/bin), projects' virtual environments, node_modules, build scripts, git hooks and .git/config, package caches later builds read (~/.npm, ~/.cache/pip, ~/.cargo/registry), another app's settings in ~/.config that name a command (only the listed ones are closed), the CLIs' own settings and hooks (~/.claude/settings.json, ~/.codex/config.toml and hooks.json, ~/.gemini/settings.json: issue 24) and ~/.claude.json, written in place, whose user-scope MCP servers the next Claude Code runs; at the top, a symlink no list names leads to a target as open as its own place";
+pub const HARDEN_LEAVES_OPEN: &str = "not closed, below the home's top: toolchains and version managers the person runs later (~/.rustup, ~/.nvm, ~/.pyenv, ~/go/bin), projects' virtual environments, node_modules, build scripts, git hooks and .git/config, package caches later builds read (~/.npm, ~/.cache/pip, ~/.cargo/registry), another app's settings in ~/.config that name a command (only the listed ones are closed); at the top, a symlink no list names leads to a target as open as its own place";
 
 impl Policy {
     /// With `harden`, the home's top level is closed (this module's class).
     pub fn home_top_closed(&self) -> bool {
         !self.hardened.is_empty()
+    }
+
+    /// Whether this module's rule already keeps `path` from being made, written or moved: an
+    /// entry directly in the home, with `harden`. A backend need not create a missing acted-on
+    /// file there (an empty `~/CLAUDE.md`, `~/AGENTS.md`) to close it: the home's top is frozen.
+    pub fn home_top_closes(&self, path: &Path) -> bool {
+        self.home_top_closed() && path.parent().map(Path::as_os_str) == Some(self.home.as_os_str())
     }
 
     /// The CLIs' state files at the home's top ([`HOME_TOP_STATE_FILES`]), written in place with

@@ -1164,18 +1164,18 @@ fn harden_closes_the_places_a_list_missed_and_the_homes_top_as_a_class() {
                 "{os:?} {path}"
             );
         }
-        // The CLIs' state file is written in place, not moved away.
-        assert_eq!(
-            verdict(&p, Op::Write, "/home/ann/.claude.json"),
-            (true, "hardened")
-        );
-        assert_eq!(
-            verdict(&p, Op::Move, "/home/ann/.claude.json"),
-            (false, "hardened")
-        );
-        // Its temporary names: allowed where the backend can allow a name (macOS).
+        // No state file is written at the top any more: `~/.claude.json` is a place Claude acts
+        // on at start (read-only by `Rule::Settings` in every chat; here, without adapters, the
+        // top's own rule), and neither are the temporary names of its save.
+        assert!(crate::HOME_TOP_STATE_FILES.is_empty());
+        for op in [Op::Write, Op::Move] {
+            assert_eq!(
+                verdict(&p, op, "/home/ann/.claude.json"),
+                (false, "hardened")
+            );
+        }
         let temp = "/home/ann/.claude.json.tmp.123.abcdef";
-        assert_eq!(verdict(&p, Op::Write, temp).0, os == Os::MacOs, "{os:?}");
+        assert_eq!(verdict(&p, Op::Write, temp), (false, "hardened"), "{os:?}");
         assert_eq!(
             p.home_state_folders().len(),
             crate::HOME_STATE_FOLDERS.len()
