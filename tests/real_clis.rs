@@ -531,6 +531,64 @@ fn claude_acts_on_no_env_a_chat_left_in_claude_json_after_pre_trust() {
     }
 }
 
+/// Why Claude keeps an entry per chat: Claude Code 2.1.197 trusts a project's own settings only
+/// by the exact folder's entry. With an entry for the runtimes folder (a parent) it ignores the
+/// allow rule of the runtime's `.claude/settings.json` ("this workspace has not been trusted"),
+/// as with no entry (the control); with pre-trust's entry for the runtime it does not.
+#[test]
+fn claude_trusts_the_runtimes_project_settings_by_its_own_entry_not_by_a_parents() {
+    let Some(claude) = require(
+        "claude",
+        "claude_trusts_the_runtimes_project_settings_by_its_own_entry_not_by_a_parents",
+    ) else {
+        return;
+    };
+    let s = Scratch::new();
+    let settings = s.workdir.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, r#"{"permissions":{"allow":["Bash(ls:*)"]}}"#).unwrap();
+    let ignored = "this workspace has not been trusted";
+    let state = |projects: serde_json::Value| {
+        s.write(
+            ".claude.json",
+            &serde_json::json!({"hasCompletedOnboarding": true, "projects": projects}).to_string(),
+        );
+    };
+    let plain = ["-p", "hello"].map(str::to_owned).to_vec();
+    let key = [
+        ("ANTHROPIC_API_KEY", "sk-ant-stand-in-not-a-key"),
+        // Nothing listens on port 9: the model call fails at once.
+        ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
+    ];
+    let env = clean_env(&s.home, &Default::default(), &key);
+    let parent = s.workdir.parent().unwrap().to_str().unwrap().to_owned();
+    for (case, projects, trusted) in [
+        ("no entry (control)", serde_json::json!({}), false),
+        (
+            "an entry for the runtimes folder",
+            serde_json::json!({ parent: {"hasTrustDialogAccepted": true} }),
+            false,
+        ),
+        ("pre-trust's entry", serde_json::json!({}), true),
+    ] {
+        state(projects);
+        if trusted {
+            prepare(
+                &adapter_claude::Claude,
+                &s.request(Shape::Structured, Mode::Full),
+            );
+        }
+        let ran = run(&claude, &plain, &s.workdir, &env, Stdin::Null, LIMIT);
+        let said = format!("{}{}", ran.stdout, ran.stderr);
+        assert_eq!(
+            !said.contains(ignored),
+            trusted,
+            "{case}: the project's settings trusted: {}, expected {trusted}: {ran:?}",
+            !said.contains(ignored)
+        );
+    }
+}
+
 #[test]
 fn claude_tui_shows_no_trust_screen_after_pre_trust() {
     let test = "claude_tui_shows_no_trust_screen_after_pre_trust";

@@ -12,9 +12,10 @@
 //! 4. the start of the real CLIs (`claude --version`, `codex --version`) bare and confined;
 //! 5. the memory of the `exec` helper (and of the init it leaves in the chat's PID namespace).
 //!
-//! 7. `pre-trust` and `run` (with `/bin/true` as the CLI's program) with 10 and 10,000 past
-//!    chats' entries in the person's files (`--only past`): their runtimes gone (the first
-//!    pre-trust prunes them, timed once) and still there (the entries stay).
+//! 7. `pre-trust` and `run` of Codex and `pre-trust` of Claude (with `/bin/true` as the CLI's
+//!    program) with 10 and 10,000 past chats (`--only past`): their runtimes gone (an older
+//!    launcher's entries, which the first pre-trust prunes, timed once) and still there (the
+//!    files as this version and the CLIs leave them for chats never ended).
 //!
 //! 6. where the time of one launch goes, from the `PHASE` marks of a build with the
 //!    `phase-times` feature (`--phases NAME=BIN`, one table column pair per build).
