@@ -210,7 +210,14 @@ fn codex_trusts_the_runtimes_project_config_by_pre_trusts_argument_not_by_a_pare
     let pre_trust = adapter_codex::Codex
         .pre_trust(&req, &cli_sandbox_tests::real_clis::DiskOnly)
         .unwrap();
-    assert!(pre_trust.edits.is_empty(), "{pre_trust:?}");
+    // Nothing is added to the file (a pruning of earlier versions' entries only).
+    assert!(
+        pre_trust
+            .edits
+            .iter()
+            .all(|e| e.action == sandbox_core::EditAction::Prune),
+        "{pre_trust:?}"
+    );
     for (case, config, args, trusted) in [
         (
             "no entry (control)",
