@@ -97,23 +97,20 @@ fn read(path: &Path) -> Option<Vec<u8>> {
 fn every_file_the_adapters_write_is_one_end_cleans() {
     let home = Home::new();
     let written: Vec<PathBuf> = home.pre_trust("c1").into_iter().map(|(f, _)| f).collect();
-    for name in [CLAUDE, CODEX, GEMINI, AGY] {
+    for name in [CLAUDE, GEMINI, AGY] {
         assert!(
             written.contains(&home.path(name)),
             "{name} is written by pre-trust: {written:?}"
         );
     }
+    // Codex is trusted per launch (`-c projects=...`): its file is only pruned, not made.
+    assert!(!home.path(CODEX).exists());
     let done = home.end("c1");
     assert!(done.known && done.runtime_removed);
     for name in [CLAUDE, GEMINI, AGY] {
         let text = fs::read_to_string(home.path(name)).unwrap();
         assert!(!text.contains("c1"), "{name} after end: {text}");
     }
-    let codex = fs::read_to_string(home.path(CODEX)).unwrap();
-    assert_eq!(
-        codex, "",
-        "Codex's file, made by pre-trust, holds nothing after end"
-    );
 }
 
 // ---------- byte for byte, whatever the person's files hold ----------
@@ -252,7 +249,8 @@ proptest! {
         }
         for (name, text) in &files {
             let now = fs::read_to_string(home.path(name)).unwrap();
-            prop_assert_ne!(&now, text, "{} holds the chat's entry", name);
+            // Codex's file gets no entry (trust per launch); the others do.
+            prop_assert_eq!(*name == CODEX, &now == text, "{} holds the chat's entry", name);
         }
         home.end("ends");
         for (name, text) in &files {
@@ -277,12 +275,11 @@ proptest! {
         home.pre_trust("a");
         home.pre_trust("b");
         home.end("a");
+        // Claude: `b`'s own entry (Codex's file gets none).
         let runtime_b = home.runtime("b");
-        for name in [CLAUDE, CODEX] {
-            let text = fs::read_to_string(home.path(name)).unwrap();
-            prop_assert!(text.contains(runtime_b.to_str().unwrap()), "{}: {}", name, text);
-            prop_assert!(!text.contains(home.runtime("a").to_str().unwrap()));
-        }
+        let text = fs::read_to_string(home.path(CLAUDE)).unwrap();
+        prop_assert!(text.contains(&format!("{}\"", runtime_b.display())), "{}", text);
+        prop_assert!(!text.contains(home.runtime("a").to_str().unwrap()));
         home.end("b");
         prop_assert_eq!(fs::read_to_string(home.path(CLAUDE)).unwrap(), claude);
         prop_assert_eq!(fs::read_to_string(home.path(CODEX)).unwrap(), codex);
@@ -338,9 +335,58 @@ fn pruning_removes_only_our_entries_whose_runtime_is_gone() {
     assert_eq!(fs::metadata(&claude).unwrap().ino(), ino.ino());
 }
 
+/// The one entry for the runtimes folder (Gemini's) is written by the first chat's
+/// pre-trust only, stays while any runtime is there (an `end` that keeps its runtime, an `end`
+/// of one chat of two), and goes with the last runtime, at `end --remove-runtime` or at the
+/// pruning of the next file edit once the runtimes were removed by other means.
+#[test]
+fn the_entry_for_every_chat_goes_with_the_last_runtime() {
+    let home = Home::new();
+    let runtimes = home.ctx.layout.runtimes_dir();
+    let key = format!("{}\"", runtimes.display());
+    let shared = [GEMINI];
+    let has = |name: &str| fs::read_to_string(home.path(name)).unwrap().contains(&key);
+
+    home.pre_trust("one");
+    let second = home.pre_trust("two");
+    for name in shared {
+        assert!(has(name), "{name}");
+        // The second chat writes nothing in these files: the entry serves it.
+        assert!(
+            second
+                .iter()
+                .any(|(f, a)| *f == home.path(name) && *a == Applied::AlreadyThere),
+            "{name}: {second:?}"
+        );
+    }
+    // `end` without removing the runtime: the runtime is there, so is the entry.
+    launch::end_chat(&home.ctx, "one", false).unwrap();
+    assert!(shared.iter().all(|n| has(n)));
+    home.end("one");
+    assert!(shared.iter().all(|n| has(n)), "`two` still runs");
+    home.end("two");
+    for name in shared {
+        assert!(
+            !has(name),
+            "{name} kept the entry after the last runtime went"
+        );
+    }
+
+    // Runtimes removed by other means (a provider that removed its folders and crashed): the
+    // next `end` of any chat prunes the entry.
+    home.pre_trust("three");
+    fs::remove_dir_all(home.runtime("three")).unwrap();
+    assert!(shared.iter().all(|n| has(n)));
+    let done = launch::end_chat(&home.ctx, "never-launched", true).unwrap();
+    assert!(done.known, "entries were removed: {done:?}");
+    for name in shared {
+        assert!(!has(name), "{name}");
+    }
+}
+
 // ---------- links, unknown chats, races ----------
 
-/// A chat plants `~/.codex/config.toml` and `~/.claude.json` as links into protected data (the
+/// A chat plants `~/.gemini/trustedFolders.json` and `~/.claude.json` as links into protected data (the
 /// state root, where another chat's runtime lies): `end` refuses, reads and changes nothing
 /// there. The control: the same files as plain files are cleaned.
 #[test]
@@ -350,17 +396,15 @@ fn end_never_follows_a_link_into_protected_data() {
     let protected = home.runtime("victim").join("secret.json");
     let secret = json!({"projects": {home.runtime("x").to_str().unwrap(): {"a": 1}}}).to_string();
     fs::write(&protected, &secret).unwrap();
-    let protected_toml = home.runtime("victim").join("secret.toml");
-    let secret_toml = format!(
-        "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
-        home.runtime("x").display()
-    );
-    fs::write(&protected_toml, &secret_toml).unwrap();
+    let protected_gemini = home.runtime("victim").join("secret-gemini.json");
+    let secret_gemini = json!({home.runtime("x").to_str().unwrap(): "TRUST_FOLDER"}).to_string();
+    fs::write(&protected_gemini, &secret_gemini).unwrap();
 
-    // The control: the same `end` on the plain files cleans them.
-    home.pre_trust("ctl");
-    let control = home.end("ctl");
-    for name in [CLAUDE, CODEX] {
+    // The control: the same `end` on plain files holding the same text cleans them.
+    fs::write(home.path(CLAUDE), &secret).unwrap();
+    fs::write(home.path(GEMINI), &secret_gemini).unwrap();
+    let control = launch::end_chat(&home.ctx, "x", false).unwrap();
+    for name in [CLAUDE, GEMINI] {
         assert!(
             control
                 .files
@@ -372,22 +416,23 @@ fn end_never_follows_a_link_into_protected_data() {
 
     fs::remove_file(home.path(CLAUDE)).unwrap();
     symlink(&protected, home.path(CLAUDE)).unwrap();
-    fs::remove_file(home.path(CODEX)).unwrap();
-    symlink(&protected_toml, home.path(CODEX)).unwrap();
+    fs::remove_file(home.path(GEMINI)).unwrap();
+    symlink(&protected_gemini, home.path(GEMINI)).unwrap();
     let err = launch::end_chat(&home.ctx, "x", false)
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains(".claude.json") && err.contains("config.toml"),
+        err.contains(".claude.json") && err.contains("trustedFolders.json"),
         "{err}"
     );
     assert_eq!(fs::read_to_string(&protected).unwrap(), secret);
-    assert_eq!(fs::read_to_string(&protected_toml).unwrap(), secret_toml);
-    assert!(
-        fs::symlink_metadata(home.path(CLAUDE))
-            .unwrap()
-            .is_symlink()
+    assert_eq!(
+        fs::read_to_string(&protected_gemini).unwrap(),
+        secret_gemini
     );
+    for name in [CLAUDE, GEMINI] {
+        assert!(fs::symlink_metadata(home.path(name)).unwrap().is_symlink());
+    }
 }
 
 #[test]
@@ -425,12 +470,20 @@ fn end_racing_other_chats_pre_trust_loses_nothing() {
             s.spawn(move || home.pre_trust(b));
         }
     });
-    for name in [CLAUDE, CODEX, GEMINI, AGY] {
+    // Gemini: the one entry for the runtimes folder (the last ended chat's `end` must not
+    // remove it under a starting chat); Claude and Agy: an entry per chat.
+    let runtimes = home.ctx.layout.runtimes_dir();
+    let text = fs::read_to_string(home.path(GEMINI)).unwrap();
+    assert!(
+        text.contains(&format!("{}\"", runtimes.display())),
+        "Gemini's file lost the entry for every chat: {text}"
+    );
+    for name in [CLAUDE, GEMINI, AGY] {
         let text = fs::read_to_string(home.path(name)).unwrap();
         for chat in &starting {
             let runtime = home.runtime(chat);
             assert!(
-                text.contains(runtime.to_str().unwrap()),
+                ![CLAUDE, AGY].contains(&name) || text.contains(runtime.to_str().unwrap()),
                 "{name} lost {chat}"
             );
         }
@@ -475,6 +528,7 @@ fn the_binary_ends_a_chat_as_root_and_as_an_ordinary_user() {
                 CLAUDE,
                 "{\"numStartups\":3,\"projects\":{\"/home/me/x\":{\"a\":[]}}}",
             ),
+            (GEMINI, "{\n  \"/home/me/x\": \"TRUST_FOLDER\"\n}"),
         ];
         for (name, text) in person {
             let path = home.join(name);
@@ -504,7 +558,7 @@ fn the_binary_ends_a_chat_as_root_and_as_an_ordinary_user() {
             assert!(out.status.success(), "{said}");
             String::from_utf8_lossy(&out.stdout).into_owned()
         };
-        for cli in ["codex", "claude"] {
+        for cli in ["codex", "claude", "gemini"] {
             run(&[
                 "pre-trust",
                 "--cli",
@@ -517,7 +571,11 @@ fn the_binary_ends_a_chat_as_root_and_as_an_ordinary_user() {
         }
         let runtime = state_root.join("state/cli-runtimes/v1/c1");
         assert!(runtime.is_dir());
-        assert_ne!(fs::read_to_string(home.join(CODEX)).unwrap(), person[0].1);
+        // Codex is trusted per launch: its file is left as it was; Claude's and Gemini's hold
+        // an entry (Gemini's the one for the runtimes folder).
+        assert_eq!(fs::read_to_string(home.join(CODEX)).unwrap(), person[0].1);
+        assert_ne!(fs::read_to_string(home.join(CLAUDE)).unwrap(), person[1].1);
+        assert_ne!(fs::read_to_string(home.join(GEMINI)).unwrap(), person[2].1);
         let said = run(&["end", "--chat", "c1", "--remove-runtime"]);
         assert!(said.contains("removed:"), "{said}");
         for (name, text) in person {

@@ -168,6 +168,114 @@ fn codex_exec_accepts_our_argv_and_the_persons_mcp_server_does_not_start() {
     );
 }
 
+/// How Codex 0.171.0 trusts the runtime's project config (a server in the runtime's
+/// `.codex/config.toml` starts in `codex exec` only when the project is trusted): with no entry
+/// it does not (the control); with the runtime's own entry in the person's file it does; with
+/// an entry for the runtimes folder (a parent) it does NOT ("Untrusted project-local
+/// configuration is disabled"), which is why one entry for every chat cannot replace the
+/// chat's own for Codex; with pre-trust's per-launch `-c projects=...` (nothing in the file) it
+/// does, exactly as with the file's entry.
+#[test]
+fn codex_trusts_the_runtimes_project_config_by_pre_trusts_argument_not_by_a_parents_entry() {
+    let Some(codex) = require(
+        "codex",
+        "codex_trusts_the_runtimes_project_config_by_pre_trusts_argument_not_by_a_parents_entry",
+    ) else {
+        return;
+    };
+    let s = Scratch::new();
+    let (server, marker) = stand_in_mcp_server(&s.home, "proj");
+    let project = s.workdir.join(".codex/config.toml");
+    std::fs::create_dir_all(project.parent().unwrap()).unwrap();
+    std::fs::write(
+        &project,
+        format!(
+            "[mcp_servers.proj]\ncommand = \"node\"\nargs = [{:?}]\n",
+            server.display().to_string()
+        ),
+    )
+    .unwrap();
+    let started = |out: &str| out.contains("\"turn.started\"");
+    let plain: Vec<String> = ["exec", "--json", "--skip-git-repo-check"]
+        .map(str::to_owned)
+        .to_vec();
+    let env = clean_env(&s.home, &Default::default(), &[]);
+    let entry = |folder: &Path| {
+        format!(
+            "{CODEX_LOCAL_PROVIDER}\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            folder.display()
+        )
+    };
+    let req = s.request(Shape::Structured, Mode::Full);
+    let pre_trust = adapter_codex::Codex
+        .pre_trust(&req, &cli_sandbox_tests::real_clis::DiskOnly)
+        .unwrap();
+    // Nothing is added to the file (a pruning of earlier versions' entries only).
+    assert!(
+        pre_trust
+            .edits
+            .iter()
+            .all(|e| e.action == sandbox_core::EditAction::Prune),
+        "{pre_trust:?}"
+    );
+    for (case, config, args, trusted) in [
+        (
+            "no entry (control)",
+            CODEX_LOCAL_PROVIDER.to_owned(),
+            vec![],
+            false,
+        ),
+        ("the runtime's own entry", entry(&s.workdir), vec![], true),
+        (
+            "an entry for the runtimes folder",
+            entry(s.workdir.parent().unwrap()),
+            vec![],
+            false,
+        ),
+        (
+            "pre-trust's argument",
+            CODEX_LOCAL_PROVIDER.to_owned(),
+            pre_trust.args.clone(),
+            true,
+        ),
+    ] {
+        s.write(".codex/config.toml", &config);
+        let _ = std::fs::remove_file(&marker);
+        let argv: Vec<String> = plain
+            .iter()
+            .cloned()
+            .chain(args)
+            .chain(["--".to_owned(), "hello".to_owned()])
+            .collect();
+        let ran = run_until(
+            &codex,
+            &argv,
+            &s.workdir,
+            &env,
+            Stdin::Null,
+            LIMIT,
+            &|out| started(out) && marker.exists(),
+        );
+        assert_parsed("codex", &ran);
+        assert!(started(&ran.stdout), "{case}: no turn started: {ran:?}");
+        if !trusted {
+            // Servers start side by side with the turn; give it the time it would have had.
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        assert_eq!(
+            marker.exists(),
+            trusted,
+            "{case}: the project's server started: {}, expected {trusted}: {ran:?}",
+            marker.exists()
+        );
+        assert_eq!(
+            std::fs::read_to_string(s.home.join(".codex/config.toml")).unwrap(),
+            config,
+            "{case}: the person's file is not written"
+        );
+    }
+}
+
 #[test]
 fn codex_tui_shows_no_trust_screen_after_pre_trust() {
     let test = "codex_tui_shows_no_trust_screen_after_pre_trust";
@@ -193,10 +301,16 @@ fn codex_tui_shows_no_trust_screen_after_pre_trust() {
     let launch = adapter_codex::Codex
         .launch(&req, &cli_sandbox_tests::real_clis::DiskOnly)
         .unwrap();
-    // Control: without the entry the screen appears.
+    // Control: without pre-trust's `-c projects=...` the screen appears.
+    let mut untrusted = launch.args.clone();
+    let at = untrusted
+        .iter()
+        .position(|a| a.starts_with("projects="))
+        .expect("pre-trust's argument");
+    untrusted.drain(at - 1..=at);
     let pane = Tmux::start(
         &codex,
-        &launch.args,
+        &untrusted,
         &s.workdir,
         &clean_env(&s.home, &launch, &[]),
     );
@@ -421,6 +535,64 @@ fn claude_acts_on_no_env_a_chat_left_in_claude_json_after_pre_trust() {
                 "control: the planted base URL should take the request: {ran:?}"
             );
         }
+    }
+}
+
+/// Why Claude keeps an entry per chat: Claude Code 2.1.197 trusts a project's own settings only
+/// by the exact folder's entry. With an entry for the runtimes folder (a parent) it ignores the
+/// allow rule of the runtime's `.claude/settings.json` ("this workspace has not been trusted"),
+/// as with no entry (the control); with pre-trust's entry for the runtime it does not.
+#[test]
+fn claude_trusts_the_runtimes_project_settings_by_its_own_entry_not_by_a_parents() {
+    let Some(claude) = require(
+        "claude",
+        "claude_trusts_the_runtimes_project_settings_by_its_own_entry_not_by_a_parents",
+    ) else {
+        return;
+    };
+    let s = Scratch::new();
+    let settings = s.workdir.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, r#"{"permissions":{"allow":["Bash(ls:*)"]}}"#).unwrap();
+    let ignored = "this workspace has not been trusted";
+    let state = |projects: serde_json::Value| {
+        s.write(
+            ".claude.json",
+            &serde_json::json!({"hasCompletedOnboarding": true, "projects": projects}).to_string(),
+        );
+    };
+    let plain = ["-p", "hello"].map(str::to_owned).to_vec();
+    let key = [
+        ("ANTHROPIC_API_KEY", "sk-ant-stand-in-not-a-key"),
+        // Nothing listens on port 9: the model call fails at once.
+        ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
+    ];
+    let env = clean_env(&s.home, &Default::default(), &key);
+    let parent = s.workdir.parent().unwrap().to_str().unwrap().to_owned();
+    for (case, projects, trusted) in [
+        ("no entry (control)", serde_json::json!({}), false),
+        (
+            "an entry for the runtimes folder",
+            serde_json::json!({ parent: {"hasTrustDialogAccepted": true} }),
+            false,
+        ),
+        ("pre-trust's entry", serde_json::json!({}), true),
+    ] {
+        state(projects);
+        if trusted {
+            prepare(
+                &adapter_claude::Claude,
+                &s.request(Shape::Structured, Mode::Full),
+            );
+        }
+        let ran = run(&claude, &plain, &s.workdir, &env, Stdin::Null, LIMIT);
+        let said = format!("{}{}", ran.stdout, ran.stderr);
+        assert_eq!(
+            !said.contains(ignored),
+            trusted,
+            "{case}: the project's settings trusted: {}, expected {trusted}: {ran:?}",
+            !said.contains(ignored)
+        );
     }
 }
 
@@ -735,8 +907,8 @@ fn claude_confined_in_tmux_shows_no_trust_screen() {
 }
 
 #[test]
-fn run_writes_the_trust_entry_then_starts_the_real_codex_confined() {
-    let test = "run_writes_the_trust_entry_then_starts_the_real_codex_confined";
+fn run_trusts_then_starts_the_real_codex_confined() {
+    let test = "run_trusts_then_starts_the_real_codex_confined";
     if require("codex", test).is_none() || !cli_sandbox_tests::confinement_available(test) {
         return;
     }
@@ -769,10 +941,10 @@ fn run_writes_the_trust_entry_then_starts_the_real_codex_confined() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
     assert!(stdout.contains("0.171.0"), "{stdout}");
-    let config = std::fs::read_to_string(demo.home.join(".codex/config.toml")).unwrap();
+    // Trusted per launch: no entry in the person's config.
+    let config = std::fs::read_to_string(demo.home.join(".codex/config.toml")).unwrap_or_default();
     assert!(
-        config.contains(&format!("[projects.\"{}\"]", demo.runtime.display()))
-            && config.contains("trust_level = \"trusted\""),
-        "no trust entry for the runtime:\n{config}"
+        !config.contains("projects"),
+        "an entry in Codex's config:\n{config}"
     );
 }

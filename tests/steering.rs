@@ -929,16 +929,22 @@ fn codex_as(user: Option<TestUser>) {
         said(&ran)
     );
     // The control of that source: the same Codex, run by the person in the runtime without the
-    // launch's MCP isolation, starts it.
+    // launch's MCP isolation (trusted as a launch trusts it, per launch), starts it.
     let mut env = world.env();
     env.remove("TMPDIR");
     env.insert("TMPDIR".into(), scratch_tmp(&home).display().to_string());
+    let trust = format!(
+        "projects={{{:?}={{trust_level=\"trusted\"}}}}",
+        runtime.display().to_string()
+    );
     let ran = run(
         &cli_sandbox_tests::real_clis::bin_dir().join("codex"),
         &[
             "exec",
             "--json",
             "--skip-git-repo-check",
+            "-c",
+            &trust,
             "Run the scripted steps.",
         ]
         .map(str::to_owned),

@@ -12,7 +12,7 @@
 //! | own sandbox and approvals off (confined only) | `--dangerously-bypass-approvals-and-sandbox`, accepted by the TUI and by `exec` alike | yes: `codex debug prompt-input` reports `danger-full-access` and approval `never` |
 //! | no shared daemon (TUI) | `--no-daemon` | yes (`exec` has no daemon and no such flag) |
 //! | working folder | `-C <workdir>` | yes |
-//! | pre-trust | `[projects."<workdir>"] trust_level = "trusted"` in the person's own `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`, created 0600) | yes: the TUI shows no trust screen |
+//! | pre-trust | per launch, `-c projects={"<workdir>"={trust_level="trusted"}}`; nothing is written to the person's `$CODEX_HOME/config.toml` (an entry there per chat made the file grow by one per chat; one for the runtimes folder leaves the project's config out) | yes: the TUI shows no trust screen, the runtime's project config is read |
 //! | headless | `exec --json --skip-git-repo-check`, stdin `/dev/null` (`exec` reads a piped stdin to EOF) | yes |
 //! | MCP isolation | one `-c mcp_servers={<each server>={enabled=false}, <bridge>={command=…}}`, each server of the person's config and of the runtime's project config (`<workdir>/.codex/config.toml`) turned off by name | yes: `codex mcp list` shows them disabled and a stand-in server does not start (`tests/steering.rs`: one in the runtime's project config does not start either) |
 //!
@@ -21,7 +21,7 @@
 //!
 //! | screen | settled by | may the launch settle it? | checked |
 //! |---|---|---|---|
-//! | "Trust this folder?" | pre-trust entry for the workdir (above) | yes: the chat's own folder | yes (`real_clis`) |
+//! | "Trust this folder?" | pre-trust `-c` for the workdir (above) | yes: the chat's own folder | yes (`real_clis`) |
 //! | approvals, sandbox warnings | `--dangerously-bypass-approvals-and-sandbox` (confined only) | yes: our sandbox replaces them | yes |
 //! | "Meet GPT-6 Sol … 1. Try new model 2. Use existing model" (the chat's model has an announced successor) | per launch, TUI only: `-c notice.model_migrations={"<model>"="<successor>"}` from [`MODEL_MIGRATIONS`] (the successor must be the catalog's own: any other value, or `-m`, still shows it); nothing is written to the person's file | yes: it keeps the model the person chose (what "Use existing model" does) and leaves the announcement for the person's own next run | yes (`tests/screens.rs`: the screen without it, work with it) |
 //! | login screen | the person's own login or provider | no: the person's credentials | yes (a local provider gets past it) |
@@ -72,7 +72,7 @@
 use std::path::{Path, PathBuf};
 
 use sandbox_core::{
-    ActedOn, AdapterError, ArgvParts, CliAdapter, FileEdit, FileFormat, LaunchRequest,
+    ActedOn, AdapterError, ArgvParts, CliAdapter, EditAction, FileEdit, FileFormat, LaunchRequest,
     McpIsolation, Mode, PersonFiles, PreTrust, Shape, adapter_kit,
 };
 
@@ -145,21 +145,35 @@ impl CliAdapter for Codex {
         req: &LaunchRequest,
         person: &dyn PersonFiles,
     ) -> Result<PreTrust, AdapterError> {
+        // Trust per launch, not in the person's file: `-c projects={"<workdir>"={trust_level=
+        // "trusted"}}`. Codex 0.171.0 honours an entry for a parent folder only in part (no
+        // trust screen, but the project's own config is left out: "Untrusted project-local
+        // configuration is disabled"), so one entry for every chat would not do what the
+        // chat's own does; this does, and the person's file does not grow by an entry per chat
+        // (`tests/real_clis.rs` checks both against the real CLI).
         let workdir = adapter_kit::utf8_workdir(&req.workdir, "cannot be a key in Codex's config")?;
+        let mut trusted = toml_edit::InlineTable::new();
+        trusted.insert("trust_level", "trusted".into());
+        let mut projects = toml_edit::InlineTable::new();
+        projects.insert(workdir, trusted.into());
+        let mut args = vec![
+            "-c".to_owned(),
+            format!("projects={}", projects.to_string().trim()),
+        ];
+        args.extend(migration_seen(req, person)?);
+        // Launchers before this one wrote an entry per chat into the person's file: those of
+        // chats whose runtime is gone are pruned, and `end` removes the chat's, as before;
+        // nothing is added.
         Ok(PreTrust {
             edits: vec![FileEdit {
                 file: config_file(req, person)?,
                 format: FileFormat::Toml,
-                keys: vec![
-                    "projects".to_owned(),
-                    workdir.to_owned(),
-                    "trust_level".to_owned(),
-                ],
-                value: "trusted".into(),
+                keys: vec!["projects".to_owned(), workdir.to_owned()],
+                value: Default::default(),
                 create_mode: 0o600,
-                action: Default::default(),
+                action: EditAction::Prune,
             }],
-            args: migration_seen(req, person)?,
+            args,
         })
     }
 

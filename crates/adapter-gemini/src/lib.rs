@@ -158,8 +158,10 @@ impl CliAdapter for Gemini {
         req: &LaunchRequest,
         person: &dyn PersonFiles,
     ) -> Result<PreTrust, AdapterError> {
+        // One entry for the runtimes folder trusts every chat's runtime below it
+        // (`TRUST_FOLDER` covers the folders below the key).
         let workdir =
-            adapter_kit::utf8_workdir(&req.workdir, "cannot be a key in trustedFolders.json")?;
+            adapter_kit::utf8_runtimes(&req.workdir, "cannot be a key in trustedFolders.json")?;
         let trusted = trusted_folders_file(req, person)?;
         let trust = |folder: &str| FileEdit {
             file: trusted.clone(),

@@ -12,9 +12,10 @@
 //! 4. the start of the real CLIs (`claude --version`, `codex --version`) bare and confined;
 //! 5. the memory of the `exec` helper (and of the init it leaves in the chat's PID namespace).
 //!
-//! 7. `pre-trust` and `run` (with `/bin/true` as the CLI's program) with 10 and 10,000 past
-//!    chats' entries in the person's files (`--only past`): their runtimes gone (the first
-//!    pre-trust prunes them, timed once) and still there (the entries stay).
+//! 7. `pre-trust` and `run` of Codex and `pre-trust` of Claude (with `/bin/true` as the CLI's
+//!    program) with 10 and 10,000 past chats (`--only past`): their runtimes gone (an older
+//!    launcher's entries, which the first pre-trust prunes, timed once) and still there (the
+//!    files as this version and the CLIs leave them for chats never ended).
 //!
 //! 6. where the time of one launch goes, from the `PHASE` marks of a build with the
 //!    `phase-times` feature (`--phases NAME=BIN`, one table column pair per build).
@@ -644,26 +645,57 @@ mod table {
         }
     }
 
-    /// A demo layout whose person's files hold the entries of `past` chats of an older
-    /// launcher (Codex's, Claude's and Gemini's trust), their runtimes `alive` or gone, and whose
-    /// configuration runs `/bin/true` as Codex; the `pre-trust` and `run` argv for a chat of it.
+    /// A demo layout with `past` chats before this one, and whose configuration runs
+    /// `/bin/true` as Codex and as Claude; the `pre-trust` and `run` argv of Codex and the
+    /// `pre-trust` argv of Claude for a chat of it. Their runtimes gone (`alive` false): the
+    /// person's files hold the entries an older launcher wrote for each (Codex's, Claude's and
+    /// Gemini's trust), which the first pre-trust prunes. Their runtimes there (never ended):
+    /// the files as this launcher and the CLIs leave them: nothing in Codex's (trusted per
+    /// launch), the one entry for the runtimes folder in Gemini's, and in `~/.claude.json` a
+    /// project member per chat, ours (`hasTrustDialogAccepted`) with what Claude itself keeps
+    /// there for each folder it runs in.
+    #[allow(clippy::type_complexity)]
     fn past_layout(
         root: &Path,
         past: usize,
         alive: bool,
         bin: &Path,
-    ) -> (launch::demo::Demo, Vec<OsString>, Vec<OsString>) {
+    ) -> (
+        launch::demo::Demo,
+        Vec<OsString>,
+        Vec<OsString>,
+        Vec<OsString>,
+    ) {
         let demo = launch::demo::Demo::create(root).expect("a demo layout");
         let runtimes = demo.state_root.join("state/cli-runtimes/v1");
         let mut codex = String::from("model = \"o3\"\n");
         let mut claude = serde_json::Map::new();
         let mut gemini = serde_json::Map::new();
+        if alive {
+            gemini.insert(
+                runtimes.to_str().unwrap().to_owned(),
+                serde_json::json!("TRUST_FOLDER"),
+            );
+        }
         for i in 0..past {
             let runtime = runtimes.join(format!("past-{i}"));
+            let key = runtime.to_str().unwrap().to_owned();
             if alive {
                 std::fs::create_dir_all(&runtime).unwrap();
+                claude.insert(
+                    key,
+                    serde_json::json!({
+                        "allowedTools": [], "mcpContextUris": [], "mcpServers": {},
+                        "enabledMcpjsonServers": [], "disabledMcpjsonServers": [],
+                        "hasTrustDialogAccepted": true, "projectOnboardingSeenCount": 1,
+                        "hasClaudeMdExternalIncludesApproved": false,
+                        "hasClaudeMdExternalIncludesWarningShown": false,
+                        "lastCost": 0.0123, "lastDuration": 4567,
+                        "lastSessionId": format!("0b5c1f2e-0000-4000-8000-{i:012}"),
+                    }),
+                );
+                continue;
             }
-            let key = runtime.to_str().unwrap().to_owned();
             codex.push_str(&format!(
                 "\n[projects.\"{key}\"]\ntrust_level = \"trusted\"\n"
             ));
@@ -676,7 +708,7 @@ mod table {
         let home = &demo.home;
         std::fs::create_dir_all(home.join(".codex")).unwrap();
         std::fs::write(home.join(".codex/config.toml"), codex).unwrap();
-        let claude = serde_json::json!({"numStartups": 3, "projects": claude});
+        let claude = serde_json::json!({"numStartups": 3, "hasCompletedOnboarding": true, "projects": claude});
         std::fs::write(
             home.join(".claude.json"),
             serde_json::to_string_pretty(&claude).unwrap(),
@@ -691,10 +723,12 @@ mod table {
         let config = std::fs::read_to_string(&demo.config).unwrap();
         std::fs::write(
             &demo.config,
-            format!("{config}\n[cli.codex]\nprogram = \"/bin/true\"\n"),
+            format!(
+                "{config}\n[cli.codex]\nprogram = \"/bin/true\"\n\n[cli.claude]\nprogram = \"/bin/true\"\n"
+            ),
         )
         .unwrap();
-        let launch = |cmd: &str| -> Vec<OsString> {
+        let launch = |cmd: &str, cli: &str| -> Vec<OsString> {
             vec![
                 os(bin),
                 os("--config"),
@@ -703,15 +737,16 @@ mod table {
                 os(&demo.state_root),
                 os(cmd),
                 os("--cli"),
-                os("codex"),
+                os(cli),
                 os("--chat"),
                 os(&demo.chat),
                 os("--shape"),
                 os("structured"),
             ]
         };
-        let (pre_trust, run) = (launch("pre-trust"), launch("run"));
-        (demo, pre_trust, run)
+        let (pre_trust, run) = (launch("pre-trust", "codex"), launch("run", "codex"));
+        let claude = launch("pre-trust", "claude");
+        (demo, pre_trust, run, claude)
     }
 
     /// Section 7: `pre-trust` and `run` with 10 and 10,000 past chats, side by side.
@@ -726,14 +761,23 @@ mod table {
             let state = if alive { "alive" } else { "gone" };
             let root = dir.join(format!("{past}-{state}"));
             std::fs::create_dir_all(&root).unwrap();
-            let (demo, pre_trust, run) = past_layout(&root, past, alive, bin);
+            let (demo, pre_trust, run, claude) = past_layout(&root, past, alive, bin);
             // The first pre-trust prunes the entries of the chats whose runtime is gone: once.
-            let first = Variant::new("first", pre_trust.clone(), &demo.home);
+            let first = Variant::new("first", claude.clone(), &demo.home);
             let t = Instant::now();
             first.check().expect("the first pre-trust");
             prune.push((past, state, t.elapsed().as_secs_f64() * 1e3));
-            let codex = std::fs::read_to_string(demo.home.join(".codex/config.toml")).unwrap();
-            prune.push((codex.matches("[projects.").count(), "entries left", 0.0));
+            let left = std::fs::read_to_string(demo.home.join(".claude.json")).unwrap();
+            prune.push((
+                left.matches("cli-runtimes/v1/").count(),
+                "entries left",
+                0.0,
+            ));
+            variants.push(Variant::new(
+                format!("claude pre-trust {past} {state}"),
+                claude,
+                &demo.home,
+            ));
             variants.push(Variant::new(
                 format!("pre-trust {past} {state}"),
                 pre_trust,
@@ -746,19 +790,21 @@ mod table {
         let s = measure("past chats", &variants, rounds);
         line(
             out,
-            "\n## Past chats: `pre-trust` and `run` (Codex, `/bin/true` as its program) with 10 and 10,000 past chats' entries\n",
+            "\n## Past chats: `pre-trust` and `run` (Codex; Claude's `pre-trust`; `/bin/true` as their program) with 10 and 10,000 past chats\n",
         );
         line(
             out,
-            "| past chats | their runtimes | pre-trust median ms | run median ms | run added over bare ms | pre-trust ratio to 10 | run ratio to 10 |",
+            "| past chats | their runtimes | pre-trust median ms | run median ms | Claude pre-trust median ms | run added over bare ms | pre-trust ratio to 10 | run ratio to 10 | Claude pre-trust ratio to 10 |",
         );
-        line(out, "|---|---|---|---|---|---|---|");
+        line(out, "|---|---|---|---|---|---|---|---|---|");
         for state in ["gone", "alive"] {
             for past in [10, 10_000] {
                 let pt = format!("pre-trust {past} {state}");
                 let run = format!("run {past} {state}");
                 let pt10 = format!("pre-trust 10 {state}");
                 let run10 = format!("run 10 {state}");
+                let cl = format!("claude pre-trust {past} {state}");
+                let cl10 = format!("claude pre-trust 10 {state}");
                 let ratio = |a: &str, b: &str| {
                     let (x, y) = (&s.ms[s.index(a)], &s.ms[s.index(b)]);
                     Stats::of(&x.iter().zip(y).map(|(x, y)| x / y).collect::<Vec<_>>()).median
@@ -766,19 +812,21 @@ mod table {
                 line(
                     out,
                     format!(
-                        "| {past} | {state} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                        "| {past} | {state} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
                         s.of(&pt).median,
                         s.of(&run).median,
+                        s.of(&cl).median,
                         s.diff(&run, "bare").median,
                         ratio(&pt, &pt10),
                         ratio(&run, &run10),
+                        ratio(&cl, &cl10),
                     ),
                 );
             }
         }
         line(
             out,
-            "\nThe first pre-trust of each layout (once, not in the rounds), and the Codex entries left after it:\n",
+            "\nThe first pre-trust of Claude in each layout (once, not in the rounds), and the chats' entries left in `~/.claude.json` after it:\n",
         );
         for pair in prune.chunks(2) {
             let ((past, state, ms), (left, _, _)) = (pair[0], pair[1]);

@@ -1825,14 +1825,12 @@ fn the_readme_tour_runs_as_written_on_a_fresh_layout_with_a_stand_in_codex() {
             }
         }
     }
-    // The reader's own home (the one the tour started in) is left as it was: empty. Pre-trust
-    // wrote the trust entry into the tour's scratch home.
+    // The reader's own home (the one the tour started in) is left as it was: empty. Codex is
+    // trusted per launch: no entry in the tour's scratch home either.
     assert_eq!(tree(&fresh.path("home")), BTreeSet::new());
-    let codex_settings = std::fs::read_to_string(layout.join("home/.codex/config.toml")).unwrap();
-    assert!(
-        codex_settings.contains("trust_level = \"trusted\""),
-        "{codex_settings}"
-    );
+    let codex_settings =
+        std::fs::read_to_string(layout.join("home/.codex/config.toml")).unwrap_or_default();
+    assert!(!codex_settings.contains("[projects."), "{codex_settings}");
     for word in [
         "doctor", "adapters", "explain", "plan", "step", "profile", "run",
     ] {
@@ -1903,12 +1901,12 @@ fn the_readme_python_launch_runs_a_stand_in_codex_confined_after_pre_trust() {
         .lines()
         .find_map(|l| l.strip_prefix("stand-in codex in "))
         .unwrap_or_else(|| panic!("the CLI did not start: {}", text(&out)));
-    // It ran in the runtime pre-trust made, the trust entry is in the person's Codex
-    // configuration, and the other workflow refused its write.
+    // It ran in the runtime pre-trust made, no entry was added to the person's Codex
+    // configuration (Codex is trusted per launch), and the other workflow refused its write.
     assert!(cwd.starts_with(state.to_str().unwrap()), "{}", text(&out));
     assert!(Path::new(cwd).join("ran-codex").is_file(), "{}", text(&out));
-    let config = std::fs::read_to_string(fresh.path("home/.codex/config.toml")).unwrap();
-    assert!(config.contains(cwd), "no trust entry for {cwd}: {config}");
+    let config = std::fs::read_to_string(fresh.path("home/.codex/config.toml")).unwrap_or_default();
+    assert!(!config.contains(cwd), "a trust entry for {cwd}: {config}");
     let planted = wf2.join("planted");
     assert!(
         stdout.contains(&format!("trying {}", planted.display())),
@@ -2202,12 +2200,10 @@ fn the_readme_python_launch_runs_the_pinned_codex_to_its_end_against_a_scripted_
     // Verdicts from the disk: the grant took the write, the other workflow refused its own.
     assert_eq!(std::fs::read_to_string(&made).unwrap(), "hello\n");
     assert!(!planted.exists(), "{}", text(&out));
-    // What the README says it writes in the home: one trust entry added to Codex's settings,
-    // every other byte kept.
+    // What the README says it writes in the home: nothing in Codex's settings (trusted per
+    // launch), every byte kept.
     let after = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
-    assert!(after.starts_with(&before), "{after}");
-    let added = &after[before.len()..];
-    assert!(added.contains("[projects."), "{added}");
+    assert_eq!(after, before);
     // Nothing else in the home but Codex's own state (its sessions, logs and databases) and the
     // settings places every launch closes, made empty when missing (folders, and files in the
     // form a CLI reads as absent: `SECURITY.md`, "One chat steering another").
@@ -2232,7 +2228,6 @@ fn the_readme_python_launch_runs_the_pinned_codex_to_its_end_against_a_scripted_
             entry.display()
         );
     }
-    assert!(added.contains("trust_level = \"trusted\""), "{added}");
     // The control: unconfined, the same write into the other workflow succeeds.
     std::fs::write(&planted, "").unwrap();
 }

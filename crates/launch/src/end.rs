@@ -113,6 +113,20 @@ pub fn end_chat(ctx: &Context, chat: &str, remove_runtime: bool) -> Result<EndDo
         known: runtime.exists(),
         skipped,
     };
+    // The runtime goes first: the entry that serves every chat (Codex's, Claude's, Gemini's
+    // trust of the runtimes folder) goes with the last runtime, which the files' edit below
+    // sees (under each file's lock) once this one is gone.
+    if remove_runtime {
+        match std::fs::remove_dir_all(&runtime) {
+            // `remove_dir_all` never follows a link the chat left inside its runtime.
+            Ok(()) => done.runtime_removed = true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => failures.push(format!(
+                "cannot remove the runtime `{}`: {e}",
+                runtime.display()
+            )),
+        }
+    }
     for (file, (format, containers)) in &files {
         match guard.remove_entries(file, *format, containers, &ours) {
             Ok(applied) => {
@@ -129,17 +143,6 @@ pub fn end_chat(ctx: &Context, chat: &str, remove_runtime: bool) -> Result<EndDo
     }
     done.plans = remove_plans(&ctx.layout.plans_dir(), chat);
     done.known |= !done.plans.is_empty();
-    if remove_runtime {
-        match std::fs::remove_dir_all(&runtime) {
-            // `remove_dir_all` never follows a link the chat left inside its runtime.
-            Ok(()) => done.runtime_removed = true,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => failures.push(format!(
-                "cannot remove the runtime `{}`: {e}",
-                runtime.display()
-            )),
-        }
-    }
     if failures.is_empty() {
         Ok(done)
     } else {

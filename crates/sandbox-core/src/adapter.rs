@@ -114,6 +114,11 @@ pub enum EditAction {
     /// The value at the keys is a list (created empty when missing) that must hold `value`:
     /// appended when absent, nothing written when present (Agy's `trustedWorkspaces`).
     AddToList,
+    /// Nothing is set, and no file is made: the keys name the container of the chats' entries
+    /// and the chat's own key, so that the entries of chats whose runtime is gone are pruned
+    /// from it and `end` removes the chat's (`value` is unused). For a CLI trusted per launch,
+    /// in whose file launchers before it wrote an entry per chat (Codex's `projects`).
+    Prune,
 }
 
 /// Arguments on the command line and/or entries written into a settings file: what one part of

@@ -53,6 +53,17 @@ pub fn utf8_workdir<'a>(path: &'a Path, what: &str) -> Result<&'a str, AdapterEr
     })
 }
 
+/// The folder one trust entry names for every chat, for a CLI whose trust of a folder covers
+/// the folders below it (Codex, Claude Code, Gemini CLI; checked against the pinned CLIs in
+/// `tests/real_clis.rs`): the runtimes folder, the working folder's parent (the launcher's
+/// working folder is always `<runtimes folder>/<chat>`). No chat can write in that folder
+/// itself, only in its own runtime below it, so the entry trusts the chats' runtimes and nothing
+/// else; it is written once and serves every chat, so the person's file does not grow by an
+/// entry per chat (`docs/ending-a-chat.md`). As UTF-8, like [`utf8_workdir`].
+pub fn utf8_runtimes<'a>(workdir: &'a Path, what: &str) -> Result<&'a str, AdapterError> {
+    utf8_workdir(workdir.parent().unwrap_or(workdir), what)
+}
+
 /// A grant's folder as UTF-8, like [`utf8_workdir`].
 pub fn utf8_grant<'a>(path: &'a Path, what: &str) -> Result<&'a str, AdapterError> {
     path.to_str().ok_or_else(|| AdapterError::Setting {

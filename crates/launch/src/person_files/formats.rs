@@ -79,6 +79,9 @@ fn edit_toml_doc(
     doc: &mut toml_edit::DocumentMut,
     edit: &FileEdit,
 ) -> Result<bool, PersonFileError> {
+    if edit.action == EditAction::Prune {
+        return Ok(false);
+    }
     let value = json_to_toml(&edit.value).map_err(|why| PersonFileError::BadEdit {
         file: file.to_owned(),
         why,
@@ -114,6 +117,7 @@ fn edit_toml_doc(
 
     let depth = edit.keys.len() - 1;
     match edit.action {
+        EditAction::Prune => return Ok(false),
         EditAction::Set => {
             if let Some(existing) = table.get_mut(last) {
                 if let Some(old) = existing.as_value() {
@@ -232,6 +236,15 @@ pub(super) fn edit_json(
     edit: &FileEdit,
 ) -> Result<Option<String>, PersonFileError> {
     let text = text.unwrap_or("");
+    if edit.action == EditAction::Prune {
+        return Ok(None);
+    }
+    if !text.trim().is_empty() {
+        check_json(file, text)?;
+        if json_entry_there(text, edit) {
+            return Ok(None);
+        }
+    }
     let mut doc: Json = if text.trim().is_empty() {
         Json::Object(serde_json::Map::new())
     } else {
@@ -266,6 +279,7 @@ pub(super) fn edit_json(
     }
     let depth = edit.keys.len() - 1;
     match edit.action {
+        EditAction::Prune => return Ok(None),
         EditAction::Set => {
             if object.get(last) == Some(&edit.value) {
                 return Ok(None);
@@ -306,6 +320,59 @@ pub(super) fn edit_json(
         })
 }
 
+/// Checks that `text` is JSON, without building its value (a `~/.claude.json` with thousands of
+/// projects is checked at every launch).
+fn check_json(file: &Path, text: &str) -> Result<(), PersonFileError> {
+    serde_json::from_str::<serde::de::IgnoredAny>(text)
+        .map(drop)
+        .map_err(|e| PersonFileError::Unparsable {
+            file: file.to_owned(),
+            format: "JSON",
+            line: e.line(),
+            column: e.column(),
+            reason: e.to_string(),
+        })
+}
+
+/// Whether the entry of `edit` is already in `text` (valid JSON): found by scanning the
+/// objects on its way only, the value at the end parsed and compared. `false` on anything
+/// unexpected (the full edit then decides). The last of duplicate keys counts, as in a parse.
+fn json_entry_there(text: &str, edit: &FileEdit) -> bool {
+    let b = text.as_bytes();
+    let (last, parents) = match edit.keys.split_last() {
+        Some(split) => split,
+        None => return false,
+    };
+    let mut at = skip_ws(b, 0);
+    for key in parents {
+        let Ok(object) = scan_object(text, at) else {
+            return false;
+        };
+        let Some(member) = object.members.iter().rev().find(|m| &m.key == key) else {
+            return false;
+        };
+        at = member.value.0;
+    }
+    let Ok(object) = scan_object(text, at) else {
+        return false;
+    };
+    let Some(member) = object.members.iter().rev().find(|m| &m.key == last) else {
+        return false;
+    };
+    let (start, end) = member.value;
+    match edit.action {
+        EditAction::Prune => true,
+        EditAction::Set => {
+            serde_json::from_str::<Json>(&text[start..end]).is_ok_and(|found| found == edit.value)
+        }
+        EditAction::AddToList => scan_array(text, start).is_ok_and(|list| {
+            list.items.iter().any(|&(s, e)| {
+                serde_json::from_str::<Json>(&text[s..e]).is_ok_and(|item| item == edit.value)
+            })
+        }),
+    }
+}
+
 /// `value` as JSON, pretty with `indent`, its lines after the first indented `depth` times more
 /// (where it goes in the file); on one line when `indent` is `None` (a compact file).
 fn pretty(value: &Json, indent: &str, depth: usize) -> Result<String, String> {
@@ -341,6 +408,7 @@ fn splice_json(text: &str, edit: &FileEdit) -> Result<String, String> {
             Some(member) => {
                 let (start, end) = member.value;
                 let new = match edit.action {
+                    EditAction::Prune => return Ok(text.to_owned()),
                     EditAction::Set => laid_out(&edit.value, object.sep(text), &indent, depth + 1)?,
                     EditAction::AddToList => {
                         let list = scan_array(text, start)?;
@@ -353,6 +421,7 @@ fn splice_json(text: &str, edit: &FileEdit) -> Result<String, String> {
             None => {
                 // The keys still missing, nested around the value.
                 let mut value = match edit.action {
+                    EditAction::Prune => return Ok(text.to_owned()),
                     EditAction::Set => edit.value.clone(),
                     EditAction::AddToList => Json::Array(vec![edit.value.clone()]),
                 };
@@ -696,21 +765,15 @@ pub(super) fn remove_json(
         return Ok(None);
     }
     // Checked in full first: the scan below reads valid JSON only.
-    let doc: Json = serde_json::from_str(text).map_err(|e| PersonFileError::Unparsable {
-        file: file.to_owned(),
-        format: "JSON",
-        line: e.line(),
-        column: e.column(),
-        reason: e.to_string(),
-    })?;
-    if !doc.is_object() {
-        return Ok(None);
-    }
+    check_json(file, text)?;
     let bad = |why: String| PersonFileError::BadEdit {
         file: file.to_owned(),
         why,
     };
     let b = text.as_bytes();
+    if b.get(skip_ws(b, 0)) != Some(&b'{') {
+        return Ok(None);
+    }
     // The container's parent object and the container's index in it.
     let mut parent: Option<(ObjectSpan, usize)> = None;
     let mut at = skip_ws(b, 0);

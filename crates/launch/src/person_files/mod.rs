@@ -596,7 +596,8 @@ impl PersonFilesGuard {
         let compute = |old: Option<&str>| -> Result<Option<String>, PersonFileError> {
             // Entries of chats whose runtime is gone go first (a crashed provider's), then the
             // edit; nothing is written when neither changes anything.
-            let stale = |key: &str| self.is_stale(key);
+            let liveness = Liveness::new(self);
+            let stale = |key: &str| liveness.is_stale(key);
             let prune: formats::Prune<'_> = container
                 .as_deref()
                 .map(|keys| (keys, &stale as &dyn Fn(&str) -> bool));
@@ -611,7 +612,18 @@ impl PersonFilesGuard {
             let base = pruned.as_deref().or(old);
             Ok(formats::edit_json(file, base, edit)?.or(pruned))
         };
-        self.try_change(file, Some(edit.create_mode), &compute)
+        // The entry that serves every chat is read under the lock even when it is there: an
+        // `end` that removes it (its runtime was the last) holds the lock while it looks for
+        // runtimes, so either it sees this launch's runtime (made before this) and keeps the
+        // entry, or it has removed it and this launch writes it again.
+        let shared = edit.keys.iter().any(|k| Path::new(k) == self.runtimes())
+            || edit
+                .value
+                .as_str()
+                .is_some_and(|v| Path::new(v) == self.runtimes());
+        // A pruning makes no file (nor folder) where there is none.
+        let create = (edit.action != sandbox_core::EditAction::Prune).then_some(edit.create_mode);
+        self.try_change(file, create, !shared, &compute)
     }
 
     /// Removes, from the person's file `file`, the entries `ours` picks among those of each
@@ -638,8 +650,9 @@ impl PersonFilesGuard {
                 return Ok(None);
             };
             let mut changed = false;
+            let liveness = Liveness::new(self);
             for keys in containers {
-                let pick = |key: &str| ours(key) || self.is_stale(key);
+                let pick = |key: &str| ours(key) || liveness.is_stale(key);
                 if let Some(new) = remove(file, format, &text, keys, &pick)? {
                     text = new;
                     changed = true;
@@ -648,7 +661,7 @@ impl PersonFilesGuard {
             Ok(changed.then_some(text))
         };
         for _ in 0..ATTEMPTS {
-            if let Some(applied) = self.try_change(file, None, &compute)? {
+            if let Some(applied) = self.try_change(file, None, true, &compute)? {
                 return Ok(applied);
             }
         }
@@ -664,32 +677,21 @@ impl PersonFilesGuard {
     }
 
     /// Whether `key` names a place in a chat's runtime (below the runtimes folder) whose runtime
-    /// no longer exists: an entry a launch of ours wrote for a chat that is gone.
+    /// no longer exists: an entry a launch of ours wrote for a chat that is gone; or is the
+    /// runtimes folder itself (the entry that serves every chat) while no runtime is left in it.
     pub fn is_stale(&self, key: &str) -> bool {
-        let runtimes = self.runtimes();
-        let Ok(rest) = Path::new(key).strip_prefix(runtimes) else {
-            return false;
-        };
-        let Some(std::path::Component::Normal(chat)) = rest.components().next() else {
-            return false;
-        };
-        matches!(
-            rustix::fs::statat(
-                rustix::fs::CWD,
-                runtimes.join(chat),
-                AtFlags::SYMLINK_NOFOLLOW
-            ),
-            Err(Errno::NOENT)
-        )
+        Liveness::new(self).is_stale(key)
     }
 
     /// One attempt at changing `file` by `compute` (the new text from the old, `None`: nothing
     /// to write); `create_mode`: the mode of a file (and folders) to create, `None`: create
-    /// nothing. `Ok(None)` when something changed under it and it must start again.
+    /// nothing; `unlocked`: a file that `compute` leaves as it is may be read without the lock.
+    /// `Ok(None)` when something changed under it and it must start again.
     fn try_change(
         &self,
         file: &Path,
         create_mode: Option<u32>,
+        unlocked: bool,
         compute: &Compute<'_>,
     ) -> Result<Option<Applied>, PersonFileError> {
         let Some(place) = self.place(Op::Write, file)? else {
@@ -716,6 +718,7 @@ impl PersonFilesGuard {
             Existing::Missing if create_mode.is_none() => return Ok(Some(Applied::AlreadyThere)),
             Existing::Missing => {}
             Existing::Changed => return Ok(None),
+            Existing::File(..) if !unlocked => {}
             Existing::File(handle, stat) => {
                 self.check_file(file, &resolved, &stat)?;
                 let text = read_text(handle, &resolved)?;
@@ -997,13 +1000,10 @@ impl PersonFilesGuard {
 /// entries `end` and pruning remove. `None` when the edit names no chat's place (an entry of the
 /// person's: a key approved, a grant's folder trusted).
 pub fn entry_container(edit: &FileEdit, runtimes: &Path) -> Option<Vec<String>> {
-    let below = |key: &str| {
-        Path::new(key)
-            .strip_prefix(runtimes)
-            .is_ok_and(|r| r.components().next().is_some())
-    };
+    // The runtimes folder itself too: the one entry that serves every chat.
+    let below = |key: &str| Path::new(key).strip_prefix(runtimes).is_ok();
     match edit.action {
-        sandbox_core::EditAction::Set => {
+        sandbox_core::EditAction::Set | sandbox_core::EditAction::Prune => {
             let at = edit.keys.iter().position(|k| below(k))?;
             Some(edit.keys[..at].to_vec())
         }
@@ -1012,6 +1012,61 @@ pub fn entry_container(edit: &FileEdit, runtimes: &Path) -> Option<Vec<String>> 
             .as_str()
             .filter(|v| below(v))
             .map(|_| edit.keys.clone()),
+    }
+}
+
+/// Which chats' runtimes exist, for one computation of a file's new text: the runtimes folder
+/// is listed once, on the first key that needs it (with 10,000 entries in a file, one listing
+/// instead of 10,000 lookups), after the file was read, so a runtime an entry of the text names
+/// was made before the listing (a runtime is made before its entries are written).
+struct Liveness<'g> {
+    guard: &'g PersonFilesGuard,
+    /// The names in the runtimes folder; `None` when it cannot be listed (then nothing is
+    /// stale: only a runtime known to be gone makes an entry stale).
+    listing: std::cell::OnceCell<Option<std::collections::HashSet<OsString>>>,
+}
+
+impl<'g> Liveness<'g> {
+    fn new(guard: &'g PersonFilesGuard) -> Liveness<'g> {
+        Liveness {
+            guard,
+            listing: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn listing(&self) -> Option<&std::collections::HashSet<OsString>> {
+        self.listing
+            .get_or_init(|| match std::fs::read_dir(self.guard.runtimes()) {
+                Ok(dir) => dir
+                    .map(|entry| entry.map(|e| e.file_name()))
+                    .collect::<io::Result<_>>()
+                    .ok(),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Some(Default::default()),
+                Err(_) => None,
+            })
+            .as_ref()
+    }
+
+    /// See [`PersonFilesGuard::is_stale`].
+    fn is_stale(&self, key: &str) -> bool {
+        let runtimes = self.guard.runtimes();
+        let Ok(rest) = Path::new(key).strip_prefix(runtimes) else {
+            return false;
+        };
+        match rest.components().next() {
+            // The entry for every chat: kept while this chat's runtime (a launch's: it exists)
+            // or any other is there.
+            None => {
+                let own = self.guard.policy.runtime();
+                own.starts_with(runtimes)
+                    && rustix::fs::statat(rustix::fs::CWD, own, AtFlags::SYMLINK_NOFOLLOW).is_err()
+                    && self.listing().is_some_and(|names| names.is_empty())
+            }
+            Some(std::path::Component::Normal(chat)) => {
+                self.listing().is_some_and(|names| !names.contains(chat))
+            }
+            Some(_) => false,
+        }
     }
 }
 
