@@ -13,20 +13,17 @@ use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
-use super::plan::{LinuxPlan, NamespacePlan, PLAN_VERSION};
 pub use super::sys::ApplyError;
-use super::sys::{self, cstr, fail, os_fail};
+use super::sys::{self, Never, cstr, fail, os_fail};
 use super::{caps, cgroup, landlock, limits, mounts, network, process, seccomp};
+use crate::plan::format::{LinuxPlan, NamespacePlan, PLAN_VERSION};
 
 /// The kernel's Landlock ABI (0 when Landlock is missing or disabled).
 pub fn kernel_landlock_abi() -> u32 {
     landlock::kernel_abi()
 }
 
-/// What serves the egress proxy on the listener init hands out (`network = "allowlist"`), in
-/// the helper, outside the chat, for the chat's life (it must return at once: a thread of its
-/// own). The launch crate's `egress::serve_plan`.
-pub type EgressServer = dyn Fn(OwnedFd, &super::plan::EgressPlan) -> Result<(), String>;
+pub use super::process::EgressServer;
 
 /// Applies the plan and runs `argv` confined. Returns only on failure; on success this process
 /// ends with the program's status. `egress` serves the proxy of a plan that asks for one.
@@ -40,8 +37,6 @@ pub fn exec(
         Err(e) => e,
     }
 }
-
-pub(super) enum Never {}
 
 fn exec_inner(
     plan: &LinuxPlan,

@@ -19,8 +19,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::plan::LimitsPlan;
 use super::sys::{ApplyError, fail};
+use crate::plan::format::LimitsPlan;
 
 /// A cgroup hierarchy mounted here, as `/proc/self/mountinfo` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]

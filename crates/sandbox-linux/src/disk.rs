@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use sandbox_core::Resolver;
 
-use crate::plan::{EntryKind, LaunchDisk};
+use crate::plan::common::LaunchDisk;
+use crate::plan::format::EntryKind;
 
 /// From how many folders on [`LaunchDisk::entries_of`] lists them on several threads.
 const LIST_SIDE_BY_SIDE: usize = 64;

@@ -20,8 +20,8 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
 
-use super::plan::EgressPlan;
 use super::sys::{ApplyError, fail};
+use crate::plan::format::EgressPlan;
 
 /// The pair the listener travels over: the helper's end and init's, both close-on-exec.
 pub(super) fn pair() -> Result<(OwnedFd, OwnedFd), ApplyError> {

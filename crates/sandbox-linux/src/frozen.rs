@@ -25,10 +25,13 @@ use std::path::{Path, PathBuf};
 
 use sandbox_core::{Access, Policy, Promise};
 
-use super::plan::{
-    ABI_SCOPING, Common, Enforcement, EntryKind, FsRight, Guarantee, HARMLESS_DEVICES, Kernel,
-    LandlockRule, LaunchDisk, LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, PlanError, SeccompPlan,
-    loopback_guarantee, outermost_existing_roots,
+use crate::plan::common::{
+    Common, Kernel, LaunchDisk, PlanError, limits_without_namespaces, loopback_guarantee,
+    outermost_existing_roots, seccomp_program,
+};
+use crate::plan::format::{
+    ABI_SCOPING, Enforcement, EntryKind, FsRight, Guarantee, HARMLESS_DEVICES, LandlockRule,
+    LimitsPlan, LinuxPlan, NEWEST_KNOWN_ABI, PLAN_VERSION, SeccompPlan, SettingsFile,
 };
 
 /// `/proc` and `/sys`: reading rights only in this plan, whatever the uid. (Landlock names paths,
@@ -160,7 +163,7 @@ pub(super) fn compile(
 ) -> Result<LinuxPlan, PlanError> {
     let abi = kernel.landlock_abi.min(NEWEST_KNOWN_ABI);
     let common = Common::new(policy, abi);
-    let limits = super::plan::limits_without_namespaces(policy)?;
+    let limits = limits_without_namespaces(policy)?;
     let mut guarantees = Vec::new();
     let closed_roots = outermost_existing_roots(policy, disk, &mut guarantees);
 
@@ -220,7 +223,7 @@ pub(super) fn compile(
     // holds everything beneath one rule (the gap reported).
     let mut settings_read_only: Vec<&Path> = Vec::new();
     let mut settings_create: Vec<PathBuf> = Vec::new();
-    let mut settings_files: Vec<super::plan::SettingsFile> = Vec::new();
+    let mut settings_files: Vec<SettingsFile> = Vec::new();
     let mut frozen_for_settings: BTreeSet<PathBuf> = BTreeSet::new();
     for setting in policy.settings_outside_runtime() {
         let path = setting.path();
@@ -239,7 +242,7 @@ pub(super) fn compile(
             // one there is closed without being created in the person's home.
             None if policy.home_top_closes(path) => continue,
             None if setting.is_folder() => settings_create.push(path.to_owned()),
-            None => settings_files.push(super::plan::SettingsFile {
+            None => settings_files.push(SettingsFile {
                 path: path.to_owned(),
                 text: setting.empty().to_owned(),
             }),
@@ -574,13 +577,13 @@ pub(super) fn compile(
         create_home_files: Vec::new(),
         create_settings_files: settings_files,
         namespaces: None,
-        limits: super::plan::LimitsPlan {
+        limits: LimitsPlan {
             processes: policy.limits().processes,
             processes_configured: false,
             memory: None,
         },
         landlock,
-        seccomp_program: super::plan::seccomp_program(&seccomp)?,
+        seccomp_program: seccomp_program(&seccomp)?,
         seccomp,
         guarantees,
         frozen: frozen

@@ -52,8 +52,8 @@ use fuser::{
 use rustix::fs::{AtFlags, Mode, OFlags, Stat};
 use sandbox_core::{Os, RefusedPattern};
 
-use super::plan::GuardPlan;
 use super::sys::{self, ApplyError, fail};
+use crate::plan::format::GuardPlan;
 
 /// No entry or attribute is cached by the kernel: a name the outside replaces is looked up again
 /// at the chat's next use, and a refused one is refused then.

@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 
 use sandbox_core::Policy;
 
-use super::plan::{EntryKind, LaunchDisk};
+use crate::plan::common::LaunchDisk;
+use crate::plan::format::EntryKind;
 
 /// The folders this plan freezes for `harden`: every ancestor of the home, the home, and each
 /// folder inside the home that leads to a persistence file (a persistence folder below an open

@@ -10,8 +10,8 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
-use super::plan::{FsRight, LinuxPlan};
 use super::sys::{ApplyError, SYMLINK_ON_THE_WAY, fail, open_path_no_symlinks};
+use crate::plan::format::{FsRight, LinuxPlan};
 
 /// The kernel's Landlock ABI (0 when Landlock is missing or disabled), asked of the kernel once
 /// per process: `step` asks it for the plan and again to apply the plan. The answer cannot

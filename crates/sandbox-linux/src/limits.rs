@@ -14,8 +14,8 @@
 //! by a pids cgroup (`cgroup.rs`) where one can be made, and by nothing where not (the plan and
 //! `doctor` say so).
 
-use super::plan::LimitsPlan;
 use super::sys::{ApplyError, fail};
+use crate::plan::format::LimitsPlan;
 
 /// Sets init's `RLIMIT_NPROC` (soft and hard) to the chat's processes and init itself, never
 /// above the hard limit init inherited.

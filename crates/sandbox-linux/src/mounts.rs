@@ -41,11 +41,11 @@ use std::collections::HashSet;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use super::plan::{HARMLESS_DEVICES, MountStep, NamespacePlan};
 use super::sys::{
     ApplyError, attach_tree, clone_handle, clone_link, clone_tree, detach, detached_tmpfs, fail,
     fd_path, make_in, make_read_only, mkdir, mount, open_if_there, touch,
 };
+use crate::plan::format::{HARMLESS_DEVICES, MountStep, NamespacePlan};
 use sandbox_core::Access;
 
 /// Every pass, in order (see the module's documentation).
@@ -218,7 +218,7 @@ fn system_read_only(sources: &Sources) -> Result<(), ApplyError> {
 /// write, entries their owner's only: mode 1777), with the chat's folders inside attached back.
 /// For a root chat the tmpfs is writable although the system is read-only: it is the chat's.
 fn private_tmp(
-    tmp: &super::plan::PrivateTmp,
+    tmp: &crate::plan::format::PrivateTmp,
     sources: Vec<(PathBuf, bool, OwnedFd)>,
 ) -> Result<(), ApplyError> {
     let size = format!("mode=1777,size={}", tmp.size);

@@ -37,10 +37,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::plan::NetworkPlan;
 use super::sys::{
     self, ApplyError, attach_tree, clone_tree, cstr, detach, fail, kill, mkdir, mount, os_fail,
 };
+use crate::plan::format::NetworkPlan;
 
 /// How long pasta may take to configure the namespace (it takes a few tens of milliseconds).
 const READY_WITHIN: Duration = Duration::from_secs(10);

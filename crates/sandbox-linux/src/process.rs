@@ -44,6 +44,11 @@ use super::sys::{
     signal_set,
 };
 
+/// What serves the egress proxy on the listener init hands out (`network = "allowlist"`), in
+/// the helper, outside the chat, for the chat's life (it must return at once: a thread of its
+/// own). The launch crate's `egress::serve_plan`.
+pub type EgressServer = dyn Fn(OwnedFd, &crate::plan::format::EgressPlan) -> Result<(), String>;
+
 /// After a stop request, how long the program has before it gets `SIGTERM` (when the request was
 /// another signal) and before init gets `SIGKILL`.
 const TERM_AFTER: Duration = Duration::from_secs(1);
@@ -122,9 +127,9 @@ pub(super) struct EgressHandoff {
     /// The helper's end of the pair init sends the listener over.
     pub from_init: OwnedFd,
     /// The proxy's rules and log.
-    pub plan: super::plan::EgressPlan,
+    pub plan: crate::plan::format::EgressPlan,
     /// What serves it (`launch::egress::serve_plan`).
-    pub serve: &'static super::apply::EgressServer,
+    pub serve: &'static EgressServer,
 }
 
 /// Init as the helper sees it.
@@ -170,10 +175,7 @@ struct Stop {
 /// The helper's side: waits for init, passing on signals and ending the chat when asked, then
 /// ends this process the way the program ended. `signals` reads [`watched`], blocked since before
 /// init was cloned.
-pub(super) fn wait_for_init(
-    mut init: Init,
-    signals: OwnedFd,
-) -> Result<super::apply::Never, ApplyError> {
+pub(super) fn wait_for_init(mut init: Init, signals: OwnedFd) -> Result<sys::Never, ApplyError> {
     // Everything the helper inherited and does not need (the caller's leaked descriptors) is
     // closed: it lives as long as the chat.
     let mut keep = vec![

@@ -56,7 +56,7 @@
 use seccompiler::BpfProgram;
 
 use super::bpf::{self, Cmp, Cond, Filter, Rule};
-use super::plan::{BpfInstruction, SeccompPlan, SeccompProgram, SocketFamily};
+use crate::plan::format::{BpfInstruction, SeccompPlan, SeccompProgram, SocketFamily};
 
 /// How an argument is compared, as the rules below say it (the values as the kernel reads them:
 /// 32-bit words).

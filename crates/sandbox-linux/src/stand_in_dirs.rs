@@ -47,7 +47,7 @@ impl Held {
 const ROUNDS: usize = 8;
 
 /// Makes each missing folder and takes the shared lock on each (`paths`: the plan's).
-pub(crate) fn take(paths: &[PathBuf]) -> Result<Vec<Held>, crate::apply::ApplyError> {
+pub(crate) fn take(paths: &[PathBuf]) -> Result<Vec<Held>, crate::sys::ApplyError> {
     let mut out = Vec::with_capacity(paths.len());
     for path in paths {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {

@@ -9,6 +9,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
+/// What a step that ends the process instead of returning "returns" on success: nothing.
+pub(crate) enum Never {}
+
 /// Why the plan could not be applied. The program was not started.
 #[derive(Debug, thiserror::Error)]
 #[error("{step}: {detail}")]
