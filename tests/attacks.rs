@@ -22,9 +22,10 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cli_sandbox_tests::users::{TestUser, command_as};
+use cli_sandbox_tests::process::{children_of, wait_until};
+use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{cli_sandbox, confinement_available, root_or_skip, say};
 use launch::demo::Demo;
 use launch::linux::plan::{Kernel, LinuxPlan};
@@ -161,13 +162,7 @@ impl Lab {
     }
 
     fn environment(&self, cmd: &mut Command) {
-        cmd.env("HOME", &self.demo.home)
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("AGENTWORKS_STATE_ROOT")
-            .env_remove("AGENTWORKS_WORKSPACE_DOCS")
-            .env_remove("TMUX")
-            .current_dir(&self.demo.runtime)
-            .stdin(Stdio::null());
+        cli_sandbox_tests::launches::demo_env(cmd, &self.demo).current_dir(&self.demo.runtime);
     }
 
     /// A path for what processes outside (and the probes) leave behind, as text.
@@ -194,15 +189,6 @@ impl Lab {
     }
 }
 
-/// Root, and the ordinary user when this process can make one.
-fn every_user(test: &str) -> Vec<Option<TestUser>> {
-    let mut users = vec![None];
-    if let Some(user) = TestUser::get(test) {
-        users.push(Some(user));
-    }
-    users
-}
-
 fn python<'a>(program: &'a str, args: &[&'a str]) -> Vec<&'a str> {
     let mut argv = vec![PYTHON, "-c", program];
     argv.extend_from_slice(args);
@@ -224,17 +210,6 @@ fn text(out: &Output) -> String {
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
-}
-
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    done()
 }
 
 /// Fails the test naming every case that failed.
@@ -1062,15 +1037,6 @@ fn a_chat_cannot_kill_the_sandboxs_init_with_a_cpu_limit() {
         }
     }
     no_failures(test, failures);
-}
-
-/// The pids of the children of `pid`, from the kernel's own list.
-fn children_of(pid: u32) -> Vec<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 #[test]

@@ -17,11 +17,11 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, UdpSocket};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cli_sandbox_tests::users::{TestUser, command_as};
+use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{cli_sandbox, confinement_available, repo_root};
 use launch::Context;
 use launch::demo::Demo;
@@ -254,22 +254,8 @@ impl Lab {
     }
 
     fn environment(&self, cmd: &mut Command) {
-        cmd.env("HOME", &self.demo.home)
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("AGENTWORKS_STATE_ROOT")
-            .env_remove("AGENTWORKS_WORKSPACE_DOCS")
-            .current_dir(&self.demo.root)
-            .stdin(Stdio::null());
+        cli_sandbox_tests::launches::demo_env(cmd, &self.demo).current_dir(&self.demo.root);
     }
-}
-
-fn every_user(test: &str) -> Vec<Option<TestUser>> {
-    let mut users = vec![None];
-    if let Some(user) = TestUser::get(test) {
-        users.push(Some(user));
-    }
-    users
 }
 
 /// Whether a connection or datagram marked `probe` reached `server` (any server if `None`).
@@ -506,11 +492,13 @@ except OSError as e:
             user.own(&lab.demo.runtime);
         }
         let mark = servers.mark();
-        let mut cmd = command_as(lab.user.as_ref(), cli_sandbox());
-        cmd.arg("--config")
-            .arg(&lab.demo.config)
-            .args(["step", "--chat", "chat-1", "--", PYTHON, "-c", script])
-            .arg(servers.other.to_string());
+        let other = servers.other.to_string();
+        let mut cmd = cli_sandbox_tests::launches::step(
+            lab.user.as_ref(),
+            &lab.demo,
+            &[],
+            [PYTHON, "-c", script, &other],
+        );
         lab.environment(&mut cmd);
         let out = cmd.output().expect("run cli-sandbox step");
         let said = format!(

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cli_sandbox_tests::users::{TestUser, command_as};
+use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{REQUIRE_LANDLOCK, cli_sandbox, confinement_available, say, skip};
 use launch::demo::Demo;
 use launch::linux::plan::Kernel;
@@ -95,13 +95,7 @@ impl Lab {
             cmd.args(&argv[1..]);
             cmd
         };
-        cmd.env("HOME", &self.demo.home)
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("AGENTWORKS_STATE_ROOT")
-            .env_remove("AGENTWORKS_WORKSPACE_DOCS")
-            .env_remove("TMUX")
-            .current_dir(&self.demo.runtime)
-            .stdin(Stdio::null());
+        cli_sandbox_tests::launches::demo_env(&mut cmd, &self.demo).current_dir(&self.demo.runtime);
         cmd
     }
 
@@ -110,15 +104,6 @@ impl Lab {
             .outside
             .join(format!("{name}-{}", FILES.fetch_add(1, Ordering::Relaxed)))
     }
-}
-
-/// Root, and the ordinary user when this process can make one.
-fn every_user(test: &str) -> Vec<Option<TestUser>> {
-    let mut users = vec![None];
-    if let Some(user) = TestUser::get(test) {
-        users.push(Some(user));
-    }
-    users
 }
 
 /// Whether the namespace plan has its guard here; says why not, loudly, when it has not.

@@ -16,7 +16,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use cli_sandbox_tests::users::{TestUser, command_as};
+use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{cli_sandbox, confinement_available};
 use launch::Context;
 use launch::demo::Demo;
@@ -57,21 +57,12 @@ fn policy(demo: &Demo) -> Policy {
 
 fn base_command(program: &Path, demo: &Demo) -> Command {
     let mut cmd = Command::new(program);
-    cmd.env("HOME", &demo.home)
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("AGENTWORKS_STATE_ROOT")
-        .env_remove("AGENTWORKS_WORKSPACE_DOCS")
-        .stdin(Stdio::null());
+    cli_sandbox_tests::launches::demo_env(&mut cmd, demo);
     cmd
 }
 
 fn step(demo: &Demo, script: &str) -> Output {
-    base_command(&cli_sandbox(), demo)
-        .arg("--config")
-        .arg(&demo.config)
-        .arg("step")
-        .args(["--chat", &demo.chat, "--", "/bin/sh", "-c", script])
+    cli_sandbox_tests::launches::step(None, demo, &[], ["/bin/sh", "-c", script])
         .output()
         .expect("run cli-sandbox step")
 }
@@ -569,11 +560,7 @@ impl Lab {
                 cmd
             }
         };
-        cmd.env("HOME", &self.demo.home)
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("AGENTWORKS_STATE_ROOT")
-            .env_remove("AGENTWORKS_WORKSPACE_DOCS")
+        cli_sandbox_tests::launches::demo_env(&mut cmd, &self.demo)
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .current_dir(&self.demo.root)
             .stdin(Stdio::null());
@@ -596,14 +583,6 @@ impl Lab {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-}
-
-fn every_user(test: &str) -> Vec<Option<TestUser>> {
-    let mut users = vec![None];
-    if let Some(user) = TestUser::get(test) {
-        users.push(Some(user));
-    }
-    users
 }
 
 /// The files the person saves by rename during the chat, and how: `sed -i`, `git config

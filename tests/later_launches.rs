@@ -16,18 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use assert_cmd::cargo::cargo_bin;
-use cli_sandbox_tests::users::{TestUser, command_as};
+use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{cli_sandbox, confinement_available, root_or_skip};
 use launch::demo::Demo;
-
-/// Root, and the ordinary user when this process can make one.
-fn every_user(test: &str) -> Vec<Option<TestUser>> {
-    let mut users = vec![None];
-    if let Some(user) = TestUser::get(test) {
-        users.push(Some(user));
-    }
-    users
-}
 
 fn who(user: &Option<TestUser>) -> &'static str {
     if user.is_some() {

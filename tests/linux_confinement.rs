@@ -22,23 +22,7 @@ fn fixture() -> Fixture {
 }
 
 fn step_command(demo: &Demo, grants: &[String], argv: &[&str]) -> Command {
-    let mut cmd = Command::new(cli_sandbox());
-    cmd.arg("--config")
-        .arg(&demo.config)
-        .arg("step")
-        .args(["--chat", &demo.chat]);
-    for g in grants {
-        cmd.args(["--grant", g]);
-    }
-    cmd.arg("--")
-        .args(argv)
-        .env("HOME", &demo.home)
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("AGENTWORKS_STATE_ROOT")
-        .env_remove("AGENTWORKS_WORKSPACE_DOCS")
-        .env_remove("TMUX")
-        .stdin(Stdio::null());
-    cmd
+    cli_sandbox_tests::launches::step(None, demo, grants, argv)
 }
 
 /// `cli-sandbox exec --policy PLAN -- argv`: the helper applying a plan the test wrote.

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use cli_sandbox_tests::users::{TestUser, command_as};
+use cli_sandbox_tests::process::{children_of, text, wait_until};
+use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{cli_sandbox, confinement_available, root_or_skip, say};
 use launch::demo::Demo;
 use sandbox_core::Op;
@@ -48,15 +49,6 @@ fn fixture(user: Option<&TestUser>) -> Fixture {
     }
 }
 
-/// Root, and the ordinary user when this process can make one.
-fn every_user(test: &str) -> Vec<Option<TestUser>> {
-    let mut users = vec![None];
-    if let Some(user) = TestUser::get(test) {
-        users.push(Some(user));
-    }
-    users
-}
-
 fn who(user: &Option<TestUser>) -> &str {
     user.as_ref().map_or("root", |u| u.name.as_str())
 }
@@ -64,24 +56,7 @@ fn who(user: &Option<TestUser>) -> &str {
 impl Fixture {
     /// `cli-sandbox step` of `argv` for this layout's chat, as the fixture's user.
     fn step(&self, grants: &[String], argv: &[&str]) -> Command {
-        let demo = &self.demo;
-        let mut cmd = command_as(self.user.as_ref(), cli_sandbox());
-        cmd.arg("--config")
-            .arg(&demo.config)
-            .arg("step")
-            .args(["--chat", &demo.chat]);
-        for g in grants {
-            cmd.args(["--grant", g]);
-        }
-        cmd.arg("--")
-            .args(argv)
-            .env("HOME", &demo.home)
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("AGENTWORKS_STATE_ROOT")
-            .env_remove("AGENTWORKS_WORKSPACE_DOCS")
-            .env_remove("TMUX")
-            .stdin(Stdio::null());
-        cmd
+        cli_sandbox_tests::launches::step(self.user.as_ref(), &self.demo, grants, argv)
     }
 
     /// A Python program confined by the chat's launch.
@@ -176,26 +151,6 @@ fn output(mut cmd: Command) -> Output {
     cmd.output().expect("run the command")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    done()
-}
-
 fn wait_child(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
     let start = Instant::now();
     loop {
@@ -223,23 +178,6 @@ fn processes_with(marker: &str) -> Vec<String> {
 
 fn kill_all_with(marker: &str) {
     let _ = Command::new("pkill").args(["-9", "-f", marker]).status();
-}
-
-/// The children of process `pid`, from the kernel's own list.
-fn children_of(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for task in tasks.flatten() {
-        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(
-                text.split_whitespace()
-                    .filter_map(|p| p.parse::<u32>().ok()),
-            );
-        }
-    }
-    out
 }
 
 fn status_field(pid: u32, field: &str) -> Option<String> {

@@ -240,20 +240,10 @@ impl Fixture {
     /// `cli-sandbox step -- python3 -c program args...` for this layout's chat, as the
     /// fixture's user.
     fn python(&self, program: &str, args: &[&str]) -> Command {
-        let demo = &self.demo;
-        let mut cmd = command_as(self.user.as_ref(), cli_sandbox());
-        cmd.arg("--config")
-            .arg(&demo.config)
-            .arg("step")
-            .args(["--chat", &demo.chat, "--", PYTHON, "-c", program])
-            .args(args)
-            .env("HOME", &demo.home)
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("AGENTWORKS_STATE_ROOT")
-            .env_remove("AGENTWORKS_WORKSPACE_DOCS")
-            .env_remove("TMUX")
-            .stdin(Stdio::null());
-        cmd
+        let argv = [PYTHON, "-c", program]
+            .into_iter()
+            .chain(args.iter().copied());
+        cli_sandbox_tests::launches::step(self.user.as_ref(), &self.demo, &[], argv)
     }
 
     fn runtime_file(&self, name: &str) -> PathBuf {
@@ -961,12 +951,8 @@ fn without_user_namespaces_isolated_is_refused_and_doctor_says_why() {
             .arg("--config")
             .arg(&f.demo.config)
             .args(["step", "--chat", &f.demo.chat, "--", "/bin/sh", "-c"])
-            .arg(format!("echo ran > {}", marker.display()))
-            .env("HOME", &f.demo.home)
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("AGENTWORKS_STATE_ROOT")
-            .env_remove("AGENTWORKS_WORKSPACE_DOCS")
-            .stdin(Stdio::null());
+            .arg(format!("echo ran > {}", marker.display()));
+        cli_sandbox_tests::launches::demo_env(&mut cmd, &f.demo);
         let out = cmd.output().expect("run unshare");
         let stderr = String::from_utf8_lossy(&out.stderr);
         match network {

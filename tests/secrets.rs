@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use cli_sandbox_tests::users::{TestUser, command_as};
+use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{cli_sandbox, confinement_available};
 use launch::Context;
 use launch::demo::Demo;
@@ -118,22 +118,8 @@ impl Lab {
     }
 
     fn environment(&self, cmd: &mut Command) {
-        cmd.env("HOME", &self.demo.home)
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("AGENTWORKS_STATE_ROOT")
-            .env_remove("AGENTWORKS_WORKSPACE_DOCS")
-            .current_dir(&self.demo.root)
-            .stdin(Stdio::null());
+        cli_sandbox_tests::launches::demo_env(cmd, &self.demo).current_dir(&self.demo.root);
     }
-}
-
-fn every_user(test: &str) -> Vec<Option<TestUser>> {
-    let mut users = vec![None];
-    if let Some(user) = TestUser::get(test) {
-        users.push(Some(user));
-    }
-    users
 }
 
 fn q(path: &Path) -> String {

@@ -1559,18 +1559,13 @@ fn the_landlock_only_fallback_closes_the_homes_settings_and_says_the_runtimes_st
         r = runtime.display()
     );
     let person_config = read(&home.join(".codex/config.toml")).unwrap();
-    let out = std::process::Command::new(cli_sandbox())
-        .env("HOME", &home)
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("AGENTWORKS_STATE_ROOT")
-        .env_remove("AGENTWORKS_WORKSPACE_DOCS")
+    let mut cmd = std::process::Command::new(cli_sandbox());
+    cli_sandbox_tests::launches::demo_env(&mut cmd, &world.demo)
         .arg("exec")
         .arg("--policy")
         .arg(&file)
-        .args(["--", "/bin/sh", "-c", &script])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+        .args(["--", "/bin/sh", "-c", &script]);
+    let out = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("done"),

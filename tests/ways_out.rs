@@ -176,13 +176,7 @@ impl Case {
     }
 
     fn environment(&self, cmd: &mut Command) {
-        cmd.env("HOME", &self.demo.home)
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("AGENTWORKS_STATE_ROOT")
-            .env_remove("AGENTWORKS_WORKSPACE_DOCS")
-            .env_remove("TMUX")
-            .env_remove("LD_PRELOAD")
-            .stdin(Stdio::null());
+        cli_sandbox_tests::launches::demo_env(cmd, &self.demo).env_remove("LD_PRELOAD");
     }
 
     fn python(&self, confined: bool, program: &str, args: &[&str]) -> Output {

@@ -1,6 +1,7 @@
 //! Shared fixtures for the cross-crate tests in this folder: where the binary is, whether the
 //! kernel can confine (a missing Landlock is a loud skip, or a failure where CI requires it), the
-//! real CLIs ([`real_clis`]), an ordinary user to run launches as ([`users`]) and the C probes
+//! real CLIs ([`real_clis`]), an ordinary user to run launches as ([`users`]), the commands
+//! started against a demo layout ([`launches`]: its environment, `cli-sandbox step`) and the C probes
 //! ([`probes`]).
 
 use std::io::Write;
@@ -8,6 +9,7 @@ use std::path::PathBuf;
 
 #[cfg(target_os = "linux")]
 pub mod environments;
+pub mod launches;
 pub mod probes;
 pub mod process;
 pub mod real_clis;

@@ -73,6 +73,16 @@ impl TestUser {
     }
 }
 
+/// Who a test's launches run as: this process's own user (`None`; root where the tests run as
+/// root), then the ordinary user where one can be made ([`TestUser::get`], which says why not).
+pub fn every_user(test: &str) -> Vec<Option<TestUser>> {
+    let mut users = vec![None];
+    if let Some(user) = TestUser::get(test) {
+        users.push(Some(user));
+    }
+    users
+}
+
 /// `program` run as `user`, or as this process's own user when `None`.
 pub fn command_as(user: Option<&TestUser>, program: impl AsRef<OsStr>) -> Command {
     match user {
