@@ -1,6 +1,7 @@
 //! ARCHITECTURE.md kept true where a claim is a list the code also holds: every crate under
 //! `crates/` is in the code map, every command of the binary and every file of its `src/` are
-//! named in the binary's paragraph, every file of `sandbox-linux`'s `src/` in its paragraph, the
+//! named in the binary's paragraph, every file of `sandbox-linux`'s `src/` in its paragraph, every
+//! file of `tests/` and `tests/support/` in theirs, the
 //! arrows block is exactly the workspace's dependencies between its crates (`cargo metadata`),
 //! and the crates said to forbid `unsafe` do. Each check is run against a planted change in
 //! `each_planted_drift_is_found`.
@@ -179,6 +180,40 @@ fn every_file_of_the_linux_backend_is_in_the_code_map() {
     );
 }
 
+/// The paragraph of the cross-crate tests (`**`tests/`**` up to the invariants).
+fn tests_paragraph(md: &str) -> &str {
+    let map = section(md, "Code map");
+    &map[map
+        .find("**`tests/`**")
+        .expect("the code map has **`tests/`**")..]
+}
+
+fn tests_drift(md: &str) -> Vec<String> {
+    let par = tests_paragraph(md);
+    let mut files = BTreeSet::new();
+    for dir in ["tests", "tests/support"] {
+        for entry in std::fs::read_dir(repo_root().join(dir))
+            .expect("read tests/")
+            .flatten()
+        {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".rs") {
+                files.insert(name);
+            }
+        }
+    }
+    unnamed(par, files)
+}
+
+#[test]
+fn every_file_of_the_cross_crate_tests_is_in_the_code_map() {
+    let drift = tests_drift(&architecture());
+    assert!(
+        drift.is_empty(),
+        "the code map's paragraph of `tests/` does not name {drift:?}"
+    );
+}
+
 type Arrows = BTreeMap<String, BTreeSet<String>>;
 
 /// The arrows block of the invariants (`from -> to, to`), `adapter-*` read as every adapter.
@@ -313,6 +348,9 @@ fn each_planted_drift_is_found() {
     // A file of the Linux backend the map leaves out.
     let planted = md.replace("`plan/format.rs`", "the format");
     assert_eq!(linux_drift(&planted), ["plan/format.rs"]);
+    // A test file the map leaves out.
+    let planted = md.replace("`steering.rs`", "the steering tests");
+    assert_eq!(tests_drift(&planted), ["steering.rs"]);
     // An arrow the workspace does not have, and one it has that the block leaves out.
     let adapters = adapters();
     let real = real_arrows();

@@ -1,5 +1,6 @@
 //! The Linux backend of cli-sandbox: a chat's policy compiled into mounts in private namespaces, a Landlock
-//! ruleset and a seccomp filter ([`plan`], with `frozen` where namespaces cannot be made),
+//! ruleset and a seccomp filter ([`plan`]: the plan's file format apart from its compiler, with
+//! `frozen` where namespaces cannot be made),
 //! applied by the `cli-sandbox exec` helper ([`apply`], Linux only), one file per mechanism:
 //! `mounts` (the mount passes), `process` (the helper, init and the program; how a launch ends),
 //! `network` (the chat's own network: pasta, started by the helper), `caps`, `landlock`,
