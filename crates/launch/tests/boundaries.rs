@@ -557,6 +557,7 @@ const READ_BACK: &[(&str, &str)] = &[
     ("LandlockRule", "the plan file"),
     ("SettingsFile", "the plan file"),
     ("GuardPlan", "the plan file"),
+    ("EgressPlan", "the plan file (`network = \"allowlist\"`)"),
     ("FsRight", "the plan file"),
     ("SeccompPlan", "the plan file"),
     ("SocketFamily", "the plan file"),
