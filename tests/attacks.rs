@@ -24,7 +24,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cli_sandbox_tests::process::{children_of, wait_until};
+use cli_sandbox_tests::process::{children_of, trimmed_text as text, wait_until};
 use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{cli_sandbox, confinement_available, root_or_skip, say};
 use launch::demo::Demo;
@@ -197,15 +197,6 @@ fn python<'a>(program: &'a str, args: &[&'a str]) -> Vec<&'a str> {
 
 fn run(mut cmd: Command) -> Output {
     cmd.output().expect("run the command")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout).trim(),
-        String::from_utf8_lossy(&out.stderr).trim()
-    )
 }
 
 fn read(path: &str) -> String {

@@ -19,10 +19,11 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use cli_sandbox_tests::process::trimmed_text as text;
 use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{
     REQUIRE_LANDLOCK, cli_sandbox, confinement_available, root_or_skip, say, skip,
@@ -158,15 +159,6 @@ fn wait_for(path: &Path, limit: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
     path.exists()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout).trim(),
-        String::from_utf8_lossy(&out.stderr).trim()
-    )
 }
 
 fn secret(label: &str) -> String {

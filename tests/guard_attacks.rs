@@ -14,9 +14,10 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use cli_sandbox_tests::process::trimmed_text as text;
 use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{REQUIRE_LANDLOCK, cli_sandbox, confinement_available, say, skip};
 use launch::demo::Demo;
@@ -129,15 +130,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout).trim(),
-        String::from_utf8_lossy(&out.stderr).trim()
-    )
 }
 
 fn secret(label: &str) -> String {

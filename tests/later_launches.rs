@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use assert_cmd::cargo::cargo_bin;
+use cli_sandbox_tests::process::trimmed_text as text;
 use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{cli_sandbox, confinement_available, root_or_skip};
 use launch::demo::Demo;
@@ -26,15 +27,6 @@ fn who(user: &Option<TestUser>) -> &'static str {
     } else {
         "as root"
     }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout).trim(),
-        String::from_utf8_lossy(&out.stderr).trim()
-    )
 }
 
 /// A demo layout in a folder every user can enter, the user's when given.

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use cli_sandbox_tests::process::trimmed_text as text;
 use cli_sandbox_tests::users::{TestUser, command_as};
 use cli_sandbox_tests::{REQUIRE_LANDLOCK, cli_sandbox, confinement_available, probes, say, skip};
 use launch::Context;
@@ -59,15 +60,6 @@ fn probe_dir() -> PathBuf {
 
 fn os(s: &str) -> OsString {
     OsString::from(s)
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout).trim(),
-        String::from_utf8_lossy(&out.stderr).trim()
-    )
 }
 
 /// Fails the current case with a message (the cases' checks return `Result<(), String>`).

@@ -15,6 +15,16 @@ pub fn text(out: &Output) -> String {
     )
 }
 
+/// [`text`] with each output trimmed, as the attack tests print it.
+pub fn trimmed_text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout).trim(),
+        String::from_utf8_lossy(&out.stderr).trim()
+    )
+}
+
 /// Polls `done` every 20 ms until it holds or `limit` has passed; its last answer.
 pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
