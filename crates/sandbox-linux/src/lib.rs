@@ -70,12 +70,13 @@ mod sys;
 #[cfg(target_os = "linux")]
 pub mod trial;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use sandbox_core::{Layout, Policy};
+use sandbox_core::Policy;
 
 use crate::disk::RealDisk;
 use plan::{Kernel, LinuxPlan};
+pub use plan::{read_plan, write_plan};
 
 /// The kernel this process runs on, as the plan compiler sees it: the Landlock ABI (one system
 /// call) and whether a namespace plan can start here, decided by a real trial of its first
@@ -138,88 +139,6 @@ pub fn compile(policy: &Policy, kernel: Kernel) -> Result<LinuxPlan, Error> {
         )));
     }
     Ok(plan)
-}
-
-/// How long a plan file is kept after it was last written: a launch reads its plan when it starts,
-/// so an older one is the leftover of a launch that never started (`plan` printed it, nobody ran
-/// it) and is removed by the next write.
-const PLAN_KEPT: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
-
-/// Writes the plan where no confined process can change it (inside the state root, which every
-/// chat's sandbox masks), atomically; returns its path for `cli-sandbox exec --policy`.
-///
-/// One file per plan, named by its content (`<chat>.<hash>.json`): two launches of one chat with
-/// other grants never share a file, so a later launch cannot change what an earlier one's argv
-/// enforces, and the same plan twice is the same file (not written again). Leftovers older than a
-/// day are removed here, on the next start.
-///
-/// Compact JSON (`cli-sandbox profile --backend landlock` prints it for people), and no
-/// `fsync`: a plan lost to a crash is never used (the launch that wrote it is gone too), and a cut
-/// one is refused by the helper (see BENCHMARKS.md).
-pub fn write_plan(plan: &LinuxPlan, layout: &Layout) -> Result<PathBuf, Error> {
-    use std::hash::{Hash, Hasher};
-    use std::io::Write;
-    let dir = layout.plans_dir();
-    ensure_dir(&dir)?;
-    let text = serde_json::to_vec(plan).map_err(|e| {
-        Error::BadInput(format!(
-            "the plan of chat `{}` cannot be written as JSON ({e}): a path in it is not UTF-8",
-            plan.chat
-        ))
-    })?;
-    // Not a defence against anyone: the plans folder is closed to every chat. The name only has to
-    // differ for different plans of one chat.
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut hasher);
-    let path = dir.join(format!("{}.{:016x}.json", plan.chat, hasher.finish()));
-    let io = |e| in_state_root(format!("plan `{}`", path.display()))(e);
-    remove_old_plans(&dir);
-    if std::fs::read(&path).is_ok_and(|old| old == text) {
-        // The same plan: keep it, and keep it from being swept.
-        let file = std::fs::File::options()
-            .append(true)
-            .open(&path)
-            .map_err(io)?;
-        file.set_modified(std::time::SystemTime::now())
-            .map_err(io)?;
-        return Ok(path);
-    }
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
-    tmp.write_all(&text).map_err(io)?;
-    tmp.persist(&path).map_err(|e| io(e.error))?;
-    Ok(path)
-}
-
-/// Removes plan files not written for [`PLAN_KEPT`] (best effort: a plan another launcher removes
-/// at the same time is gone either way).
-fn remove_old_plans(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let now = std::time::SystemTime::now();
-    for entry in entries.flatten() {
-        let old = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > PLAN_KEPT));
-        if old {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-}
-
-/// Reads a plan written by [`write_plan`].
-pub fn read_plan(path: &std::path::Path) -> Result<LinuxPlan, Error> {
-    let text = std::fs::read(path).map_err(|e| Error::Io {
-        what: format!("plan `{}`", path.display()),
-        source: e,
-    })?;
-    serde_json::from_slice(&text).map_err(|e| {
-        Error::Other(format!(
-            "plan `{}` cannot be read ({e}): compile it again with `cli-sandbox plan`",
-            path.display()
-        ))
-    })
 }
 
 /// What can stop the Linux backend's own steps. `launch::Error` takes each over as its variant
