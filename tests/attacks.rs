@@ -1404,6 +1404,7 @@ fn structured_claude(chat: &str) -> launch::wrap::LaunchSpec {
         model: None,
         extra_args: vec![],
         denials: None,
+        program: None,
     }
 }
 
@@ -1437,7 +1438,7 @@ fn dropping_the_providers_tokio_child_ends_the_chat() {
     let (args, mut cmd) =
         launch::wrap::LaunchCommand::build(&ctx, &spec, &launch::facts::probe()).expect("build");
     assert!(
-        args.plan_file.is_some(),
+        args.plan_file().is_some(),
         "not confined by the helper: {args:?}"
     );
     cmd.env("HEARTBEAT", &heartbeat)
@@ -1963,7 +1964,7 @@ fn the_next_launch_of_a_library_caller() {
     else {
         return;
     };
-    let _ = args.std_command().status();
+    let _ = args.std_command().map(|mut command| command.status());
 }
 
 #[test]

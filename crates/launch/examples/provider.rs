@@ -22,9 +22,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let launch = PreparedLaunch::prepare(&ctx, &spec, &launch::facts::probe())?;
     eprintln!(
         "{:?} ({}): {:?}",
-        launch.decision.backend, launch.decision.reason, launch.argv
+        launch.decision().backend,
+        launch.decision().reason,
+        launch.argv()
     );
     launch.pre_trust()?;
-    let status = launch.std_command().status()?;
+    let status = launch.std_command()?.status()?;
     std::process::exit(status.code().unwrap_or(125));
 }

@@ -70,6 +70,50 @@ pub enum Error {
         /// How, in words.
         why: String,
     },
+    /// A launch of a program alone ([`crate::LaunchSpec::program`]) on a machine that cannot
+    /// confine it: it never runs unconfined.
+    #[error("a program launch needs confinement and this machine has none: {reason}")]
+    NeedsConfinement {
+        /// Why nothing confines here, in words.
+        reason: String,
+    },
+    /// An adapter asked to write one of the launch's own files outside the chat's runtime.
+    #[error(
+        "the {cli} adapter asked to write `{}`, which is not directly inside the working folder `{}`",
+        file.display(),
+        runtime.display()
+    )]
+    FileOutsideRuntime {
+        /// The adapter.
+        cli: String,
+        /// The file it asked for.
+        file: PathBuf,
+        /// The chat's runtime.
+        runtime: PathBuf,
+    },
+    /// The working folder of a launch is missing when its command is built.
+    #[error(
+        "the chat's working folder `{}` does not exist yet: call pre_trust first (it makes the folder)",
+        cwd.display()
+    )]
+    NoWorkingFolder {
+        /// The working folder (the chat's runtime).
+        cwd: PathBuf,
+    },
+    /// A launch prepared to run in this process (`PreparedLaunch::prepare_to_exec`) has no
+    /// command for another process.
+    #[error(
+        "this launch was prepared to run in this process (prepare_to_exec): start it with exec, or prepare it with prepare for a command"
+    )]
+    ExecOnly,
+    /// The plan could not be applied in this process; the program was not started.
+    #[error("confinement failed: {step}: {detail}")]
+    Confinement {
+        /// The step that failed (`mount`, `landlock_restrict_self`...), with its path.
+        step: String,
+        /// What the system said.
+        detail: String,
+    },
     /// Input the launch cannot use, with what to do (said in the message).
     #[error("{0}")]
     BadInput(String),

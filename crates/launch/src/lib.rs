@@ -49,13 +49,13 @@
 //!
 //! // 1. The decision and the wrapped command; nothing of the person's is written yet.
 //! let launch = PreparedLaunch::prepare(&ctx, &spec, &launch::facts::probe())?;
-//! println!("{:?} ({}): {:?}", launch.decision.backend, launch.decision.reason, launch.argv);
+//! println!("{:?} ({}): {:?}", launch.decision().backend, launch.decision().reason, launch.argv());
 //!
 //! // 2. Pre-trust, a step of its own: here Codex's trust entry for the chat's working folder.
 //! let done = launch.pre_trust()?;
 //! assert!(done.edits.iter().any(|e| e.file.ends_with(".codex/config.toml")));
 //!
-//! // 3. Run it (`launch.argv`, `launch.env`, `launch.cwd` from any language), or with tokio; the
+//! // 3. Run it (`launch.argv()`, `launch.env()`, `launch.cwd()` from any language), or with tokio; the
 //! //    chat ends when the child is dropped.
 //! match launch.tokio_command() {
 //!     Ok(_command) => { /* _command.spawn()? */ }
@@ -85,8 +85,11 @@ pub mod wrap;
 pub use context::{Context, Settings};
 pub use end::{EndDone, EndFile, end_chat};
 pub use error::Error;
+/// The compiled Linux plan ([`PreparedLaunch::in_process_plan`]).
+pub use sandbox_linux::plan::LinuxPlan;
 pub use wrap::{
     EditDone, LandlockArgs, LandlockCmd, LaunchCommand, LaunchSpec, PreTrustDone, PreparedLaunch,
+    Program,
 };
 
 // The core types a launch takes and gives, so that a provider needs this crate alone.
