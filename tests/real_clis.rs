@@ -764,7 +764,7 @@ fn confined_in_tmux(
         denials: None,
         program: None,
     };
-    let args = launch::PreparedLaunch::prepare(&ctx, &spec, &launch::facts::probe()).unwrap();
+    let args = launch::PreparedLaunch::prepare(&ctx, &spec, &launch::probe()).unwrap();
     assert!(
         matches!(
             args.decision().backend,

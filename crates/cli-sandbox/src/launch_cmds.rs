@@ -140,7 +140,7 @@ impl LaunchArgs {
 fn prepare(settings: &Settings, args: &LaunchArgs) -> Result<PreparedLaunch, Error> {
     let spec = args.spec()?;
     let ctx = crate::load(settings)?;
-    let facts = launch::facts::probe();
+    let facts = launch::probe();
     PreparedLaunch::prepare(&ctx, &spec, &facts)
 }
 

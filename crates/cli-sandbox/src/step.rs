@@ -155,7 +155,7 @@ fn set<T>(place: &mut Option<T>, value: T) -> Option<()> {
 
 pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
     let ctx = crate::load(settings)?;
-    launch::phase!("load the layout and configuration");
+    sandbox_linux::phase!("load the layout and configuration");
     let denials = match &args.denials {
         Some(path) => Some(
             std::path::absolute(path)
@@ -169,10 +169,10 @@ pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
     let mut spec = LaunchSpec::program(&args.chat.chat, &args.argv[0], args.argv[1..].to_vec());
     spec.grants = args.chat.grant_requests()?;
     spec.denials = denials;
-    let launch = PreparedLaunch::prepare_to_exec(&ctx, &spec, &launch::facts::probe())?;
-    launch::phase!("compile the plan");
+    let launch = PreparedLaunch::prepare_to_exec(&ctx, &spec, &launch::probe())?;
+    sandbox_linux::phase!("compile the plan");
     launch.pre_trust()?;
-    launch::phase!("make the runtime");
+    sandbox_linux::phase!("make the runtime");
     #[cfg(target_os = "linux")]
     if let Some(plan) = launch.in_process_plan() {
         let _span = tracing::info_span!("helper", chat = %plan.chat).entered();
@@ -182,7 +182,7 @@ pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
     }
     match launch.exec() {
         err @ Error::Confinement { .. } => {
-            launch::say!("cli-sandbox step: not started, {err}");
+            sandbox_linux::say!("cli-sandbox step: not started, {err}");
             Ok(ExitCode::from(crate::FAILED))
         }
         err => Err(err),

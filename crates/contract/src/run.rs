@@ -133,12 +133,12 @@ pub fn run(
 
     let (guarantees, frozen) = match decision.backend {
         Backend::Landlock { abi, namespaces } => {
-            let kernel = launch::linux::plan::Kernel {
+            let kernel = sandbox_linux::plan::Kernel {
                 landlock_abi: abi,
                 namespaces,
-                fuse: launch::linux::fuse_available(),
+                fuse: sandbox_linux::fuse_available(),
             };
-            let plan = launch::linux::compile(&policy, kernel)?;
+            let plan = sandbox_linux::compile(&policy, kernel)?;
             (plan.guarantees, plan.frozen)
         }
         _ => (Vec::new(), Vec::new()),

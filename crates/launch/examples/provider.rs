@@ -19,7 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         spec = spec.grant(GrantRequest::parse(&grant)?);
     }
     let ctx = Context::load(&Settings::default())?;
-    let launch = PreparedLaunch::prepare(&ctx, &spec, &launch::facts::probe())?;
+    let launch = PreparedLaunch::prepare(&ctx, &spec, &launch::probe())?;
     eprintln!(
         "{:?} ({}): {:?}",
         launch.decision().backend,

@@ -20,7 +20,7 @@ pub enum Error {
     Adapter(#[from] sandbox_core::AdapterError),
     /// The Linux plan cannot carry the policy out on this machine.
     #[error(transparent)]
-    Plan(#[from] crate::linux::plan::PlanError),
+    Plan(#[from] sandbox_linux::plan::PlanError),
     /// Full CLI was asked for where nothing can confine it: the missing feature and the remedy.
     /// Never run unconfined, never lowered to bridge-only without being asked.
     #[error(transparent)]

@@ -339,7 +339,7 @@ fn helper_named(ctx: &Context, policy: &Policy) -> Result<(PathBuf, Option<PathB
 /// it, for a launch that applies its plan in its own process (`cli-sandbox step` on Linux): it
 /// runs no helper, but a provider that names one a chat could replace runs it in its other
 /// launches, so the step refuses it too rather than say nothing. `Ok` when none is named.
-pub fn check_named_helper(ctx: &Context, policy: &Policy) -> Result<(), Error> {
+pub(crate) fn check_named_helper(ctx: &Context, policy: &Policy) -> Result<(), Error> {
     let named = ctx
         .helper
         .clone()
@@ -401,7 +401,9 @@ fn accepted_by_name(
 /// from `/` down, each symlink (its own entry, then the names of its target), the program last.
 /// A chat that can change any of them can make the same path name another program. Gives the
 /// canonical path too.
-pub fn entries_on_the_way(path: &Path) -> std::io::Result<(PathBuf, Vec<sandbox_core::OnDisk>)> {
+pub(crate) fn entries_on_the_way(
+    path: &Path,
+) -> std::io::Result<(PathBuf, Vec<sandbox_core::OnDisk>)> {
     use std::collections::VecDeque;
     use std::os::unix::fs::MetadataExt;
     use std::path::Component;
@@ -508,7 +510,7 @@ fn is_beside_this_binary(path: &Path) -> bool {
 }
 
 /// The folder of the launcher's kept copies, in the state root (closed to every chat).
-pub fn kept_copies_folder(ctx: &Context) -> PathBuf {
+pub(crate) fn kept_copies_folder(ctx: &Context) -> PathBuf {
     ctx.layout.state_root.join("state/cli-sandbox/helper")
 }
 
@@ -1275,37 +1277,10 @@ pub fn find_program(ctx: &Context, adapter: &dyn CliAdapter) -> (PathBuf, bool) 
     }
 }
 
-/// Wraps a command in the backend's sandbox (making the helper's kept copy where it needs one).
-pub fn wrap(
-    ctx: &Context,
-    policy: &Policy,
-    backend: Backend,
-    command: Vec<OsString>,
-) -> Result<(Vec<OsString>, Option<PathBuf>), Error> {
-    wrap_with(ctx, policy, backend, command, None)
-}
-
-/// As [`wrap`], with the record of what the kernel refused the chat written to `denials` when it
-/// ends (Linux: by the helper, `sandbox_linux::denials`). Where the launch cannot record, the
-/// record says so, with why, as soon as that is known.
-pub fn wrap_with(
-    ctx: &Context,
-    policy: &Policy,
-    backend: Backend,
-    command: Vec<OsString>,
-    denials: Option<&Path>,
-) -> Result<(Vec<OsString>, Option<PathBuf>), Error> {
-    let (argv, plan, copy) = wrap_planned(ctx, policy, backend, command, denials)?;
-    if let Some(dir) = copy {
-        make_kept_copy(&dir)?;
-    }
-    Ok((argv, plan))
-}
-
 /// The wrapped argv, the plan file and the kept copy's folder ([`wrap_planned`]).
 type Planned = (Vec<OsString>, Option<PathBuf>, Option<PathBuf>);
 
-/// [`wrap_with`] that writes only the plan file (and a record that says nothing can be
+/// The launch's command wrapped for `backend`, writing only the plan file (and a record that says nothing can be
 /// recorded): with the folder of the kept copy the argv names, when it names one, for the writing
 /// step to make.
 fn wrap_planned(
@@ -1377,16 +1352,16 @@ fn wrap_planned(
             Ok((argv, None, None))
         }
         Backend::Landlock { abi, namespaces } => {
-            let mut plan = crate::linux::compile(
+            let mut plan = sandbox_linux::compile(
                 policy,
-                crate::linux::plan::Kernel {
+                sandbox_linux::plan::Kernel {
                     landlock_abi: abi,
                     namespaces,
-                    fuse: crate::linux::fuse_available(),
+                    fuse: sandbox_linux::fuse_available(),
                 },
             )?;
             plan.denials_record = denials.map(Path::to_owned);
-            let file = crate::linux::write_plan(&plan, &ctx.layout)?;
+            let file = sandbox_linux::write_plan(&plan, &ctx.layout)?;
             let (helper, copy) = helper_named(ctx, policy)?;
             tracing::info!(plan = %file.display(), helper = %helper.display(), "plan file");
             let mut argv: Vec<OsString> = vec![
