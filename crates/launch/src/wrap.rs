@@ -175,7 +175,7 @@ pub type LandlockCmd = LaunchCommand;
 /// pre-trust entries `run` writes. What [`PreparedLaunch::prepare`] checked cannot be changed
 /// afterwards: the fields are private, read through accessors.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0616
 /// fn redirect(launch: &mut launch::PreparedLaunch) {
 ///     // The files pre-trust writes were checked to lie in the chat's runtime: no caller may
 ///     // point them elsewhere.
@@ -183,7 +183,7 @@ pub type LandlockCmd = LaunchCommand;
 /// }
 /// ```
 ///
-/// ```compile_fail
+/// ```compile_fail,E0616
 /// fn unwrap(launch: &mut launch::PreparedLaunch) {
 ///     launch.argv.drain(..launch.command_start);
 /// }
