@@ -114,6 +114,12 @@ pub enum Error {
         /// What the system said.
         detail: String,
     },
+    /// No helper is named for a Linux launch (and this process is not `cli-sandbox`): the
+    /// helper is never looked up on `PATH`.
+    #[error(
+        "the `cli-sandbox` helper binary is not known: set CLI_SANDBOX_HELPER (or the helper of the launch's settings) to an installed cli-sandbox, outside any place a chat can write"
+    )]
+    NoHelper,
     /// Input the launch cannot use, with what to do (said in the message).
     #[error("{0}")]
     BadInput(String),

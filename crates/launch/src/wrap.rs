@@ -291,11 +291,7 @@ pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
             exe
         });
     }
-    Err(Error::Other(
-        "the `cli-sandbox` helper binary is not known: set CLI_SANDBOX_HELPER (or the helper of \
-         the launch's settings) to an installed cli-sandbox, outside any place a chat can write"
-            .into(),
-    ))
+    Err(Error::NoHelper)
 }
 
 /// The helper this chat's launch runs, checked: it starts unconfined, so a chat that could
@@ -1016,11 +1012,12 @@ impl PreparedLaunch {
         // Seatbelt: the runtime's missing settings places (Gemini's `.env` among them), made
         // before the launch's own files; nothing in the home (the profile refuses those names).
         let made = crate::seatbelt::create_runtime_settings(&self.cwd, &self.runtime_settings)
-            .map_err(|e| {
-                Error::Other(format!(
-                    "the chat's runtime `{}`: its settings places could not be made ({e})",
+            .map_err(|e| Error::Io {
+                what: format!(
+                    "the chat's runtime `{}`: its settings places could not be made",
                     self.cwd.display()
-                ))
+                ),
+                source: e,
             })?;
         for path in &made {
             tracing::debug!(path = %path.display(), "runtime settings place made");
@@ -1251,10 +1248,9 @@ fn nonce() -> Result<String, Error> {
     let mut bytes = [0u8; 8];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| {
-            Error::Other(format!(
-                "cannot read /dev/urandom for the launch's random word: {e}"
-            ))
+        .map_err(|e| Error::Io {
+            what: "/dev/urandom (the launch's random word)".into(),
+            source: e,
         })?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
