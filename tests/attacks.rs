@@ -28,8 +28,8 @@ use cli_sandbox_tests::process::{children_of, trimmed_text as text, wait_until};
 use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{cli_sandbox, confinement_available, root_or_skip, say};
 use launch::demo::Demo;
-use launch::linux::plan::{Kernel, LinuxPlan};
 use sandbox_core::{Enforcement, Promise};
+use sandbox_linux::plan::{Kernel, LinuxPlan};
 
 const PYTHON: &str = "/usr/bin/python3";
 
@@ -130,7 +130,7 @@ impl Lab {
             namespaces: plan == Plan::Namespaces,
             fuse: cli_sandbox_tests::fuse_for_every_user(),
         };
-        let compiled = launch::linux::compile(&policy, kernel).expect("compile");
+        let compiled = sandbox_linux::compile(&policy, kernel).expect("compile");
         assert_eq!(compiled.namespaces.is_some(), plan == Plan::Namespaces);
         compiled
     }
@@ -1361,6 +1361,7 @@ fn structured_claude(chat: &str) -> launch::wrap::LaunchSpec {
         model: None,
         extra_args: vec![],
         denials: None,
+        program: None,
     }
 }
 
@@ -1392,9 +1393,9 @@ fn dropping_the_providers_tokio_child_ends_the_chat() {
     ctx.accept_replaceable_helper = Some(cli_sandbox());
     let spec = structured_claude(&lab.demo.chat);
     let (args, mut cmd) =
-        launch::wrap::LaunchCommand::build(&ctx, &spec, &launch::facts::probe()).expect("build");
+        launch::wrap::LaunchCommand::build(&ctx, &spec, &launch::probe()).expect("build");
     assert!(
-        args.plan_file.is_some(),
+        args.plan_file().is_some(),
         "not confined by the helper: {args:?}"
     );
     cmd.env("HEARTBEAT", &heartbeat)
@@ -1916,11 +1917,10 @@ fn the_next_launch_of_a_library_caller() {
     let ctx = launch::Context::load(&settings).unwrap();
     let spec = structured_claude("chat-next");
     // The helper is never looked up on PATH: a library caller that names none is told so.
-    let Ok(args) = launch::wrap::PreparedLaunch::prepare(&ctx, &spec, &launch::facts::probe())
-    else {
+    let Ok(args) = launch::wrap::PreparedLaunch::prepare(&ctx, &spec, &launch::probe()) else {
         return;
     };
-    let _ = args.std_command().status();
+    let _ = args.std_command().map(|mut command| command.status());
 }
 
 #[test]
@@ -2443,7 +2443,7 @@ fn fresh_dir(lab: &Lab, name: &str) -> PathBuf {
 /// Whether this launcher can make a cgroup with these controllers here; otherwise skips `test`
 /// (an error where CI asks for real confinement: its machines have one).
 fn cgroup_or_skip(test: &str, memory: bool, pids: bool) -> bool {
-    match launch::linux::cgroup::place(memory, pids) {
+    match sandbox_linux::cgroup::place(memory, pids) {
         Ok(_) => true,
         Err(why) => {
             cli_sandbox_tests::skip(
@@ -2957,7 +2957,7 @@ fn the_plans_say_what_holds_of_the_limits() {
     // The fallback holds none of them and refuses a configured one.
     let ctx = lab.context();
     let policy = ctx.policy(&lab.demo.chat, &[]).unwrap();
-    let err = launch::linux::compile(
+    let err = sandbox_linux::compile(
         &policy,
         Kernel {
             landlock_abi: 7,

@@ -25,7 +25,7 @@ use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{cli_sandbox, confinement_available, repo_root};
 use launch::Context;
 use launch::demo::Demo;
-use launch::linux::plan::{Kernel, LinuxPlan};
+use sandbox_linux::plan::{Kernel, LinuxPlan};
 
 const PYTHON: &str = "/usr/bin/python3";
 
@@ -195,9 +195,9 @@ impl Lab {
         let policy = ctx.policy(&self.demo.chat, &[]).expect("policy");
         let kernel = Kernel {
             namespaces: true,
-            ..launch::linux::this_kernel()
+            ..sandbox_linux::this_kernel()
         };
-        let mut plan = launch::linux::compile(&policy, kernel).expect("plan");
+        let mut plan = sandbox_linux::compile(&policy, kernel).expect("plan");
         let egress = plan
             .namespaces
             .as_mut()
@@ -422,9 +422,9 @@ fn allowlist_is_the_proxy_alone_in_the_namespace_plan_and_refused_in_the_fallbac
     let kernel = |namespaces| Kernel {
         namespaces,
         landlock_abi: 6,
-        ..launch::linux::this_kernel()
+        ..sandbox_linux::this_kernel()
     };
-    let plan = launch::linux::compile(&policy, kernel(true)).expect("namespace plan");
+    let plan = sandbox_linux::compile(&policy, kernel(true)).expect("namespace plan");
     let ns = plan.namespaces.as_ref().expect("namespaces");
     assert!(ns.network.is_none(), "no pasta with the allowlist");
     let egress = ns.egress.as_ref().expect("the egress plan");
@@ -437,7 +437,7 @@ fn allowlist_is_the_proxy_alone_in_the_namespace_plan_and_refused_in_the_fallbac
         .find(|g| g.is(sandbox_core::Promise::LoopbackTcp))
         .expect("the network's guarantee");
     assert_eq!(said.enforcement, sandbox_core::Enforcement::Fully);
-    let err = launch::linux::compile(&policy, kernel(false)).unwrap_err();
+    let err = sandbox_linux::compile(&policy, kernel(false)).unwrap_err();
     let text = err.to_string();
     assert!(
         text.contains("network = \"allowlist\"") && text.contains("user namespaces"),

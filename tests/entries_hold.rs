@@ -29,7 +29,7 @@ use cli_sandbox_tests::{
     REQUIRE_LANDLOCK, cli_sandbox, confinement_available, root_or_skip, say, skip,
 };
 use launch::demo::Demo;
-use launch::linux::plan::Kernel;
+use sandbox_linux::plan::Kernel;
 
 const PYTHON: &str = "/usr/bin/python3";
 
@@ -96,7 +96,7 @@ impl Lab {
             namespaces: plan == Plan::Namespaces,
             fuse: cli_sandbox_tests::fuse_for_every_user(),
         };
-        let compiled = launch::linux::compile(&policy, kernel).expect("compile");
+        let compiled = sandbox_linux::compile(&policy, kernel).expect("compile");
         assert_eq!(compiled.namespaces.is_some(), plan == Plan::Namespaces);
         let file = self.demo.root.join(format!(
             "entries-plan-{}-{}.json",

@@ -21,7 +21,7 @@ use cli_sandbox_tests::process::trimmed_text as text;
 use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{REQUIRE_LANDLOCK, cli_sandbox, confinement_available, say, skip};
 use launch::demo::Demo;
-use launch::linux::plan::Kernel;
+use sandbox_linux::plan::Kernel;
 
 const PYTHON: &str = "/usr/bin/python3";
 
@@ -64,11 +64,11 @@ impl Lab {
         let policy = ctx.policy(&self.demo.chat, &grants).expect("policy");
         ctx.ensure_runtime(&policy).unwrap();
         let kernel = Kernel {
-            landlock_abi: launch::linux::this_kernel().landlock_abi,
+            landlock_abi: sandbox_linux::this_kernel().landlock_abi,
             namespaces: true,
-            fuse: launch::linux::fuse_available(),
+            fuse: sandbox_linux::fuse_available(),
         };
-        let compiled = launch::linux::compile(&policy, kernel).expect("compile");
+        let compiled = sandbox_linux::compile(&policy, kernel).expect("compile");
         assert!(compiled.namespaces.is_some());
         let file = self.demo.root.join(format!(
             "guard-plan-{}-{}.json",
@@ -112,7 +112,7 @@ fn guarded(test: &str) -> bool {
     if !confinement_available(test) {
         return false;
     }
-    if !launch::linux::fuse_available() {
+    if !sandbox_linux::fuse_available() {
         skip(
             test,
             "/dev/fuse cannot be opened here (mode 0600?): the namespace plan has no guard",

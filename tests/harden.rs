@@ -20,8 +20,8 @@ use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{cli_sandbox, confinement_available};
 use launch::Context;
 use launch::demo::Demo;
-use launch::linux::plan::{Enforcement, FsRight, Kernel, LandlockRule, LinuxPlan};
 use sandbox_core::{Op, Policy};
+use sandbox_linux::plan::{Enforcement, FsRight, Kernel, LandlockRule, LinuxPlan};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -75,7 +75,7 @@ fn exec_frozen(demo: &Demo, script: &str) -> (Output, LinuxPlan) {
         namespaces: false,
         ..cli_sandbox_tests::this_kernel()
     };
-    let plan = launch::linux::compile(&policy, kernel).expect("plan");
+    let plan = sandbox_linux::compile(&policy, kernel).expect("plan");
     assert!(plan.namespaces.is_none());
     let file = demo.root.join("frozen-plan.json");
     std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
@@ -323,7 +323,7 @@ fn with_harden_a_missing_startup_file_cannot_be_made_in_the_namespace_plan() {
     let f = fixture(true);
     let demo = &f.demo;
     let policy = policy(demo);
-    let plan = launch::linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
+    let plan = sandbox_linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
     let guarantee = plan
         .guarantees
         .iter()
@@ -526,7 +526,7 @@ impl Lab {
                     fuse: cli_sandbox_tests::fuse_for_every_user(),
                     ..cli_sandbox_tests::this_kernel()
                 };
-                let mut compiled = launch::linux::compile(&policy, kernel).expect("plan");
+                let mut compiled = sandbox_linux::compile(&policy, kernel).expect("plan");
                 if plan == Plan::MountsOnly {
                     let open: Vec<FsRight> = compiled
                         .landlock
@@ -911,7 +911,7 @@ fn with_harden_a_persistence_folder_replaced_as_a_whole_outside_is_the_gap_the_p
     };
     let lab = Lab::new(None, true);
     let policy = lab.policy();
-    let plan = launch::linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
+    let plan = sandbox_linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
     let persistence = plan
         .guarantees
         .iter()

@@ -486,7 +486,7 @@ impl GitLab {
         let grant = sandbox_core::GrantRequest::parse(&self.demo.grant_arg()).unwrap();
         let policy = ctx.policy(&self.demo.chat, &[grant]).unwrap();
         ctx.ensure_runtime(&policy).unwrap();
-        let plan = launch::linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
+        let plan = sandbox_linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
         assert!(plan.namespaces.is_some(), "not the namespace plan");
         let file = self.demo.root.join("git-plan.json");
         std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
@@ -500,12 +500,12 @@ impl GitLab {
         ctx.privileged = self.user.is_none();
         let grant = sandbox_core::GrantRequest::parse(&self.demo.grant_arg()).unwrap();
         let policy = ctx.policy(&self.demo.chat, &[grant]).unwrap();
-        let kernel = launch::linux::plan::Kernel {
+        let kernel = sandbox_linux::plan::Kernel {
             landlock_abi: cli_sandbox_tests::this_kernel().landlock_abi,
             namespaces,
             fuse: cli_sandbox_tests::fuse_for_every_user(),
         };
-        let plan = launch::linux::compile(&policy, kernel).unwrap();
+        let plan = sandbox_linux::compile(&policy, kernel).unwrap();
         let json = serde_json::to_value(&plan.guarantees).unwrap();
         json.as_array()
             .unwrap()

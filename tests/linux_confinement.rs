@@ -392,7 +392,7 @@ fn a_plan_the_kernel_cannot_meet_is_refused_with_status_125_and_nothing_runs() {
     let f = fixture();
     let demo = &f.demo;
     let policy = policy(demo, &[]);
-    let mut plan = launch::linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
+    let mut plan = sandbox_linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
     plan.landlock.abi = 99;
     let file = demo.root.join("plan.json");
     std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
@@ -411,15 +411,15 @@ fn each_kind_of_plan_carries_the_seccomp_program_its_rules_compile_to() {
     let f = fixture();
     let policy = policy(&f.demo, &[f.demo.grant_arg()]);
     for namespaces in [true, false] {
-        let kernel = launch::linux::plan::Kernel {
+        let kernel = sandbox_linux::plan::Kernel {
             namespaces,
             fuse: cli_sandbox_tests::fuse_for_every_user(),
             ..cli_sandbox_tests::this_kernel()
         };
-        let plan = launch::linux::compile(&policy, kernel).unwrap();
-        let read: launch::linux::plan::LinuxPlan =
+        let plan = sandbox_linux::compile(&policy, kernel).unwrap();
+        let read: sandbox_linux::plan::LinuxPlan =
             serde_json::from_slice(&serde_json::to_vec(&plan).unwrap()).unwrap();
-        let rules = launch::linux::plan::seccomp_program(&read.seccomp).unwrap();
+        let rules = sandbox_linux::plan::seccomp_program(&read.seccomp).unwrap();
         assert!(!rules.instructions().is_empty());
         assert_eq!(
             read.seccomp_program, rules,
@@ -438,7 +438,7 @@ fn a_plan_without_its_seccomp_program_is_refused_with_status_125_and_nothing_run
     let f = fixture();
     let demo = &f.demo;
     let policy = policy(demo, &[]);
-    let plan = launch::linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
+    let plan = sandbox_linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
     let mut json = serde_json::to_value(&plan).unwrap();
     let file = demo.root.join("plan.json");
     let ran = demo.root.join("ran");
@@ -478,7 +478,7 @@ fn the_program_is_looked_up_and_refused_as_posix_spawnp_does() {
     let f = fixture();
     let demo = &f.demo;
     let plan =
-        launch::linux::compile(&policy(demo, &[]), cli_sandbox_tests::this_kernel()).unwrap();
+        sandbox_linux::compile(&policy(demo, &[]), cli_sandbox_tests::this_kernel()).unwrap();
     let file = demo.root.join("lookup-plan.json");
     std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
     std::fs::create_dir_all(&demo.runtime).unwrap();
@@ -536,12 +536,12 @@ fn the_program_starts_with_sigpipe_at_its_default_action_in_both_plans() {
     let policy = policy(demo, &[]);
     let sigpipe = 1u64 << (libc::SIGPIPE - 1);
     for namespaces in [true, false] {
-        let kernel = launch::linux::plan::Kernel {
+        let kernel = sandbox_linux::plan::Kernel {
             namespaces,
             fuse: cli_sandbox_tests::fuse_for_every_user(),
             ..cli_sandbox_tests::this_kernel()
         };
-        let plan = launch::linux::compile(&policy, kernel).unwrap();
+        let plan = sandbox_linux::compile(&policy, kernel).unwrap();
         let file = demo.root.join(format!("sigpipe-{namespaces}.json"));
         std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
         let seen = demo.runtime.join(format!("sigpipe-{namespaces}"));
@@ -776,7 +776,7 @@ fn without_namespaces_the_frozen_fallback_gives_decides_verdicts_except_its_stat
     std::fs::write(&plan_file, "").unwrap();
     let mut kernel = cli_sandbox_tests::this_kernel();
     kernel.namespaces = false;
-    let plan = launch::linux::compile(&policy, kernel).unwrap();
+    let plan = sandbox_linux::compile(&policy, kernel).unwrap();
     assert!(plan.namespaces.is_none());
     std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();
     let script = script.to_str().unwrap();
@@ -808,7 +808,7 @@ fn without_namespaces_the_frozen_fallback_gives_decides_verdicts_except_its_stat
     assert!(
         plan.guarantees.iter().any(|g| matches!(
             g.enforcement,
-            launch::linux::plan::Enforcement::Partly(_)
+            sandbox_linux::plan::Enforcement::Partly(_)
         ) && g.what.contains("protected roots")),
         "the plan does not state its gap"
     );

@@ -92,7 +92,7 @@ impl Fixture {
         ctx.ensure_runtime(&policy).unwrap();
         let mut kernel = cli_sandbox_tests::this_kernel();
         kernel.namespaces &= namespaces;
-        let plan = launch::linux::compile(&policy, kernel).unwrap();
+        let plan = sandbox_linux::compile(&policy, kernel).unwrap();
         assert_eq!(
             plan.namespaces.is_some(),
             namespaces,
@@ -1966,7 +1966,7 @@ fn refused_names_of_every_kind_are_closed_in_the_namespace_plan_and_the_fallback
     let _ = std::fs::remove_file(&evidence);
     let mut kernel = cli_sandbox_tests::this_kernel();
     kernel.namespaces = false;
-    let plan = launch::linux::compile(&policy, kernel).unwrap();
+    let plan = sandbox_linux::compile(&policy, kernel).unwrap();
     let plan_file = demo.root.join("frozen-plan.json");
     std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();
     let out = output({
@@ -2098,7 +2098,7 @@ mod kinds {
                     output(f.step(std::slice::from_ref(&grant), &argv))
                 } else {
                     kernel.namespaces = false;
-                    let plan = launch::linux::compile(&policy, kernel).unwrap();
+                    let plan = sandbox_linux::compile(&policy, kernel).unwrap();
                     let plan_file = demo.root.join("frozen-plan.json");
                     std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();
                     let mut cmd = Command::new(cli_sandbox());
@@ -2181,12 +2181,12 @@ fn security_md_says_what_the_plans_report_for_each_promise() {
         sandbox_core::Enforcement::Not(_) => "not",
     };
     for (column, namespaces) in [(2, true), (3, false)] {
-        let kernel = launch::linux::plan::Kernel {
+        let kernel = sandbox_linux::plan::Kernel {
             landlock_abi: 7,
             namespaces,
             fuse: cli_sandbox_tests::fuse_for_every_user(),
         };
-        let plan = launch::linux::compile(&policy, kernel).unwrap();
+        let plan = sandbox_linux::compile(&policy, kernel).unwrap();
         for promise in sandbox_core::Promise::ALL {
             let row = doc
                 .lines()
@@ -2233,7 +2233,7 @@ fn the_older_kernels_way_of_covering_gives_the_same_verdicts_and_leaves_nothing_
             &[sandbox_core::GrantRequest::parse(&demo.grant_arg()).unwrap()],
         )
         .unwrap();
-    let mut plan = launch::linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
+    let mut plan = sandbox_linux::compile(&policy, cli_sandbox_tests::this_kernel()).unwrap();
     plan.namespaces.as_mut().unwrap().attach_stand_ins = true;
     let plan_file = demo.root.join("attached-plan.json");
     std::fs::write(&plan_file, serde_json::to_vec(&plan).unwrap()).unwrap();

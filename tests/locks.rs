@@ -294,11 +294,11 @@ impl World {
                 ctx.privileged = self.user.is_none() && is_root();
                 let policy = ctx.policy(&self.demo.other_chat, &[]).unwrap();
                 ctx.ensure_runtime(&policy).unwrap();
-                let kernel = launch::linux::plan::Kernel {
+                let kernel = sandbox_linux::plan::Kernel {
                     namespaces: false,
                     ..cli_sandbox_tests::this_kernel()
                 };
-                let plan = launch::linux::compile(&policy, kernel).unwrap();
+                let plan = sandbox_linux::compile(&policy, kernel).unwrap();
                 assert!(plan.namespaces.is_none(), "not the fallback's plan");
                 let file = self.demo.root.join("fallback-plan.json");
                 std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();

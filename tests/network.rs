@@ -29,8 +29,8 @@ use cli_sandbox_tests::process::{children_of, text, wait_child, wait_until};
 use cli_sandbox_tests::users::{TestUser, command_as};
 use cli_sandbox_tests::{REQUIRE_LANDLOCK, cli_sandbox, confinement_available, say};
 use launch::demo::Demo;
-use launch::linux::plan::{Kernel, LaunchDisk, LinuxPlan, PASTA, compile};
 use sandbox_core::{Enforcement, EntryKind, Network, Promise};
+use sandbox_linux::plan::{Kernel, LaunchDisk, LinuxPlan, PASTA, compile};
 
 const PYTHON: &str = "/usr/bin/python3";
 

@@ -762,15 +762,16 @@ fn confined_in_tmux(
         model: None,
         extra_args: Vec::new(),
         denials: None,
+        program: None,
     };
-    let args = launch::PreparedLaunch::prepare(&ctx, &spec, &launch::facts::probe()).unwrap();
+    let args = launch::PreparedLaunch::prepare(&ctx, &spec, &launch::probe()).unwrap();
     assert!(
         matches!(
-            args.decision.backend,
+            args.decision().backend,
             sandbox_core::Backend::Landlock { .. }
         ),
         "not confined: {}",
-        args.decision.reason
+        args.decision().reason
     );
     args.pre_trust().unwrap();
     let mut env = BTreeMap::new();
@@ -784,16 +785,16 @@ fn confined_in_tmux(
     );
     env.insert("TERM".to_owned(), "xterm-256color".to_owned());
     env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
-    env.extend(args.env.set.clone());
+    env.extend(args.env().set.clone());
     for (k, v) in extra_env {
         env.insert((*k).to_owned(), (*v).to_owned());
     }
     let argv: Vec<String> = args
-        .argv
+        .argv()
         .iter()
         .map(|a| a.to_str().unwrap().to_owned())
         .collect();
-    Tmux::start(Path::new(&argv[0]), &argv[1..], &args.cwd, &env)
+    Tmux::start(Path::new(&argv[0]), &argv[1..], args.cwd(), &env)
 }
 
 fn processes_mentioning(text: &str) -> Vec<String> {

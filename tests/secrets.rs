@@ -14,8 +14,8 @@ use cli_sandbox_tests::users::{TestUser, command_as, every_user};
 use cli_sandbox_tests::{cli_sandbox, confinement_available};
 use launch::Context;
 use launch::demo::Demo;
-use launch::linux::plan::Kernel;
 use sandbox_core::Policy;
+use sandbox_linux::plan::Kernel;
 
 const KEY: &str = "SSH-PRIVATE-KEY-OF-THE-PERSON";
 const LOGIN: &str = "CODEX-LOGIN-OF-THE-PERSON";
@@ -98,9 +98,9 @@ impl Lab {
         let policy = self.policy();
         let kernel = Kernel {
             namespaces: plan == Plan::Namespaces,
-            ..launch::linux::this_kernel()
+            ..sandbox_linux::this_kernel()
         };
-        let compiled = launch::linux::compile(&policy, kernel).expect("plan");
+        let compiled = sandbox_linux::compile(&policy, kernel).expect("plan");
         let file = self.demo.root.join(format!("plan-{plan:?}.json"));
         std::fs::write(&file, serde_json::to_vec(&compiled).unwrap()).unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();

@@ -1535,11 +1535,11 @@ fn the_landlock_only_fallback_closes_the_homes_settings_and_says_the_runtimes_st
             &[sandbox_core::GrantRequest::parse(&world.demo.grant_arg()).unwrap()],
         )
         .unwrap();
-    let kernel = launch::linux::plan::Kernel {
+    let kernel = sandbox_linux::plan::Kernel {
         namespaces: false,
         ..cli_sandbox_tests::this_kernel()
     };
-    let plan = launch::linux::compile(&policy, kernel).unwrap();
+    let plan = sandbox_linux::compile(&policy, kernel).unwrap();
     assert!(plan.namespaces.is_none());
     let said_gap = plan.guarantees.iter().any(|g| {
         g.id == "settings"

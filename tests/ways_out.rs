@@ -104,7 +104,7 @@ impl Case {
             let policy = ctx.policy(&demo.chat, &[]).expect("policy");
             let mut kernel = cli_sandbox_tests::this_kernel();
             kernel.namespaces = false;
-            let compiled = launch::linux::compile(&policy, kernel).expect("compile");
+            let compiled = sandbox_linux::compile(&policy, kernel).expect("compile");
             assert!(compiled.namespaces.is_none());
             std::fs::write(&landlock_only_plan, serde_json::to_vec(&compiled).unwrap())
                 .expect("write the plan");
@@ -359,7 +359,7 @@ fn unix_socket_servers_started_outside_are_out_of_reach() {
 /// plans carry the same filter.
 #[test]
 fn the_plan_says_what_keeps_unix_sockets_in_on_each_kind_of_kernel() {
-    use launch::linux::plan::{Enforcement, Kernel, SocketFamily};
+    use sandbox_linux::plan::{Enforcement, Kernel, SocketFamily};
     let case = Case::new(Plan::Namespaces, None);
     let demo = &case.demo;
     let policy = |allowlist: bool| {
@@ -384,7 +384,7 @@ fn the_plan_says_what_keeps_unix_sockets_in_on_each_kind_of_kernel() {
     ] {
         let mut seccomp = Vec::new();
         for namespaces in [true, false] {
-            let plan = launch::linux::compile(
+            let plan = sandbox_linux::compile(
                 policy,
                 Kernel {
                     landlock_abi: abi,

@@ -19,20 +19,20 @@ pub mod users;
 /// Whether a plan this test process compiles may guard its grants with FUSE (issue 25) when the
 /// launch runs as root or as the ordinary user the tests create: this process can open
 /// `/dev/fuse`, and so can others (mode 0666, as `.ci/run` sets it). Root opens it whatever its
-/// mode, so a plan compiled here by root with [`launch::linux::fuse_available`] alone would be
+/// mode, so a plan compiled here by root with [`sandbox_linux::fuse_available`] alone would be
 /// refused at the user's launch (status 125) on a machine that keeps it 0600.
 pub fn fuse_for_every_user() -> bool {
     use std::os::unix::fs::MetadataExt;
-    launch::linux::fuse_available()
+    sandbox_linux::fuse_available()
         && std::fs::metadata("/dev/fuse").is_ok_and(|m| m.mode() & 0o006 == 0o006)
 }
 
-/// [`launch::linux::this_kernel`] as the tests compile plans with it: the FUSE guard only where
+/// [`sandbox_linux::this_kernel`] as the tests compile plans with it: the FUSE guard only where
 /// every user the tests launch as can open `/dev/fuse` ([`fuse_for_every_user`]).
-pub fn this_kernel() -> launch::linux::plan::Kernel {
-    launch::linux::plan::Kernel {
+pub fn this_kernel() -> sandbox_linux::plan::Kernel {
+    sandbox_linux::plan::Kernel {
         fuse: fuse_for_every_user(),
-        ..launch::linux::this_kernel()
+        ..sandbox_linux::this_kernel()
     }
 }
 
@@ -95,7 +95,7 @@ pub fn root_or_skip(test: &str, why: &str) -> bool {
 /// `true` when the kernel can confine (Landlock and user namespaces). Otherwise prints why the
 /// calling test is skipped, loudly, or panics when `CLI_SANDBOX_REQUIRE_LANDLOCK=1`.
 pub fn confinement_available(test: &str) -> bool {
-    let facts = launch::facts::probe();
+    let facts = launch::probe();
     let problem = match &facts {
         sandbox_core::platform::Facts::Linux(l) => match (l.landlock_abi, l.user_namespaces) {
             (Some(_), true) => None,

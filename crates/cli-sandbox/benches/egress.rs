@@ -91,7 +91,7 @@ fn chat(dir: &std::path::Path, network: &str, port: u16, rounds: u32) -> Command
     let mut ctx = launch::Context::load(&demo.settings()).expect("context");
     ctx.privileged = true;
     let policy = ctx.policy(&demo.chat, &[]).expect("policy");
-    let mut plan = launch::linux::compile(&policy, launch::linux::this_kernel()).expect("plan");
+    let mut plan = sandbox_linux::compile(&policy, sandbox_linux::this_kernel()).expect("plan");
     if let Some(egress) = plan.namespaces.as_mut().and_then(|ns| ns.egress.as_mut()) {
         egress
             .resolve

@@ -50,9 +50,9 @@ mod table {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
-    use launch::linux::plan::LinuxPlan;
     use launch::seatbelt::SeatbeltProfile;
     use sandbox_core::Os;
+    use sandbox_linux::plan::LinuxPlan;
 
     use crate::common::{Layouts, SIZES, ScaledLayout, Size, scratch_dir};
 
@@ -419,7 +419,7 @@ mod table {
         let ctx = layout.context(Os::Linux);
         let policy = layout.policy(Os::Linux, size.grants);
         ctx.ensure_runtime(&policy).expect("create the runtime");
-        let plan = launch::linux::compile(&policy, launch::linux::this_kernel())
+        let plan = sandbox_linux::compile(&policy, sandbox_linux::this_kernel())
             .expect("compile the bench plan");
         let path = layouts
             .root()
@@ -436,7 +436,7 @@ mod table {
         let policy = ctx
             .policy(&layout.demo.chat, &layout.grant_requests(size.grants))
             .expect("the isolated bench policy builds");
-        match launch::linux::compile(&policy, launch::linux::this_kernel()) {
+        match sandbox_linux::compile(&policy, sandbox_linux::this_kernel()) {
             Ok(plan) => {
                 let path = layouts.root().join("plan-isolated.json");
                 std::fs::write(&path, serde_json::to_vec(&plan).expect("serialize")).unwrap();
@@ -479,7 +479,7 @@ mod table {
             .unwrap_or_default();
         format!(
             "nproc {nproc}, kernel {kernel}, CPU {cpu}, Landlock ABI {}, {bwrap}, load average at start {load}",
-            launch::linux::apply::kernel_landlock_abi()
+            sandbox_linux::apply::kernel_landlock_abi()
         )
     }
 
@@ -1080,7 +1080,7 @@ mod table {
             out,
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         );
-        let kernel = launch::linux::this_kernel();
+        let kernel = sandbox_linux::this_kernel();
         let mut largest = [0.0; 3];
         let mut sizes_text = Vec::new();
         for (size, (plan_path, plan)) in SIZES.iter().zip(plans) {
@@ -1092,8 +1092,8 @@ mod table {
             let seatbelt = time_in_process(|| SeatbeltProfile::for_policy(&mac_policy).unwrap());
             let linux_policy = layout.policy(Os::Linux, size.grants);
             let compile =
-                time_in_process(|| launch::linux::compile(&linux_policy, kernel).unwrap());
-            let write = time_in_process(|| launch::linux::write_plan(plan, &ctx.layout).unwrap());
+                time_in_process(|| sandbox_linux::compile(&linux_policy, kernel).unwrap());
+            let write = time_in_process(|| sandbox_linux::write_plan(plan, &ctx.layout).unwrap());
             let profile = SeatbeltProfile::for_policy(&mac_policy).unwrap();
             let params_bytes: usize = profile.params.iter().map(|(k, v)| k.len() + v.len()).sum();
             let filters = profile.text.matches("(param \"").count();

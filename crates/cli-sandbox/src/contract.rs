@@ -128,7 +128,7 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
         })?,
         broken_grant: args.broken_grant_for_testing.clone(),
     };
-    let facts = launch::facts::probe();
+    let facts = launch::probe();
     let progress = Progress::new(!args.json);
     let report = contract::run::run(&options, &facts, &|event| progress.on(event))?;
     progress.finish();
@@ -610,7 +610,7 @@ fn agents(
         program_for_testing: args.agents_program_for_testing.clone(),
         harden: args.harden,
     };
-    let facts = launch::facts::probe();
+    let facts = launch::probe();
     let report = contract::agents::run(&options, &facts)?;
     if args.json {
         crate::print_json(&report)?;

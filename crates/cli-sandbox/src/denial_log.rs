@@ -53,7 +53,7 @@ pub fn probe(landlock_abi: Option<u32>) -> DenialLog {
             never,
         };
     }
-    let (recorded, how) = match launch::linux::audit::audit_enabled() {
+    let (recorded, how) = match sandbox_linux::audit::audit_enabled() {
         Ok(true) => (
             true,
             "Landlock's refusals of a chat go into its launch's record (`--denials FILE`, \

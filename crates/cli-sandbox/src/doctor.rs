@@ -2,11 +2,11 @@
 
 use std::process::ExitCode;
 
-use launch::linux::plan::Kernel;
 use launch::{Context, Error, Settings};
 use sandbox_core::platform::{self, Facts};
 use sandbox_core::{Backend, Mode};
 use sandbox_core::{Enforcement, Guarantee, Promise};
+use sandbox_linux::plan::Kernel;
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -85,7 +85,7 @@ fn resource_limits(settings: &Settings, backend: Backend) -> Vec<ResourceLimit> 
         } => {
             #[cfg(target_os = "linux")]
             {
-                use launch::linux::cgroup;
+                use sandbox_linux::cgroup;
                 let root = launch::context::launcher_is_root();
                 let refused = |configured: bool, why: String| {
                     Enforcement::Not(if configured {
@@ -241,9 +241,9 @@ pub fn run(settings: &Settings, json: bool, clis: &[String]) -> Result<ExitCode,
     // A configuration that cannot be used is reported as such, not as a way out left open.
     let ctx = crate::load(settings)?;
     let clis = crate::cli_readiness::check(&ctx, clis)?;
-    // The one decision every launch makes (`launch::facts::probe`), so that what is printed
+    // The one decision every launch makes (`launch::probe`), so that what is printed
     // is what the next launch holds.
-    let facts = launch::facts::probe();
+    let facts = launch::probe();
     let both = [Mode::Full, Mode::BridgeOnly];
     let decision = platform::decide(&facts, Mode::Full, &both);
     let cannot_confine = platform::cannot_confine(&facts, Mode::Full, &both);
@@ -308,12 +308,12 @@ fn ways_out(settings: &Settings, facts: &Facts, backend: Backend) -> Vec<Guarant
         (Facts::Linux(_), Backend::Landlock { abi, namespaces }) => {
             let compiled = Context::load(settings).and_then(|ctx| {
                 let policy = ctx.policy("doctor", &[])?;
-                Ok(launch::linux::compile(
+                Ok(sandbox_linux::compile(
                     &policy,
                     Kernel {
                         landlock_abi: abi,
                         namespaces,
-                        fuse: launch::linux::fuse_available(),
+                        fuse: sandbox_linux::fuse_available(),
                     },
                 )?)
             });

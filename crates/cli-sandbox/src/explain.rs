@@ -12,9 +12,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 use launch::chat_env;
-use launch::disk::RealDisk;
 use launch::{Error, GrantRequest, Settings};
 use sandbox_core::{Op, Rule, Verdict, canonicalize_lenient};
+use sandbox_linux::disk::RealDisk;
 use serde::Serialize;
 
 use crate::OpArg;

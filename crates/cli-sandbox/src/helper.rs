@@ -16,7 +16,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use launch::say;
+use sandbox_linux::say;
 
 /// Both binaries' allocator against musl (the static build the README installs; this file is a
 /// module of each): dlmalloc instead of musl's own allocator, which hands each emptied page back
@@ -56,7 +56,7 @@ pub fn run(policy: &Path, argv: &[OsString]) -> u8 {
     let logging = start_logging();
     #[cfg(target_os = "linux")]
     {
-        let plan = match launch::linux::read_plan(policy) {
+        let plan = match sandbox_linux::read_plan(policy) {
             Ok(plan) => plan,
             Err(e) => {
                 say!("cli-sandbox: {e}");
@@ -69,7 +69,7 @@ pub fn run(policy: &Path, argv: &[OsString]) -> u8 {
         if logging {
             describe(&plan, policy);
         }
-        let err = launch::linux::apply::exec(&plan, argv, Some(&launch::egress::serve_plan));
+        let err = sandbox_linux::apply::exec(&plan, argv, Some(&launch::egress::serve_plan));
         say!("cli-sandbox exec: not started, confinement failed: {err}");
         FAILED
     }
@@ -110,10 +110,10 @@ pub fn targets(value: &std::ffi::OsStr) -> Option<tracing_subscriber::filter::Ta
 }
 
 /// What the plan holds, step by step, as log events (the helper's mounts, rules and filters;
-/// the kernel's answer to each follows from `launch::linux::apply`).
+/// the kernel's answer to each follows from `sandbox_linux::apply`).
 #[cfg(target_os = "linux")]
-pub fn describe(plan: &launch::linux::plan::LinuxPlan, file: &Path) {
-    use launch::linux::plan::MountStep;
+pub fn describe(plan: &sandbox_linux::plan::LinuxPlan, file: &Path) {
+    use sandbox_linux::plan::MountStep;
     tracing::info!(plan = %file.display(), workdir = %plan.workdir.display(), "plan");
     for dir in &plan.create_dirs {
         tracing::debug!(folder = %dir.display(), "made before confinement, if missing");

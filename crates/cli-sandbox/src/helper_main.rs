@@ -34,11 +34,11 @@ extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
     if unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) } == libc::SIG_ERR {
         return c_int::from(helper::FAILED);
     }
-    launch::phase!("start");
+    sandbox_linux::phase!("start");
     let status = match helper::fast_path(arguments(argc, argv)) {
         Some((policy, argv)) => helper::run(&policy, &argv),
         None => {
-            launch::say!(
+            sandbox_linux::say!(
                 "usage: cli-sandbox-helper exec --policy FILE -- PROGRAM [ARGS...]\n\
                  (the Linux helper that `cli-sandbox plan` and `run` start; see `cli-sandbox exec --help`)"
             );

@@ -132,6 +132,7 @@ impl LaunchArgs {
                 .map(std::path::absolute)
                 .transpose()
                 .map_err(|e| Error::BadInput(format!("--denials: {e}")))?,
+            program: None,
         })
     }
 }
@@ -139,7 +140,7 @@ impl LaunchArgs {
 fn prepare(settings: &Settings, args: &LaunchArgs) -> Result<PreparedLaunch, Error> {
     let spec = args.spec()?;
     let ctx = crate::load(settings)?;
-    let facts = launch::facts::probe();
+    let facts = launch::probe();
     PreparedLaunch::prepare(&ctx, &spec, &facts)
 }
 
@@ -167,35 +168,35 @@ pub fn plan(settings: &Settings, args: &PlanArgs) -> Result<ExitCode, Error> {
         crate::print_json(&launch)?;
         return Ok(ExitCode::SUCCESS);
     }
-    outln!("cli:     {}", launch.cli);
-    outln!("backend: {}", backend_words(launch.decision.backend));
-    outln!("mode:    {}", launch.decision.mode.as_str());
-    outln!("reason:  {}", launch.decision.reason);
-    outln!("notice:  {}", launch.decision.notice);
-    if !launch.program_found {
-        outln!("program: {} (NOT FOUND)", launch.program.display());
+    outln!("cli:     {}", launch.cli().unwrap_or_default());
+    outln!("backend: {}", backend_words(launch.decision().backend));
+    outln!("mode:    {}", launch.decision().mode.as_str());
+    outln!("reason:  {}", launch.decision().reason);
+    outln!("notice:  {}", launch.decision().notice);
+    if !launch.program_found() {
+        outln!("program: {} (NOT FOUND)", launch.program().display());
     }
-    outln!("cwd:     {}", launch.cwd.display());
+    outln!("cwd:     {}", launch.cwd().display());
     let words: Vec<String> = launch
-        .argv
+        .argv()
         .iter()
         .map(|a| shell_words::quote(&a.to_string_lossy()).into_owned())
         .collect();
     outln!("argv:    {}", words.join(" "));
-    for (k, v) in &launch.env.set {
+    for (k, v) in &launch.env().set {
         outln!("env:     {k}={v}");
     }
-    for k in &launch.env.remove {
+    for k in &launch.env().remove {
         outln!("env:     unset {k}");
     }
     outln!(
         "stdin:   {}",
-        match launch.stdin {
+        match launch.stdin() {
             Stdin::Inherit => "inherited",
             Stdin::Null => "/dev/null",
         }
     );
-    for edit in &launch.pre_trust {
+    for edit in launch.pre_trust_edits() {
         outln!(
             "pre-trust: {} {} = {}",
             edit.file.display(),
@@ -203,10 +204,10 @@ pub fn plan(settings: &Settings, args: &PlanArgs) -> Result<ExitCode, Error> {
             edit.value
         );
     }
-    for file in &launch.files {
+    for file in launch.files() {
         outln!("file:    {}", file.path.display());
     }
-    match &launch.plan_file {
+    match launch.plan_file() {
         Some(file) => outln!("wrote:   {} (the plan the helper reads)", file.display()),
         None => outln!("wrote:   nothing"),
     }
@@ -246,35 +247,35 @@ pub fn pre_trust(settings: &Settings, args: &PreTrustArgs) -> Result<ExitCode, E
 /// Pre-trust, then exec the wrapped CLI: its exit status is ours.
 pub fn run(settings: &Settings, args: &LaunchArgs, verbose: u8) -> Result<ExitCode, Error> {
     let launch = prepare(settings, args)?;
-    if !launch.program_found {
+    if !launch.program_found() {
         // As a shell says it, before anything is written.
         return Err(Error::CannotRun {
             message: format!(
                 "{} is not installed: `{}` is not on PATH; install it or set [cli.{}] program in the configuration",
-                launch.cli,
-                launch.program.display(),
-                launch.cli
+                launch.cli().unwrap_or_default(),
+                launch.program().display(),
+                launch.cli().unwrap_or_default()
             ),
-            program: launch.program.clone(),
+            program: launch.program().to_owned(),
             missing: true,
         });
     }
     launch.pre_trust()?;
-    let mut cmd = launch.std_command();
-    if verbose > 0 && launch.plan_file.is_some() && std::env::var_os("RUST_LOG").is_none() {
+    let mut cmd = launch.std_command()?;
+    if verbose > 0 && launch.plan_file().is_some() && std::env::var_os("RUST_LOG").is_none() {
         // The helper's own steps (mounts, what the kernel enforced), at the same level.
         cmd.env(crate::helper::LOG_VAR, crate::verbosity_filter(verbose));
     }
-    tracing::info!(argv0 = %launch.argv[0].to_string_lossy(), "exec");
+    tracing::info!(argv0 = %launch.argv()[0].to_string_lossy(), "exec");
     let err = cmd.exec();
-    if launch.command_start == 0 {
+    if launch.command_start() == 0 {
         // Bridge-only: the first word is the CLI itself.
-        Err(Error::cannot_run(&launch.argv[0], &err))
+        Err(Error::cannot_run(&launch.argv()[0], &err))
     } else {
         Err(Error::Io {
             what: format!(
                 "the sandbox `{}` cannot be started",
-                launch.argv[0].to_string_lossy()
+                launch.argv()[0].to_string_lossy()
             ),
             source: err,
         })

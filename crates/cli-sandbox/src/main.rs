@@ -235,7 +235,7 @@ impl From<OpArg> for Op {
 }
 
 fn main() -> ExitCode {
-    launch::phase!("start");
+    sandbox_linux::phase!("start");
     // The helper starts with every confined launch, always as `exec --policy FILE -- PROGRAM...`
     // (the argv `plan` and `run` write): that one form is read here without building the whole
     // command line's parser, which costs a launch about a fifth of a millisecond. Any other form
@@ -246,7 +246,7 @@ fn main() -> ExitCode {
     // A scripted step starts at every workflow step: its command line is read without clap
     // (see `step::fast_path`); anything that reader does not take goes to clap below.
     if let Some((globals, args)) = step::fast_path(std::env::args_os()) {
-        launch::phase!("parse the command line");
+        sandbox_linux::phase!("parse the command line");
         logging::init_tracing(globals.verbose);
         return finish(step::run(&globals.settings(), &args));
     }
@@ -254,7 +254,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    launch::phase!("parse the command line");
+    sandbox_linux::phase!("parse the command line");
     if let Command::Exec(args) = &cli.command {
         // The helper logs only when asked (RUST_LOG, or `run -v`): no subscriber otherwise.
         return exec::run(args);
@@ -340,7 +340,7 @@ pub fn finish(result: Result<ExitCode, Error>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            launch::say!("cli-sandbox: {e}");
+            sandbox_linux::say!("cli-sandbox: {e}");
             ExitCode::from(match e {
                 Error::CannotRun { missing: true, .. } => NOT_FOUND,
                 Error::CannotRun { missing: false, .. } => CANNOT_RUN,

@@ -3,9 +3,9 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use launch::linux::plan::Enforcement;
 use launch::seatbelt::SeatbeltProfile;
 use launch::{Error, Settings};
+use sandbox_linux::plan::Enforcement;
 
 use crate::ChatArgs;
 
@@ -35,14 +35,14 @@ pub fn run(settings: &Settings, args: &ProfileArgs) -> Result<ExitCode, Error> {
         BackendArg::Landlock => {
             let ctx = crate::load_for(settings, sandbox_core::Os::Linux)?;
             let policy = args.chat.policy(&ctx)?;
-            let plan = launch::linux::compile(&policy, launch::linux::this_kernel())?;
+            let plan = sandbox_linux::compile(&policy, sandbox_linux::this_kernel())?;
             if args.json {
                 // The plan exactly as the helper reads it, under its own key (it has its own
                 // `version`, the plan format's).
                 #[derive(serde::Serialize)]
                 struct Answer<'a> {
                     backend: &'static str,
-                    plan: &'a launch::linux::plan::LinuxPlan,
+                    plan: &'a sandbox_linux::plan::LinuxPlan,
                 }
                 crate::print_json(&Answer {
                     backend: "landlock",

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use launch::{Context, Error, Settings};
+use launch::{Error, LaunchSpec, PreparedLaunch, Settings};
 
 use crate::{ChatArgs, Globals};
 
@@ -155,11 +155,7 @@ fn set<T>(place: &mut Option<T>, value: T) -> Option<()> {
 
 pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
     let ctx = crate::load(settings)?;
-    launch::phase!("load the layout and configuration");
-    let policy = args.chat.policy(&ctx)?;
-    launch::phase!("build the policy");
-    ctx.ensure_runtime(&policy)?;
-    launch::phase!("make the runtime");
+    sandbox_linux::phase!("load the layout and configuration");
     let denials = match &args.denials {
         Some(path) => Some(
             std::path::absolute(path)
@@ -167,105 +163,30 @@ pub fn run(settings: &Settings, args: &StepArgs) -> Result<ExitCode, Error> {
         ),
         None => None,
     };
-    confined_exec(&ctx, &policy, &args.argv, denials.as_deref())
-}
-
-/// `[policy] env = "allowlist"` for a step (`sandbox_core::EnvAllow`): a step runs no CLI, so no
-/// adapter adds its own names; `None` with `env = "inherit"`.
-fn env_rules(ctx: &Context) -> Result<Option<sandbox_core::EnvAllow>, Error> {
-    sandbox_core::EnvAllow::from_config(&ctx.config, &[])
-        .map_err(|e| Error::BadInput(e.to_string()))
-}
-
-/// Linux: the helper applied in this very process (no second exec on the launch path).
-#[cfg(target_os = "linux")]
-fn confined_exec(
-    ctx: &Context,
-    policy: &sandbox_core::Policy,
-    argv: &[OsString],
-    denials: Option<&std::path::Path>,
-) -> Result<ExitCode, Error> {
-    // The one decision of the plan (`launch::facts::probe`): where nothing confines, the step is
-    // refused naming the missing feature.
-    let facts = launch::facts::probe();
-    let full = [sandbox_core::Mode::Full];
-    if let Some(e) = sandbox_core::platform::cannot_confine(&facts, full[0], &full) {
-        return Err(Error::CannotConfine(e));
-    }
-    // The step applies its plan itself and runs no helper; a helper named where a chat could
-    // replace it is refused all the same, as every other launch of the provider's refuses it.
-    launch::wrap::check_named_helper(ctx, policy)?;
-    let mut plan = launch::linux::compile(policy, launch::linux::this_kernel())?;
-    plan.denials_record = denials.map(ToOwned::to_owned);
-    launch::phase!("compile the plan");
-    let _span = tracing::info_span!("helper", chat = %plan.chat).entered();
-    if tracing::enabled!(tracing::Level::INFO) {
-        crate::helper::describe(&plan, std::path::Path::new("(compiled in this process)"));
-    }
-    // `env = "allowlist"`: what the rules do not keep leaves this process's environment, which
-    // the program inherits (a step has no adapter: the basic names and `env_allow` only).
-    if let Some(allow) = env_rules(ctx)? {
-        let names: Vec<OsString> = std::env::vars_os().map(|(k, _)| k).collect();
-        for name in allow.removed(names.iter().map(OsString::as_os_str)) {
-            // SAFETY: as below: no other thread of this process reads the environment.
-            unsafe { std::env::remove_var(&name) };
+    // A scripted step is a program launched under the chat's confinement, through the same
+    // prepared launch as `run` and the library; on Linux this process applies the plan itself
+    // (no plan file, no helper: `prepare_to_exec`).
+    let mut spec = LaunchSpec::program(&args.chat.chat, &args.argv[0], args.argv[1..].to_vec());
+    spec.grants = args.chat.grant_requests()?;
+    spec.denials = denials;
+    let launch = PreparedLaunch::prepare_to_exec(&ctx, &spec, &launch::probe())?;
+    sandbox_linux::phase!("compile the plan");
+    launch.pre_trust()?;
+    sandbox_linux::phase!("make the runtime");
+    #[cfg(target_os = "linux")]
+    if let Some(plan) = launch.in_process_plan() {
+        let _span = tracing::info_span!("helper", chat = %plan.chat).entered();
+        if tracing::enabled!(tracing::Level::INFO) {
+            crate::helper::describe(plan, std::path::Path::new("(compiled in this process)"));
         }
     }
-    // The chat told who it is (`launch::chat_env`), in the environment the program inherits
-    // from this process.
-    for (name, value) in launch::chat_env::variables(ctx, policy) {
-        // SAFETY: the compile's listing threads are joined and no other thread of this process
-        // runs code that reads the environment (the helper refuses a second thread before it
-        // clones), so nothing reads it while it changes.
-        unsafe { std::env::set_var(name, value) };
+    match launch.exec() {
+        err @ Error::Confinement { .. } => {
+            sandbox_linux::say!("cli-sandbox step: not started, {err}");
+            Ok(ExitCode::from(crate::FAILED))
+        }
+        err => Err(err),
     }
-    let err = launch::linux::apply::exec(&plan, argv, Some(&launch::egress::serve_plan));
-    launch::say!("cli-sandbox step: not started, confinement failed: {err}");
-    Ok(ExitCode::from(crate::FAILED))
-}
-
-/// macOS: `sandbox-exec` with the chat's profile, exec'd in the runtime.
-#[cfg(not(target_os = "linux"))]
-fn confined_exec(
-    ctx: &Context,
-    policy: &sandbox_core::Policy,
-    argv: &[OsString],
-    denials: Option<&std::path::Path>,
-) -> Result<ExitCode, Error> {
-    use std::os::unix::process::CommandExt;
-    let facts = launch::facts::probe();
-    let decision = sandbox_core::platform::decide(
-        &facts,
-        sandbox_core::Mode::Full,
-        &[sandbox_core::Mode::Full],
-    );
-    if decision.backend == sandbox_core::Backend::None {
-        return Err(Error::Other(format!(
-            "a scripted step needs confinement and this machine has none: {}",
-            decision.reason
-        )));
-    }
-    let (wrapped, _) =
-        launch::wrap::wrap_with(ctx, policy, decision.backend, argv.to_vec(), denials)?;
-    let mut cmd = std::process::Command::new(&wrapped[0]);
-    cmd.args(&wrapped[1..]).current_dir(policy.runtime());
-    // `env = "allowlist"`: from an empty environment, only what the rules keep.
-    if let Some(allow) = env_rules(ctx)? {
-        cmd.env_clear();
-        cmd.envs(std::env::vars_os().filter(|(k, _)| allow.keeps(k)));
-    }
-    // The chat told who it is (`launch::chat_env`), for `cli-sandbox explain` inside it.
-    cmd.envs(launch::chat_env::variables(ctx, policy));
-    // A descriptor this process inherited would stay usable inside, whatever the profile says.
-    launch::seatbelt::close_inherited_descriptors(&mut cmd);
-    let err = cmd.exec();
-    Err(Error::Io {
-        what: format!(
-            "the sandbox `{}` cannot be started",
-            wrapped[0].to_string_lossy()
-        ),
-        source: err,
-    })
 }
 
 #[cfg(test)]

@@ -115,7 +115,7 @@ fn tree(root: &Path) -> BTreeSet<PathBuf> {
 /// Whether the kernel confines here; otherwise says so on the real stderr, or fails where CI
 /// requires confinement.
 fn confined_here(test: &str) -> bool {
-    let facts = launch::facts::probe();
+    let facts = launch::probe();
     if let sandbox_core::platform::Facts::Linux(l) = &facts
         && l.landlock_abi.is_some()
         && l.user_namespaces
@@ -2119,7 +2119,7 @@ fn a_launch_creates_no_entry_in_a_grant() {
         // stand-in is still on the folder: A did not remove it from under it.
         let guarded = match user {
             Some(_) => cli_sandbox_tests::fuse_for_every_user(),
-            None => launch::linux::fuse_available(),
+            None => sandbox_linux::fuse_available(),
         };
         assert_eq!(fresh.join("planning").is_dir(), !guarded, "{user:?}");
         drop(b.stdin.take());
@@ -2620,11 +2620,11 @@ fn a_launch_records_what_the_kernel_refused_or_says_why_not() {
     if !confined_here(test) {
         return;
     }
-    let abi = match launch::facts::probe() {
+    let abi = match launch::probe() {
         sandbox_core::platform::Facts::Linux(l) => l.landlock_abi.unwrap_or(0),
         _ => 0,
     };
-    let audit_on = launch::linux::audit::audit_enabled() == Ok(true);
+    let audit_on = sandbox_linux::audit::audit_enabled() == Ok(true);
     let user = cli_sandbox_tests::users::TestUser::get(test);
     for user in [None, user.as_ref()] {
         let l = layout();

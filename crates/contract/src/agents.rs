@@ -645,19 +645,22 @@ impl World<'_> {
             model: None,
             extra_args: Vec::new(),
             denials: None,
+            program: None,
         };
-        let mut launch = PreparedLaunch::prepare(ctx, &spec, self.facts)?;
+        let launch = PreparedLaunch::prepare(ctx, &spec, self.facts)?;
         launch.pre_trust()?;
-        if self.options.without_sandbox_for_testing {
-            launch.argv.drain(..launch.command_start);
-            launch.command_start = 0;
-        }
+        // Without the sandbox (this crate's own tests): the CLI's command without its wrapper.
+        let argv = if self.options.without_sandbox_for_testing {
+            launch.command()
+        } else {
+            launch.argv()
+        };
         let env = self.env(&launch, &person_env);
         let name = format!("{cli}-{}-{}", shape_name(shape), plan.len());
         let limit = self.options.limit;
         let problem = match (shape, self.panes) {
-            (Shape::Tmux, Some(panes)) => panes.run(&launch, &env, &name, &model, limit),
-            _ => run_headless(&launch, &env, &self.demo.root, &name, &model, limit),
+            (Shape::Tmux, Some(panes)) => panes.run(&launch, argv, &env, &name, &model, limit),
+            _ => run_headless(&launch, argv, &env, &self.demo.root, &name, &model, limit),
         };
         let log = model.log();
         // Every request as received, beside the launch's output, for whoever reads a failure.
@@ -833,10 +836,10 @@ impl World<'_> {
         for (k, v) in person {
             env.insert(k.clone(), v.clone());
         }
-        for (k, v) in &launch.env.set {
+        for (k, v) in &launch.env().set {
             env.insert(k.clone(), v.clone());
         }
-        for k in &launch.env.remove {
+        for k in &launch.env().remove {
             env.remove(k);
         }
         env
@@ -938,6 +941,7 @@ fn push(report: &mut AgentReport, row: AgentRow) {
 /// well.
 fn run_headless(
     launch: &PreparedLaunch,
+    argv: &[OsString],
     env: &BTreeMap<String, String>,
     root: &Path,
     name: &str,
@@ -949,9 +953,9 @@ fn run_headless(
         (Ok(a), Ok(b)) => (a, b),
         _ => return Some(format!("cannot create `{}`", out.display())),
     };
-    let mut cmd = Command::new(&launch.argv[0]);
-    cmd.args(&launch.argv[1..])
-        .current_dir(&launch.cwd)
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .current_dir(launch.cwd())
         .env_clear()
         .envs(env)
         .stdin(Stdio::null())
@@ -1027,6 +1031,7 @@ impl Panes {
     fn run(
         &self,
         launch: &PreparedLaunch,
+        argv: &[OsString],
         env: &BTreeMap<String, String>,
         name: &str,
         model: &ScriptedModel,
@@ -1034,7 +1039,7 @@ impl Panes {
     ) -> Option<String> {
         let mut command: Vec<OsString> = vec!["/usr/bin/env".into(), "-i".into()];
         command.extend(env.iter().map(|(k, v)| OsString::from(format!("{k}={v}"))));
-        command.extend(launch.argv.iter().cloned());
+        command.extend(argv.iter().cloned());
         let started = self
             .tmux()
             .args([
@@ -1047,7 +1052,7 @@ impl Panes {
                 name,
                 "-c",
             ])
-            .arg(&launch.cwd)
+            .arg(launch.cwd())
             .arg("--")
             .args(&command)
             .output();

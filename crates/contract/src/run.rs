@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::{Harness, Outcome, Outside, Verdict, read_verdicts};
 use launch::demo::Demo;
-use launch::{Context, Error, LaunchSpec, PreparedLaunch, registry};
+use launch::{Context, Error, LaunchSpec, PreparedLaunch, Program, registry};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -133,12 +133,12 @@ pub fn run(
 
     let (guarantees, frozen) = match decision.backend {
         Backend::Landlock { abi, namespaces } => {
-            let kernel = launch::linux::plan::Kernel {
+            let kernel = sandbox_linux::plan::Kernel {
                 landlock_abi: abi,
                 namespaces,
-                fuse: launch::linux::fuse_available(),
+                fuse: sandbox_linux::fuse_available(),
             };
-            let plan = launch::linux::compile(&policy, kernel)?;
+            let plan = sandbox_linux::compile(&policy, kernel)?;
             (plan.guarantees, plan.frozen)
         }
         _ => (Vec::new(), Vec::new()),
@@ -253,6 +253,11 @@ pub fn run(
                 model: None,
                 extra_args: Vec::new(),
                 denials: None,
+                // The harness stands in for the CLI: its launch, with the script in its place.
+                program: Some(Program {
+                    path: "/bin/sh".into(),
+                    args: vec![harness.script.clone().into_os_string()],
+                }),
             };
             let launch = match PreparedLaunch::prepare(&ctx, &spec, facts) {
                 Ok(launch) => launch,
@@ -271,21 +276,17 @@ pub fn run(
                 progress(Event::Error { cli });
                 continue;
             }
-            let wrapped = in_demo_home(
-                launch.with_command(vec![
-                    "/bin/sh".into(),
-                    harness.script.clone().into_os_string(),
-                ]),
-                &demo,
-            );
             let stderr = demo.root.join(format!("stderr-{token}"));
             let ran = match (shape, &tmux) {
-                (Shape::Tmux, Some(tmux)) => tmux.run(&wrapped, &token, &stderr),
-                _ => {
-                    let mut cmd = wrapped.std_command();
-                    cmd.stdin(Stdio::null());
-                    run_to_end(cmd, Duration::from_secs(120), &stderr)
-                }
+                (Shape::Tmux, Some(tmux)) => tmux.run(&launch, &demo.home, &token, &stderr),
+                _ => launch
+                    .std_command()
+                    .map_err(std::io::Error::other)
+                    .and_then(|mut cmd| {
+                        in_demo_home(&mut cmd, &demo);
+                        cmd.stdin(Stdio::null());
+                        run_to_end(cmd, Duration::from_secs(120), &stderr)
+                    }),
             };
             let never = match ran {
                 Ok(ran) => ran.never_started(),
@@ -352,12 +353,8 @@ pub fn run(
 
 /// The demo's home as `HOME`: the launch itself inherits the caller's, which for the contract
 /// is the person running it, not the demo's.
-fn in_demo_home(mut launch: PreparedLaunch, demo: &Demo) -> PreparedLaunch {
-    launch
-        .env
-        .set
-        .insert("HOME".into(), demo.home.display().to_string());
-    launch
+fn in_demo_home(cmd: &mut Command, demo: &Demo) {
+    cmd.env("HOME", &demo.home);
 }
 
 fn count(report: &mut Report, row: &Row) {
@@ -474,6 +471,7 @@ fn unconfined_row(
         model: None,
         extra_args: Vec::new(),
         denials: None,
+        program: None,
     };
     let full = PreparedLaunch::prepare(ctx, &spec(Mode::Full), facts);
     let has_bridge_only = adapter.modes().contains(&Mode::BridgeOnly);
@@ -481,7 +479,7 @@ fn unconfined_row(
     let full_refused = match &full {
         Err(Error::CannotConfine(_)) => true,
         // A CLI that has bridge-only alone runs it, asked Full or not.
-        Ok(launch) => !has_full && launch.decision.mode == Mode::BridgeOnly,
+        Ok(launch) => !has_full && launch.decision().mode == Mode::BridgeOnly,
         Err(_) => false,
     };
     if has_bridge_only && shape == Shape::Tmux {
@@ -518,9 +516,9 @@ fn unconfined_row(
         let (passed, rule) = match &bridge {
             Ok(launch) => (
                 full_refused
-                    && launch.decision.mode == Mode::BridgeOnly
-                    && launch.decision.backend == Backend::None,
-                launch.decision.reason.clone(),
+                    && launch.decision().mode == Mode::BridgeOnly
+                    && launch.decision().backend == Backend::None,
+                launch.decision().reason.clone(),
             ),
             Err(e) => (false, e.to_string()),
         };
@@ -580,7 +578,13 @@ impl RunnerTmux {
 
     /// Runs the launch in a new pane (through `env`, so that variables are set and removed as
     /// the launch says) and waits for the pane to close.
-    fn run(&self, launch: &PreparedLaunch, name: &str, stderr: &Path) -> std::io::Result<Ran> {
+    fn run(
+        &self,
+        launch: &PreparedLaunch,
+        home: &Path,
+        name: &str,
+        stderr: &Path,
+    ) -> std::io::Result<Ran> {
         // The pane's shell keeps the launch's status and stderr for the runner (a launch that
         // never started says why there, in words the pane would lose).
         let status_file = stderr.with_extension("status");
@@ -594,19 +598,21 @@ impl RunnerTmux {
             status_file.as_os_str().to_owned(),
             "/usr/bin/env".into(),
         ];
-        for var in &launch.env.remove {
+        for var in &launch.env().remove {
             command.push("-u".into());
             command.push(var.into());
         }
-        for (k, v) in &launch.env.set {
+        for (k, v) in &launch.env().set {
             command.push(format!("{k}={v}").into());
         }
-        command.extend(launch.argv.iter().cloned());
+        // The demo's home (the launch inherits the caller's, the person running the contract).
+        command.push(format!("HOME={}", home.display()).into());
+        command.extend(launch.argv().iter().cloned());
         let status = Command::new("tmux")
             .arg("-S")
             .arg(&self.socket)
             .args(["new-window", "-d", "-n", name, "-c"])
-            .arg(&launch.cwd)
+            .arg(launch.cwd())
             .arg("--")
             .args(&command)
             .stdin(Stdio::null())
@@ -680,18 +686,13 @@ fn real_cli(
         model: None,
         extra_args: Vec::new(),
         denials: None,
+        program: None,
     };
     // Where nothing confines there is no confined start to prove (the rows say why).
     if sandbox_core::platform::decide(facts, Mode::Full, adapter.modes()).backend == Backend::None {
         return Ok(None);
     }
-    let launch = PreparedLaunch::prepare(ctx, &spec, facts)?;
     let dir = demo.runtime.join(format!("real-{cli}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::Io {
-        what: format!("folder `{}`", dir.display()),
-        source: e,
-    })?;
     let q = |p: &Path| shell_words::quote(&p.display().to_string()).into_owned();
     let token_file = demo.state_root.join("config.json");
     let script = format!(
@@ -702,16 +703,19 @@ fn real_cli(
         l = q(&dir.join("leak")),
         v = q(&dir.join("version")),
     );
-    let harness = in_demo_home(
-        launch.with_command(vec![
-            "/bin/sh".into(),
-            "-c".into(),
-            script.into(),
-            program.clone().into_os_string(),
-        ]),
-        demo,
+    // The script stands in for the CLI (its launch, the CLI's program as `$0`).
+    let spec = spec.stand_in(
+        "/bin/sh",
+        ["-c".into(), script.into(), program.clone().into_os_string()],
     );
-    let mut cmd = harness.std_command();
+    let launch = PreparedLaunch::prepare(ctx, &spec, facts)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::Io {
+        what: format!("folder `{}`", dir.display()),
+        source: e,
+    })?;
+    let mut cmd = launch.std_command()?;
+    in_demo_home(&mut cmd, demo);
     // The CLI's own temporary files (Claude's among them) in the demo layout, which goes away
     // with it, not in the machine's /tmp.
     let tmp = demo.root.join("tmp");
@@ -747,7 +751,7 @@ fn real_cli(
     // The same process that became the CLI could not read the server token...
     let token_closed = !read("leak").contains(demo.secret(&token_file));
     // ...and, on Linux, the kernel says it is confined.
-    let kernel_says = match launch.decision.backend {
+    let kernel_says = match launch.decision().backend {
         // The Landlock-only plan has no mount namespace of its own.
         Backend::Landlock { namespaces, .. } => {
             no_new_privs == "1"

@@ -35,7 +35,7 @@ mod linux {
 
     fn compile(c: &mut Criterion) {
         let layouts = Layouts::create(&scratch_dir(), &SIZES).expect("build the bench layouts");
-        let kernel = launch::linux::this_kernel();
+        let kernel = sandbox_linux::this_kernel();
 
         let mut group = c.benchmark_group("policy_build");
         for size in &SIZES {
@@ -112,18 +112,18 @@ mod linux {
         let policy = layouts
             .for_size(&SIZES[0])
             .policy(Os::Linux, SIZES[0].grants);
-        let below_abi_9 = launch::linux::plan::Kernel {
+        let below_abi_9 = sandbox_linux::plan::Kernel {
             landlock_abi: kernel.landlock_abi.min(8),
             ..kernel
         };
         for (name, namespaces) in [("namespaced", true), ("landlock only", false)] {
-            let kernel = launch::linux::plan::Kernel {
+            let kernel = sandbox_linux::plan::Kernel {
                 namespaces,
                 ..below_abi_9
             };
-            let seccomp = launch::linux::compile(&policy, kernel).unwrap().seccomp;
+            let seccomp = sandbox_linux::compile(&policy, kernel).unwrap().seccomp;
             group.bench_with_input(BenchmarkId::from_parameter(name), &seccomp, |b, s| {
-                b.iter(|| launch::linux::plan::seccomp_program(black_box(s)).unwrap())
+                b.iter(|| sandbox_linux::plan::seccomp_program(black_box(s)).unwrap())
             });
         }
         group.finish();
@@ -132,21 +132,21 @@ mod linux {
         for size in &SIZES {
             let policy = layouts.for_size(size).policy(Os::Linux, size.grants);
             group.bench_with_input(BenchmarkId::from_parameter(size.name), &policy, |b, p| {
-                b.iter(|| launch::linux::compile(black_box(p), kernel).unwrap())
+                b.iter(|| sandbox_linux::compile(black_box(p), kernel).unwrap())
             });
         }
         group.finish();
     }
 
-    /// The decision of the plan (`launch::facts::probe`): the namespace trial each process
+    /// The decision of the plan (`launch::probe`): the namespace trial each process
     /// makes once, against the answer kept afterwards (three sysctl reads), side by side.
     fn decision(c: &mut Criterion) {
         let mut group = c.benchmark_group("namespace_decision");
         group.bench_function("trial (first launch of a process)", |b| {
-            b.iter(|| black_box(launch::linux::trial::namespaces_afresh().is_ok()))
+            b.iter(|| black_box(sandbox_linux::trial::namespaces_afresh().is_ok()))
         });
         group.bench_function("kept (later launches)", |b| {
-            b.iter(|| black_box(launch::linux::namespaces().is_ok()))
+            b.iter(|| black_box(sandbox_linux::namespaces().is_ok()))
         });
         group.finish();
     }

@@ -19,12 +19,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         spec = spec.grant(GrantRequest::parse(&grant)?);
     }
     let ctx = Context::load(&Settings::default())?;
-    let launch = PreparedLaunch::prepare(&ctx, &spec, &launch::facts::probe())?;
+    let launch = PreparedLaunch::prepare(&ctx, &spec, &launch::probe())?;
     eprintln!(
         "{:?} ({}): {:?}",
-        launch.decision.backend, launch.decision.reason, launch.argv
+        launch.decision().backend,
+        launch.decision().reason,
+        launch.argv()
     );
     launch.pre_trust()?;
-    let status = launch.std_command().status()?;
+    let status = launch.std_command()?.status()?;
     std::process::exit(status.code().unwrap_or(125));
 }

@@ -9,7 +9,7 @@ use sandbox_core::{
 };
 
 use crate::Error;
-use crate::disk::RealDisk;
+use sandbox_linux::disk::RealDisk;
 
 /// What the caller may set (the binary's global flags; a library caller sets them directly).
 #[derive(Debug, Clone, Default)]

@@ -20,7 +20,7 @@ pub enum Error {
     Adapter(#[from] sandbox_core::AdapterError),
     /// The Linux plan cannot carry the policy out on this machine.
     #[error(transparent)]
-    Plan(#[from] crate::linux::plan::PlanError),
+    Plan(#[from] sandbox_linux::plan::PlanError),
     /// Full CLI was asked for where nothing can confine it: the missing feature and the remedy.
     /// Never run unconfined, never lowered to bridge-only without being asked.
     #[error(transparent)]
@@ -70,6 +70,56 @@ pub enum Error {
         /// How, in words.
         why: String,
     },
+    /// A launch of a program alone ([`crate::LaunchSpec::program`]) on a machine that cannot
+    /// confine it: it never runs unconfined.
+    #[error("a program launch needs confinement and this machine has none: {reason}")]
+    NeedsConfinement {
+        /// Why nothing confines here, in words.
+        reason: String,
+    },
+    /// An adapter asked to write one of the launch's own files outside the chat's runtime.
+    #[error(
+        "the {cli} adapter asked to write `{}`, which is not directly inside the working folder `{}`",
+        file.display(),
+        runtime.display()
+    )]
+    FileOutsideRuntime {
+        /// The adapter.
+        cli: String,
+        /// The file it asked for.
+        file: PathBuf,
+        /// The chat's runtime.
+        runtime: PathBuf,
+    },
+    /// The working folder of a launch is missing when its command is built.
+    #[error(
+        "the chat's working folder `{}` does not exist yet: call pre_trust first (it makes the folder)",
+        cwd.display()
+    )]
+    NoWorkingFolder {
+        /// The working folder (the chat's runtime).
+        cwd: PathBuf,
+    },
+    /// A launch prepared to run in this process (`PreparedLaunch::prepare_to_exec`) has no
+    /// command for another process.
+    #[error(
+        "this launch was prepared to run in this process (prepare_to_exec): start it with exec, or prepare it with prepare for a command"
+    )]
+    ExecOnly,
+    /// The plan could not be applied in this process; the program was not started.
+    #[error("confinement failed: {step}: {detail}")]
+    Confinement {
+        /// The step that failed (`mount`, `landlock_restrict_self`...), with its path.
+        step: String,
+        /// What the system said.
+        detail: String,
+    },
+    /// No helper is named for a Linux launch (and this process is not `cli-sandbox`): the
+    /// helper is never looked up on `PATH`.
+    #[error(
+        "the `cli-sandbox` helper binary is not known: set CLI_SANDBOX_HELPER (or the helper of the launch's settings) to an installed cli-sandbox, outside any place a chat can write"
+    )]
+    NoHelper,
     /// Input the launch cannot use, with what to do (said in the message).
     #[error("{0}")]
     BadInput(String),

@@ -5,7 +5,7 @@ use sandbox_core::platform::{Facts, LinuxFacts, MacFacts};
 /// Facts about this machine, as every launch reads them: the one decision of `doctor`, `plan`,
 /// `run`, `step`, `pre-trust`, the contract and the library. On Linux: the Landlock ABI and
 /// whether a namespace plan can start in this process, decided by a real trial of its first
-/// steps (`crate::linux::trial`: clone into the namespaces, the id maps, the first mounts), kept
+/// steps (`sandbox_linux::trial`: clone into the namespaces, the id maps, the first mounts), kept
 /// while the answer cannot change; a trial that fails for any reason is the Landlock-only plan,
 /// with the reason. On macOS: `sandbox-exec`, the people with an account, and whether we already
 /// run inside a sandbox.
@@ -23,8 +23,8 @@ pub fn probe() -> Facts {
 
 #[cfg(target_os = "linux")]
 fn linux() -> LinuxFacts {
-    let kernel = crate::linux::this_kernel();
-    let (user_namespaces, user_namespaces_error) = match crate::linux::namespaces() {
+    let kernel = sandbox_linux::this_kernel();
+    let (user_namespaces, user_namespaces_error) = match sandbox_linux::namespaces() {
         Ok(()) => (true, None),
         Err(e) => (false, Some(e)),
     };

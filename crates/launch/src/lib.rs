@@ -10,7 +10,7 @@
 //! # Entry point
 //!
 //! A [`LaunchSpec`] (which CLI, which chat, its grants), a [`Context`] (where the person's files
-//! and AgentWorks' data are), the platform's facts ([`facts::probe`]); then three steps:
+//! and AgentWorks' data are), the platform's facts ([`probe`]); then three steps:
 //! [`PreparedLaunch::prepare`] decides and wraps (it writes only our own plan file),
 //! [`PreparedLaunch::pre_trust`] writes the person's files, and the command runs, from its
 //! `argv`, `env` and `cwd` in any language or as [`PreparedLaunch::tokio_command`].
@@ -48,14 +48,14 @@
 //!     .prompt("Summarize the workflow");
 //!
 //! // 1. The decision and the wrapped command; nothing of the person's is written yet.
-//! let launch = PreparedLaunch::prepare(&ctx, &spec, &launch::facts::probe())?;
-//! println!("{:?} ({}): {:?}", launch.decision.backend, launch.decision.reason, launch.argv);
+//! let launch = PreparedLaunch::prepare(&ctx, &spec, &launch::probe())?;
+//! println!("{:?} ({}): {:?}", launch.decision().backend, launch.decision().reason, launch.argv());
 //!
 //! // 2. Pre-trust, a step of its own: here Codex's trust entry for the chat's working folder.
 //! let done = launch.pre_trust()?;
 //! assert!(done.edits.iter().any(|e| e.file.ends_with(".codex/config.toml")));
 //!
-//! // 3. Run it (`launch.argv`, `launch.env`, `launch.cwd` from any language), or with tokio; the
+//! // 3. Run it (`launch.argv()`, `launch.env()`, `launch.cwd()` from any language), or with tokio; the
 //! //    chat ends when the child is dropped.
 //! match launch.tokio_command() {
 //!     Ok(_command) => { /* _command.spawn()? */ }
@@ -70,13 +70,9 @@ pub mod chat_env;
 pub mod context;
 pub mod demo;
 pub mod egress;
-pub mod end;
-/// The real file system behind the core's `Resolver` and the plan's `LaunchDisk`.
-pub use sandbox_linux::disk;
+mod end;
 mod error;
-pub mod facts;
-/// The Linux backend (the `sandbox-linux` crate): plans, and the helper that applies them.
-pub use sandbox_linux as linux;
+mod facts;
 pub mod person_files;
 pub mod registry;
 pub mod seatbelt;
@@ -85,15 +81,17 @@ pub mod wrap;
 pub use context::{Context, Settings};
 pub use end::{EndDone, EndFile, end_chat};
 pub use error::Error;
+pub use facts::probe;
+/// The compiled Linux plan ([`PreparedLaunch::in_process_plan`]).
+pub use sandbox_linux::plan::LinuxPlan;
 pub use wrap::{
     EditDone, LandlockArgs, LandlockCmd, LaunchCommand, LaunchSpec, PreTrustDone, PreparedLaunch,
+    Program,
 };
 
 // The core types a launch takes and gives, so that a provider needs this crate alone.
 pub use sandbox_core::platform::Facts;
-pub use sandbox_core::{Access, Backend, Decision, GrantRequest, McpServer, Mode, Shape};
-
-/// Marks a step of a launch for the table of where its time goes (see [`sandbox_linux::phase`]).
-pub use sandbox_linux::phase;
-/// A line on stderr that never fails the caller (see [`sandbox_linux::say`]).
-pub use sandbox_linux::say;
+pub use sandbox_core::{
+    Access, Backend, Decision, EnvChanges, FileEdit, GrantRequest, LaunchFile, McpServer, Mode,
+    Shape, Stdin,
+};

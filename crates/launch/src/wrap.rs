@@ -16,6 +16,7 @@ use sandbox_core::{
     Backend, CliAdapter, Decision, EnvChanges, FileEdit, LaunchFile, LaunchRequest, McpServer,
     Mode, Policy, Shape, Stdin,
 };
+use sandbox_linux::plan::LinuxPlan;
 use serde::Serialize;
 
 use crate::person_files::{PersonFilesGuard, RealPersonFiles};
@@ -47,6 +48,21 @@ pub struct LaunchSpec {
     /// Where the record of what the kernel refused the chat is written when it ends
     /// (`docs/json.md`, "denials"); `None`: no record.
     pub denials: Option<PathBuf>,
+    /// A program launched instead of a CLI's: with `cli` empty, a launch of this program alone
+    /// under the chat's confinement ([`LaunchSpec::program`], a scripted step); with a `cli`, the
+    /// CLI's launch (its policy, environment and pre-trust) with this program in the CLI's place
+    /// ([`LaunchSpec::stand_in`], a harness that stands in for the CLI).
+    pub program: Option<Program>,
+}
+
+/// A program and its arguments, launched in place of a CLI ([`LaunchSpec::program`],
+/// [`LaunchSpec::stand_in`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    /// The program (run as given: a bare name is looked up on the chat's `PATH`).
+    pub path: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
 }
 
 impl LaunchSpec {
@@ -65,7 +81,39 @@ impl LaunchSpec {
             model: None,
             extra_args: Vec::new(),
             denials: None,
+            program: None,
         }
+    }
+
+    /// A launch of `path` with `args` for the chat `chat`, no CLI: under the chat's confinement
+    /// (its policy; never bridge-only: a machine that cannot confine refuses it with
+    /// [`Error::NeedsConfinement`]), in its runtime, with the variables that tell it which chat
+    /// it is, and no pre-trust. A scripted workflow step (`cli-sandbox step`) is one.
+    pub fn program(
+        chat: impl Into<String>,
+        path: impl Into<PathBuf>,
+        args: impl IntoIterator<Item = OsString>,
+    ) -> LaunchSpec {
+        let mut spec = LaunchSpec::new(String::new(), chat);
+        spec.program = Some(Program {
+            path: path.into(),
+            args: args.into_iter().collect(),
+        });
+        spec
+    }
+
+    /// The CLI's launch (its decision, policy, environment, pre-trust) with `path` and `args`
+    /// in place of the CLI's own command: a harness that stands in for the CLI (the contract's).
+    pub fn stand_in(
+        mut self,
+        path: impl Into<PathBuf>,
+        args: impl IntoIterator<Item = OsString>,
+    ) -> LaunchSpec {
+        self.program = Some(Program {
+            path: path.into(),
+            args: args.into_iter().collect(),
+        });
+        self
     }
 
     /// Adds a folder the chat may use (`GrantRequest::parse("/path:ro")` reads the text form).
@@ -124,35 +172,50 @@ pub type LandlockArgs = PreparedLaunch;
 pub type LandlockCmd = LaunchCommand;
 
 /// The final launch: decision and reason, the wrapped argv, env, working folder, and the
-/// pre-trust entries `run` writes.
+/// pre-trust entries `run` writes. What [`PreparedLaunch::prepare`] checked cannot be changed
+/// afterwards: the fields are private, read through accessors.
+///
+/// ```compile_fail,E0616
+/// fn redirect(launch: &mut launch::PreparedLaunch) {
+///     // The files pre-trust writes were checked to lie in the chat's runtime: no caller may
+///     // point them elsewhere.
+///     launch.files = Vec::new();
+/// }
+/// ```
+///
+/// ```compile_fail,E0616
+/// fn unwrap(launch: &mut launch::PreparedLaunch) {
+///     launch.argv.drain(..launch.command_start);
+/// }
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct PreparedLaunch {
-    /// The adapter's name.
-    pub cli: String,
+    /// The adapter's name; empty for a launch of a program alone ([`LaunchSpec::program`]).
+    cli: String,
     /// The backend and mode decided for this machine, and why, in words.
-    pub decision: Decision,
+    decision: Decision,
     /// The CLI's own program, as found (PATH or configuration).
-    pub program: PathBuf,
+    program: PathBuf,
     /// Whether `program` exists; when not, running `argv` fails as a missing program does.
-    pub program_found: bool,
+    program_found: bool,
     /// The complete command: the sandbox wrapper first, then the CLI and its arguments.
     #[serde(serialize_with = "as_text")]
-    pub argv: Vec<OsString>,
+    argv: Vec<OsString>,
     /// Where in `argv` the CLI's program starts (everything before it is the sandbox wrapper).
-    pub command_start: usize,
+    command_start: usize,
     /// The variables to set and to remove for the CLI, on top of the caller's environment.
-    pub env: EnvChanges,
+    env: EnvChanges,
     /// The working folder: the chat's runtime.
-    pub cwd: PathBuf,
+    cwd: PathBuf,
     /// Where the CLI's stdin comes from.
-    pub stdin: Stdin,
+    stdin: Stdin,
     /// Entries written to the person's files before launch (by `run` / `LaunchCommand`).
-    pub pre_trust: Vec<FileEdit>,
+    pre_trust: Vec<FileEdit>,
     /// Files of the launch's own written into the working folder before launch (Pi's bridge
     /// extension), with the pre-trust entries.
-    pub files: Vec<LaunchFile>,
+    files: Vec<LaunchFile>,
     /// The compiled Linux plan the helper reads, when the backend is Landlock.
-    pub plan_file: Option<PathBuf>,
+    plan_file: Option<PathBuf>,
     /// Seatbelt only: the runtime's acted-on places, of which [`PreparedLaunch::pre_trust`] makes
     /// the missing ones (the Linux helper makes its own).
     #[serde(skip)]
@@ -172,6 +235,11 @@ pub struct PreparedLaunch {
     /// [`PreparedLaunch::pre_trust`], the launch's writing step.
     #[serde(skip)]
     kept_copy: Option<PathBuf>,
+    /// The compiled Linux plan this process applies itself before it runs the command
+    /// ([`PreparedLaunch::prepare_to_exec`]): then `argv` is the bare command and no plan file
+    /// or helper is involved.
+    #[serde(skip)]
+    here: Option<Box<LinuxPlan>>,
 }
 
 /// What [`PreparedLaunch::pre_trust`] did.
@@ -223,11 +291,7 @@ pub fn helper_binary(given: Option<&Path>) -> Result<PathBuf, Error> {
             exe
         });
     }
-    Err(Error::Other(
-        "the `cli-sandbox` helper binary is not known: set CLI_SANDBOX_HELPER (or the helper of \
-         the launch's settings) to an installed cli-sandbox, outside any place a chat can write"
-            .into(),
-    ))
+    Err(Error::NoHelper)
 }
 
 /// The helper this chat's launch runs, checked: it starts unconfined, so a chat that could
@@ -271,7 +335,7 @@ fn helper_named(ctx: &Context, policy: &Policy) -> Result<(PathBuf, Option<PathB
 /// it, for a launch that applies its plan in its own process (`cli-sandbox step` on Linux): it
 /// runs no helper, but a provider that names one a chat could replace runs it in its other
 /// launches, so the step refuses it too rather than say nothing. `Ok` when none is named.
-pub fn check_named_helper(ctx: &Context, policy: &Policy) -> Result<(), Error> {
+pub(crate) fn check_named_helper(ctx: &Context, policy: &Policy) -> Result<(), Error> {
     let named = ctx
         .helper
         .clone()
@@ -333,7 +397,9 @@ fn accepted_by_name(
 /// from `/` down, each symlink (its own entry, then the names of its target), the program last.
 /// A chat that can change any of them can make the same path name another program. Gives the
 /// canonical path too.
-pub fn entries_on_the_way(path: &Path) -> std::io::Result<(PathBuf, Vec<sandbox_core::OnDisk>)> {
+pub(crate) fn entries_on_the_way(
+    path: &Path,
+) -> std::io::Result<(PathBuf, Vec<sandbox_core::OnDisk>)> {
     use std::collections::VecDeque;
     use std::os::unix::fs::MetadataExt;
     use std::path::Component;
@@ -440,7 +506,7 @@ fn is_beside_this_binary(path: &Path) -> bool {
 }
 
 /// The folder of the launcher's kept copies, in the state root (closed to every chat).
-pub fn kept_copies_folder(ctx: &Context) -> PathBuf {
+pub(crate) fn kept_copies_folder(ctx: &Context) -> PathBuf {
     ctx.layout.state_root.join("state/cli-sandbox/helper")
 }
 
@@ -657,58 +723,124 @@ impl PreparedLaunch {
         spec: &LaunchSpec,
         facts: &Facts,
     ) -> Result<PreparedLaunch, Error> {
-        let adapter = find_adapter(&spec.cli)?;
-        if let Some(e) = platform::cannot_confine(facts, spec.mode, adapter.modes()) {
+        PreparedLaunch::prepare_as(ctx, spec, facts, Confine::ByArgv)
+    }
+
+    /// As [`PreparedLaunch::prepare`], for a launch that [`PreparedLaunch::exec`] runs in this
+    /// very process: on Linux the plan is compiled and kept in memory, to be applied by this
+    /// process itself (no plan file, no helper: a named helper is still checked, as
+    /// [`check_named_helper`] says), and [`PreparedLaunch::argv`] is the bare command; such a
+    /// launch has no `std_command` ([`Error::ExecOnly`]). Elsewhere it is
+    /// [`PreparedLaunch::prepare`]. `cli-sandbox step` launches so.
+    pub fn prepare_to_exec(
+        ctx: &Context,
+        spec: &LaunchSpec,
+        facts: &Facts,
+    ) -> Result<PreparedLaunch, Error> {
+        PreparedLaunch::prepare_as(ctx, spec, facts, Confine::InThisProcess)
+    }
+
+    fn prepare_as(
+        ctx: &Context,
+        spec: &LaunchSpec,
+        facts: &Facts,
+        confine: Confine,
+    ) -> Result<PreparedLaunch, Error> {
+        let adapter = match (&spec.program, spec.cli.is_empty()) {
+            (Some(_), true) => None,
+            _ => Some(find_adapter(&spec.cli)?),
+        };
+        /// A program alone has no tools of its own to turn off: it runs confined or not at all.
+        const PROGRAM_MODES: &[Mode] = &[Mode::Full];
+        let modes = adapter.map_or(PROGRAM_MODES, |a| a.modes());
+        if let Some(e) = platform::cannot_confine(facts, spec.mode, modes) {
             return Err(Error::CannotConfine(e));
         }
-        let decision = platform::decide(facts, spec.mode, adapter.modes());
-        let _span =
-            tracing::info_span!("launch", cli = adapter.name(), chat = %spec.chat).entered();
+        let decision = platform::decide(facts, spec.mode, modes);
+        let name = adapter.map_or("", |a| a.name());
+        let _span = tracing::info_span!("launch", cli = name, chat = %spec.chat).entered();
         tracing::info!(
             backend = ?decision.backend,
             mode = decision.mode.as_str(),
             reason = %decision.reason,
             "decision"
         );
+        if adapter.is_none() && decision.backend == Backend::None {
+            return Err(Error::NeedsConfinement {
+                reason: decision.reason,
+            });
+        }
         let policy = ctx.policy(&spec.chat, &spec.grants)?;
         ctx.require_state_root()?;
-        let (program, program_found) = find_program(ctx, adapter);
-        let request = LaunchRequest {
-            shape: spec.shape,
-            mode: decision.mode,
-            workdir: policy.runtime().to_owned(),
-            home: ctx.layout.home.clone(),
-            grants: policy.grants().to_vec(),
-            mcp_bridge: spec.mcp_bridge.clone(),
-            prompt: spec.prompt.clone(),
-            model: spec.model.clone(),
-            extra_args: spec.extra_args.clone(),
-            confined: decision.backend != Backend::None,
-            nonce: nonce()?,
-        };
-        // The adapter reads the person's files through the same guard that writes them.
         let person = RealPersonFiles::for_policy(&policy);
-        let launch = adapter.launch(&request, &person)?;
-        for file in &launch.files {
-            if file.path.parent() != Some(policy.runtime()) {
-                return Err(Error::Other(format!(
-                    "the {} adapter asked to write `{}`, which is not directly inside the working folder `{}`",
-                    adapter.name(),
-                    file.path.display(),
-                    policy.runtime().display()
-                )));
+        let (program, program_found, launch, kept) = match adapter {
+            Some(adapter) => {
+                let (program, program_found) = find_program(ctx, adapter);
+                let request = LaunchRequest {
+                    shape: spec.shape,
+                    mode: decision.mode,
+                    workdir: policy.runtime().to_owned(),
+                    home: ctx.layout.home.clone(),
+                    grants: policy.grants().to_vec(),
+                    mcp_bridge: spec.mcp_bridge.clone(),
+                    prompt: spec.prompt.clone(),
+                    model: spec.model.clone(),
+                    extra_args: spec.extra_args.clone(),
+                    confined: decision.backend != Backend::None,
+                    nonce: nonce()?,
+                };
+                // The adapter reads the person's files through the same guard that writes them.
+                let launch = adapter.launch(&request, &person)?;
+                for file in &launch.files {
+                    if file.path.parent() != Some(policy.runtime()) {
+                        return Err(Error::FileOutsideRuntime {
+                            cli: adapter.name().to_owned(),
+                            file: file.path.clone(),
+                            runtime: policy.runtime().to_owned(),
+                        });
+                    }
+                }
+                (program, program_found, launch, adapter.env_kept())
             }
-        }
-        let mut command: Vec<OsString> = vec![program.clone().into_os_string()];
-        command.extend(launch.args.iter().map(OsString::from));
+            None => (
+                PathBuf::new(),
+                true,
+                sandbox_core::CliLaunch::default(),
+                &[][..],
+            ),
+        };
+        let (program, program_found, command) = match &spec.program {
+            Some(given) => {
+                let mut command = vec![given.path.clone().into_os_string()];
+                command.extend(given.args.iter().cloned());
+                (given.path.clone(), true, command)
+            }
+            None => {
+                let mut command: Vec<OsString> = vec![program.clone().into_os_string()];
+                command.extend(launch.args.iter().map(OsString::from));
+                (program, program_found, command)
+            }
+        };
         let command_len = command.len();
-        let (argv, plan_file, kept_copy) = wrap_planned(
-            ctx,
-            &policy,
-            decision.backend,
-            command,
-            spec.denials.as_deref(),
-        )?;
+        let (argv, plan_file, kept_copy, here) = match (confine, decision.backend) {
+            (Confine::InThisProcess, Backend::Landlock { .. }) if cfg!(target_os = "linux") => {
+                check_denials_place(spec.denials.as_deref())?;
+                check_named_helper(ctx, &policy)?;
+                let mut plan = sandbox_linux::compile(&policy, sandbox_linux::this_kernel())?;
+                plan.denials_record = spec.denials.clone();
+                (command, None, None, Some(Box::new(plan)))
+            }
+            _ => {
+                let (argv, plan_file, kept_copy) = wrap_planned(
+                    ctx,
+                    &policy,
+                    decision.backend,
+                    command,
+                    spec.denials.as_deref(),
+                )?;
+                (argv, plan_file, kept_copy, None)
+            }
+        };
         let runtime_settings = if decision.backend == Backend::Seatbelt {
             policy.settings_in_runtime().cloned().collect()
         } else {
@@ -721,9 +853,11 @@ impl PreparedLaunch {
         for (name, value) in crate::chat_env::variables(ctx, &policy) {
             env.set.entry(name).or_insert(value);
         }
-        let env_allow = sandbox_core::EnvAllow::from_config(&ctx.config, adapter.env_kept())
-            .map_err(|e| Error::Other(e.to_string()))?;
-        if let Some(allow) = &env_allow {
+        let env_allow = sandbox_core::EnvAllow::from_config(&ctx.config, kept)
+            .map_err(|e| Error::BadInput(e.to_string()))?;
+        if let Some(allow) = &env_allow
+            && adapter.is_some()
+        {
             // Said in the plan too, for a caller that builds the environment itself from `set`
             // and `remove` (the command below starts from an empty one anyway). A name that is
             // not text cannot be written here; `std_command` leaves it out all the same.
@@ -739,7 +873,7 @@ impl PreparedLaunch {
             tracing::info!(removed = env.remove.len(), "environment: allowlist");
         }
         Ok(PreparedLaunch {
-            cli: adapter.name().to_owned(),
+            cli: name.to_owned(),
             decision,
             program,
             program_found,
@@ -756,7 +890,85 @@ impl PreparedLaunch {
             state_root: ctx.layout.state_root.clone(),
             env_allow,
             kept_copy,
+            here,
         })
+    }
+
+    /// The adapter's name (`codex`, ...); `None` for a launch of a program alone
+    /// ([`LaunchSpec::program`]).
+    pub fn cli(&self) -> Option<&str> {
+        (!self.cli.is_empty()).then_some(self.cli.as_str())
+    }
+
+    /// The backend and mode decided for this machine, and why, in words.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    /// The program launched: the CLI's own, as found (PATH or configuration), or the one the
+    /// spec gave ([`LaunchSpec::program`], [`LaunchSpec::stand_in`]).
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
+    /// Whether [`PreparedLaunch::program`] was found; when not, running `argv` fails as a
+    /// missing program does, and [`PreparedLaunch::tokio_command`] refuses.
+    pub fn program_found(&self) -> bool {
+        self.program_found
+    }
+
+    /// The complete command: the sandbox wrapper first, then the program and its arguments.
+    pub fn argv(&self) -> &[OsString] {
+        &self.argv
+    }
+
+    /// Where in [`PreparedLaunch::argv`] the program starts (everything before it is the
+    /// sandbox wrapper; 0 when nothing wraps it).
+    pub fn command_start(&self) -> usize {
+        self.command_start
+    }
+
+    /// The program and its arguments, without the sandbox wrapper.
+    pub fn command(&self) -> &[OsString] {
+        &self.argv[self.command_start..]
+    }
+
+    /// The variables to set and to remove for the program, on top of the caller's environment.
+    pub fn env(&self) -> &EnvChanges {
+        &self.env
+    }
+
+    /// The working folder: the chat's runtime (made by [`PreparedLaunch::pre_trust`]).
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// Where the program's stdin comes from.
+    pub fn stdin(&self) -> Stdin {
+        self.stdin
+    }
+
+    /// The entries [`PreparedLaunch::pre_trust`] writes to the person's files.
+    pub fn pre_trust_edits(&self) -> &[FileEdit] {
+        &self.pre_trust
+    }
+
+    /// The launch's own files [`PreparedLaunch::pre_trust`] writes into the working folder
+    /// (Pi's bridge extension).
+    pub fn files(&self) -> &[LaunchFile] {
+        &self.files
+    }
+
+    /// The compiled Linux plan the helper reads, when the backend is Landlock and the helper
+    /// applies it.
+    pub fn plan_file(&self) -> Option<&Path> {
+        self.plan_file.as_deref()
+    }
+
+    /// The compiled Linux plan this process applies at [`PreparedLaunch::exec`], for a launch
+    /// of [`PreparedLaunch::prepare_to_exec`] on Linux.
+    pub fn in_process_plan(&self) -> Option<&LinuxPlan> {
+        self.here.as_deref()
     }
 
     /// Makes the chat's runtime, writes the pre-trust entries into the person's files (under a
@@ -800,11 +1012,12 @@ impl PreparedLaunch {
         // Seatbelt: the runtime's missing settings places (Gemini's `.env` among them), made
         // before the launch's own files; nothing in the home (the profile refuses those names).
         let made = crate::seatbelt::create_runtime_settings(&self.cwd, &self.runtime_settings)
-            .map_err(|e| {
-                Error::Other(format!(
-                    "the chat's runtime `{}`: its settings places could not be made ({e})",
+            .map_err(|e| Error::Io {
+                what: format!(
+                    "the chat's runtime `{}`: its settings places could not be made",
                     self.cwd.display()
-                ))
+                ),
+                source: e,
             })?;
         for path in &made {
             tracing::debug!(path = %path.display(), "runtime settings place made");
@@ -817,27 +1030,24 @@ impl PreparedLaunch {
         Ok(done)
     }
 
-    /// The same launch with another command in place of the CLI (the contract's harness).
-    pub fn with_command(&self, command: Vec<OsString>) -> PreparedLaunch {
-        let mut other = self.clone();
-        other.argv.truncate(self.command_start);
-        other.argv.extend(command);
-        other
-    }
-
     /// A ready `tokio` command for this launch, killed when its child is dropped: dropping the
     /// child ends every process of the chat. Writes nothing: call [`PreparedLaunch::pre_trust`]
-    /// first. An error when the CLI's program was not found.
+    /// first. An error when the CLI's program was not found ([`Error::CannotRun`]), or as
+    /// [`PreparedLaunch::std_command`].
     pub fn tokio_command(&self) -> Result<tokio::process::Command, Error> {
         if !self.program_found {
-            return Err(Error::Other(format!(
-                "{} is not installed: `{}` is not on PATH; install it or set [cli.{}] program in the configuration",
-                self.cli,
-                self.program.display(),
-                self.cli
-            )));
+            return Err(Error::CannotRun {
+                program: self.program.clone(),
+                missing: true,
+                message: format!(
+                    "{} is not installed: `{}` is not on PATH; install it or set [cli.{}] program in the configuration",
+                    self.cli,
+                    self.program.display(),
+                    self.cli
+                ),
+            });
         }
-        let mut cmd = tokio::process::Command::from(self.std_command());
+        let mut cmd = tokio::process::Command::from(self.std_command()?);
         // A provider that drops the child (its task cancelled, the chat closed) has let go of
         // the chat: the helper is killed, and with it init and every process of the chat (in
         // the Landlock-only fallback, the program itself). Without this the chat would go on
@@ -846,8 +1056,18 @@ impl PreparedLaunch {
         Ok(cmd)
     }
 
-    /// A `std` command for this launch (the caller applies pre-trust first).
-    pub fn std_command(&self) -> std::process::Command {
+    /// A `std` command for this launch. The working folder must exist: call
+    /// [`PreparedLaunch::pre_trust`] first, which makes it ([`Error::NoWorkingFolder`] names it
+    /// otherwise). A launch prepared to run in this process has none ([`Error::ExecOnly`]).
+    pub fn std_command(&self) -> Result<std::process::Command, Error> {
+        if self.here.is_some() {
+            return Err(Error::ExecOnly);
+        }
+        if !self.cwd.is_dir() {
+            return Err(Error::NoWorkingFolder {
+                cwd: self.cwd.clone(),
+            });
+        }
         let mut cmd = std::process::Command::new(&self.argv[0]);
         cmd.args(&self.argv[1..]).current_dir(&self.cwd);
         if let Some(allow) = &self.env_allow {
@@ -874,7 +1094,102 @@ impl PreparedLaunch {
             // closes its own).
             crate::seatbelt::close_inherited_descriptors(&mut cmd);
         }
-        cmd
+        Ok(cmd)
+    }
+
+    /// Runs the launch in place of this process, which it replaces: the one way every command
+    /// of `cli-sandbox` (`run`, `step`) starts a launch. Call [`PreparedLaunch::pre_trust`]
+    /// first. For a launch of [`PreparedLaunch::prepare_to_exec`] on Linux, this process applies
+    /// the plan itself (its environment set as [`PreparedLaunch::env`] says: call it only from
+    /// a process with a single thread, which the plan's application checks); otherwise it
+    /// executes [`PreparedLaunch::argv`]. Returns only when the launch could not start, with
+    /// why ([`Error::Confinement`], [`Error::CannotRun`], or as
+    /// [`PreparedLaunch::std_command`]).
+    pub fn exec(self) -> Error {
+        #[cfg(target_os = "linux")]
+        if let Some(plan) = &self.here {
+            if self.stdin == Stdin::Null
+                && let Err(e) = stdin_from_null()
+            {
+                return e;
+            }
+            self.set_own_env();
+            let err =
+                sandbox_linux::apply::exec(plan, &self.argv, Some(&crate::egress::serve_plan));
+            return Error::Confinement {
+                step: err.step,
+                detail: err.detail,
+            };
+        }
+        use std::os::unix::process::CommandExt;
+        let mut cmd = match self.std_command() {
+            Ok(cmd) => cmd,
+            Err(e) => return e,
+        };
+        let err = cmd.exec();
+        Error::cannot_run(&self.argv[0], &err)
+    }
+
+    /// This process's environment made the launch's: what the rules do not keep removed, then
+    /// the launch's own changes (the plan's application execs the program with it).
+    #[cfg(target_os = "linux")]
+    fn set_own_env(&self) {
+        if let Some(allow) = &self.env_allow {
+            let names: Vec<OsString> = std::env::vars_os().map(|(k, _)| k).collect();
+            for name in allow.removed(names.iter().map(OsString::as_os_str)) {
+                // SAFETY: `exec`'s caller has a single thread (the plan's application refuses
+                // to run otherwise, before the program starts), so nothing reads the
+                // environment meanwhile.
+                unsafe { std::env::remove_var(&name) };
+            }
+        }
+        for (name, value) in &self.env.set {
+            // SAFETY: as above, a single thread.
+            unsafe { std::env::set_var(name, value) };
+        }
+        for name in &self.env.remove {
+            // SAFETY: as above, a single thread.
+            unsafe { std::env::remove_var(name) };
+        }
+    }
+}
+
+/// This process's stdin made `/dev/null` (for a program that would otherwise wait for EOF).
+#[cfg(target_os = "linux")]
+fn stdin_from_null() -> Result<(), Error> {
+    use std::os::fd::AsRawFd;
+    let null = std::fs::File::open("/dev/null").map_err(|e| Error::Io {
+        what: "/dev/null".into(),
+        source: e,
+    })?;
+    // SAFETY: dup2 onto descriptor 0 touches no memory; it replaces this process's stdin,
+    // which nothing of this process reads before the exec that follows.
+    if unsafe { libc::dup2(null.as_raw_fd(), 0) } < 0 {
+        return Err(Error::Io {
+            what: "stdin from /dev/null".into(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+/// Where a launch's plan is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Confine {
+    /// By the helper `argv` starts (a plan file on Linux), or by `sandbox-exec` on macOS.
+    ByArgv,
+    /// On Linux, by the process that calls [`PreparedLaunch::exec`] (the plan in memory).
+    InThisProcess,
+}
+
+/// A record of refusals is written at an absolute place.
+fn check_denials_place(denials: Option<&Path>) -> Result<(), Error> {
+    match denials {
+        Some(path) if !path.is_absolute() => Err(Error::BadInput(format!(
+            "--denials `{}` is not absolute: give the record's place as an absolute path",
+            path.display()
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -933,10 +1248,9 @@ fn nonce() -> Result<String, Error> {
     let mut bytes = [0u8; 8];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| {
-            Error::Other(format!(
-                "cannot read /dev/urandom for the launch's random word: {e}"
-            ))
+        .map_err(|e| Error::Io {
+            what: "/dev/urandom (the launch's random word)".into(),
+            source: e,
         })?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
@@ -959,37 +1273,10 @@ pub fn find_program(ctx: &Context, adapter: &dyn CliAdapter) -> (PathBuf, bool) 
     }
 }
 
-/// Wraps a command in the backend's sandbox (making the helper's kept copy where it needs one).
-pub fn wrap(
-    ctx: &Context,
-    policy: &Policy,
-    backend: Backend,
-    command: Vec<OsString>,
-) -> Result<(Vec<OsString>, Option<PathBuf>), Error> {
-    wrap_with(ctx, policy, backend, command, None)
-}
-
-/// As [`wrap`], with the record of what the kernel refused the chat written to `denials` when it
-/// ends (Linux: by the helper, `sandbox_linux::denials`). Where the launch cannot record, the
-/// record says so, with why, as soon as that is known.
-pub fn wrap_with(
-    ctx: &Context,
-    policy: &Policy,
-    backend: Backend,
-    command: Vec<OsString>,
-    denials: Option<&Path>,
-) -> Result<(Vec<OsString>, Option<PathBuf>), Error> {
-    let (argv, plan, copy) = wrap_planned(ctx, policy, backend, command, denials)?;
-    if let Some(dir) = copy {
-        make_kept_copy(&dir)?;
-    }
-    Ok((argv, plan))
-}
-
 /// The wrapped argv, the plan file and the kept copy's folder ([`wrap_planned`]).
 type Planned = (Vec<OsString>, Option<PathBuf>, Option<PathBuf>);
 
-/// [`wrap_with`] that writes only the plan file (and a record that says nothing can be
+/// The launch's command wrapped for `backend`, writing only the plan file (and a record that says nothing can be
 /// recorded): with the folder of the kept copy the argv names, when it names one, for the writing
 /// step to make.
 fn wrap_planned(
@@ -999,14 +1286,7 @@ fn wrap_planned(
     command: Vec<OsString>,
     denials: Option<&Path>,
 ) -> Result<Planned, Error> {
-    if let Some(path) = denials
-        && !path.is_absolute()
-    {
-        return Err(Error::BadInput(format!(
-            "--denials `{}` is not absolute: give the record's place as an absolute path",
-            path.display()
-        )));
-    }
+    check_denials_place(denials)?;
     if backend == Backend::None
         && let Some(path) = denials
     {
@@ -1068,16 +1348,16 @@ fn wrap_planned(
             Ok((argv, None, None))
         }
         Backend::Landlock { abi, namespaces } => {
-            let mut plan = crate::linux::compile(
+            let mut plan = sandbox_linux::compile(
                 policy,
-                crate::linux::plan::Kernel {
+                sandbox_linux::plan::Kernel {
                     landlock_abi: abi,
                     namespaces,
-                    fuse: crate::linux::fuse_available(),
+                    fuse: sandbox_linux::fuse_available(),
                 },
             )?;
             plan.denials_record = denials.map(Path::to_owned);
-            let file = crate::linux::write_plan(&plan, &ctx.layout)?;
+            let file = sandbox_linux::write_plan(&plan, &ctx.layout)?;
             let (helper, copy) = helper_named(ctx, policy)?;
             tracing::info!(plan = %file.display(), helper = %helper.display(), "plan file");
             let mut argv: Vec<OsString> = vec![

@@ -13,13 +13,13 @@ use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use launch::disk::RealDisk;
-use launch::linux::plan::{Kernel, MountStep};
 use launch::seatbelt::{SeatbeltError, SeatbeltProfile};
 use proptest::prelude::*;
 use sandbox_core::{
     Access, ChatId, Config, GrantRequest, Layout, LayoutInputs, Os, Policy, PolicyRequest,
 };
+use sandbox_linux::disk::RealDisk;
+use sandbox_linux::plan::{Kernel, MountStep};
 
 use seatbelt_support::probes::disagreements;
 use seatbelt_support::sbpl::Profile;
@@ -223,7 +223,7 @@ proptest! {
             namespaces,
             fuse: false,
         };
-        let plan = match launch::linux::compile(&policy, kernel) {
+        let plan = match sandbox_linux::compile(&policy, kernel) {
             Ok(plan) => plan,
             Err(e) => {
                 let message = e.to_string();
@@ -235,8 +235,8 @@ proptest! {
         // JSON holds the plan exactly: no name changes what the helper reads (all of it but
         // the guarantees, written for people and not read back).
         let text = serde_json::to_string(&plan).unwrap();
-        let back: launch::linux::plan::LinuxPlan = serde_json::from_str(&text).unwrap();
-        let applied = launch::linux::plan::LinuxPlan {
+        let back: sandbox_linux::plan::LinuxPlan = serde_json::from_str(&text).unwrap();
+        let applied = sandbox_linux::plan::LinuxPlan {
             guarantees: Vec::new(),
             frozen: Vec::new(),
             ..plan.clone()
@@ -314,7 +314,7 @@ fn a_linux_plan_naming_a_path_that_is_not_utf8_is_refused_with_the_path() {
         namespaces: true,
         fuse: false,
     };
-    let err = launch::linux::compile(&policy, kernel)
+    let err = sandbox_linux::compile(&policy, kernel)
         .unwrap_err()
         .to_string();
     assert!(err.contains("not valid UTF-8"), "{err}");

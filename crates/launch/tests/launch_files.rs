@@ -41,10 +41,11 @@ fn a_symlink_at_the_bridge_extensions_name_is_replaced_not_followed() {
         model: None,
         extra_args: vec![],
         denials: None,
+        program: None,
     };
     let launch = PreparedLaunch::prepare(&ctx, &spec, &linux_facts()).unwrap();
-    assert_eq!(launch.files.len(), 1, "{:?}", launch.files);
-    let name = &launch.files[0].path;
+    assert_eq!(launch.files().len(), 1, "{:?}", launch.files());
+    let name = &launch.files()[0].path;
     assert_eq!(name.parent(), Some(demo.runtime.as_path()));
 
     // What a chat could leave there: a link to the person's shell startup file.
@@ -64,9 +65,9 @@ fn a_symlink_at_the_bridge_extensions_name_is_replaced_not_followed() {
     let text = std::fs::read_to_string(name).unwrap();
     assert!(text.contains("\"AW_TOKEN\":\"t0k3n\""), "{text}");
     assert!(
-        launch.argv.iter().any(|a| a == name.as_os_str()),
+        launch.argv().iter().any(|a| a == name.as_os_str()),
         "the extension is passed with -e: {:?}",
-        launch.argv
+        launch.argv()
     );
 }
 
@@ -88,7 +89,8 @@ fn without_a_bridge_pi_gets_no_extension_file() {
         model: None,
         extra_args: vec![],
         denials: None,
+        program: None,
     };
     let launch = PreparedLaunch::prepare(&ctx, &spec, &linux_facts()).unwrap();
-    assert!(launch.files.is_empty(), "no bridge, no extension file");
+    assert!(launch.files().is_empty(), "no bridge, no extension file");
 }

@@ -16,11 +16,11 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use launch::linux::plan::{
-    self, EntryKind, Kernel, LaunchDisk, LinuxPlan, SeccompPlan, SocketFamily,
-};
 use sandbox_core::{
     Access, ChatId, Config, GrantRequest, Layout, Network, Os, Policy, PolicyRequest, Resolver,
+};
+use sandbox_linux::plan::{
+    self, EntryKind, Kernel, LaunchDisk, LinuxPlan, SeccompPlan, SocketFamily,
 };
 
 /// A file system made of paths: each with its kind, every folder's ancestors folders.

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use launch::Context;
 use launch::demo::Demo;
-use launch::disk::RealDisk;
-use launch::linux::plan::{self, EntryKind, Kernel, LaunchDisk, LinuxPlan, MountStep};
+use sandbox_linux::disk::RealDisk;
+use sandbox_linux::plan::{self, EntryKind, Kernel, LaunchDisk, LinuxPlan, MountStep};
 
 /// The real disk, counting the looks at each path by `kind`.
 #[derive(Default)]

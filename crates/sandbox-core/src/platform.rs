@@ -47,7 +47,7 @@ pub struct LinuxFacts {
     pub user_namespaces_error: Option<String>,
 }
 
-/// What the launcher found out about the machine (by `launch::facts::probe`), per OS.
+/// What the launcher found out about the machine (by `launch::probe`), per OS.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "os", rename_all = "lowercase")]
 pub enum Facts {

@@ -10,7 +10,7 @@
 //!
 //! What it is not: the decision of what is allowed (that is `sandbox-core`'s `Policy`, which this
 //! crate compiles), nor a launcher (the `launch` crate wraps a CLI's launch in the helper and
-//! re-exports this crate as `launch::linux`). The plan compiles on every OS; applying it is
+//! depends on this crate; `cli-sandbox` and the tests depend on it directly). The plan compiles on every OS; applying it is
 //! Linux only.
 
 #![warn(missing_docs)]
@@ -19,7 +19,7 @@
 /// when stderr cannot be written (a socket with no peer, a closed descriptor), which turned our
 /// status 125 into a panic's 101, an abort in `cli-sandbox-helper` (whose `main` is C's), and a
 /// panic in init, a copy of the helper, would unwind the helper's state. The binaries use it
-/// too (`launch::say`).
+/// too (`sandbox_linux::say`).
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {{

@@ -136,7 +136,7 @@ const REWRITES: usize = 8;
 /// How long a launch waits for the launcher's lock on a person's file before it gives up. Only
 /// another launch can hold it (no chat reaches the folder it is in), for the milliseconds of
 /// its edit: a wait this long means a launcher that hangs.
-pub const LOCK_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// Where the person's files may be read and written for one chat, and the code that does it:
 /// built from the chat's [`Policy`] (its home, protected roots, runtime, `harden` paths) and
@@ -999,7 +999,7 @@ impl PersonFilesGuard {
 /// below `runtimes`, the folder of every chat's runtime, or a list item naming one): the
 /// entries `end` and pruning remove. `None` when the edit names no chat's place (an entry of the
 /// person's: a key approved, a grant's folder trusted).
-pub fn entry_container(edit: &FileEdit, runtimes: &Path) -> Option<Vec<String>> {
+pub(crate) fn entry_container(edit: &FileEdit, runtimes: &Path) -> Option<Vec<String>> {
     // The runtimes folder itself too: the one entry that serves every chat.
     let below = |key: &str| Path::new(key).strip_prefix(runtimes).is_ok();
     match edit.action {

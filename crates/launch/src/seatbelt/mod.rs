@@ -160,7 +160,7 @@ pub const MAX_EXPRESSION: usize = 65_535;
 /// macOS's limit on the arguments and environment of a program (`ARG_MAX`).
 pub const ARG_MAX: usize = 1 << 20;
 /// Kept free of [`ARG_MAX`] for the variables the CLI's adapter sets after the check.
-pub const ENV_RESERVE: usize = 64 << 10;
+pub(crate) const ENV_RESERVE: usize = 64 << 10;
 
 /// What `(with message ...)` says for a denial, so that the log names the rule (see
 /// `docs/macos.md`). The names are those of [`sandbox_core::Rule::name`].
@@ -388,7 +388,7 @@ impl SeatbeltProfile {
 /// A place under a symlink a chat left in its runtime (an earlier launch) is not made: no write
 /// follows a link out of the runtime. Returns the places made. Called by
 /// [`crate::wrap::PreparedLaunch::pre_trust`] for a Seatbelt launch, after the runtime is made.
-pub fn create_runtime_settings(
+pub(crate) fn create_runtime_settings(
     runtime: &Path,
     settings: &[sandbox_core::SettingsPath],
 ) -> std::io::Result<Vec<PathBuf>> {
@@ -468,7 +468,7 @@ pub fn close_inherited_descriptors(command: &mut Command) {
 }
 
 /// How many descriptor numbers past the highest open one are marked too.
-pub const DESCRIPTOR_MARGIN: i32 = 256;
+pub(crate) const DESCRIPTOR_MARGIN: i32 = 256;
 
 fn descriptors_end(highest: Option<i32>, limit: i32) -> i32 {
     match highest {
