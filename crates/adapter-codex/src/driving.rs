@@ -6,6 +6,7 @@ use sandbox_core::driving::{
     FileToolsRefuse, Install, Plays, PointAtModel, ToolNames, file, no_person_mcp,
 };
 
+/// What `cli-sandbox contract --agents` needs of this CLI.
 pub const DRIVING: Driving = Driving {
     tools: ToolNames {
         shell: "exec_command",

@@ -10,6 +10,7 @@ use serde_json::json;
 /// The stand-in key a person would have in the environment (never a real key).
 pub const STAND_IN_KEY: (&str, &str) = ("GEMINI_API_KEY", "scripted-model-not-a-key");
 
+/// What `cli-sandbox contract --agents` needs of this CLI.
 pub const DRIVING: Driving = Driving {
     tools: ToolNames {
         shell: "run_shell_command",

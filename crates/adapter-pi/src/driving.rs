@@ -9,6 +9,7 @@ use sandbox_core::driving::{
 };
 use serde_json::json;
 
+/// What `cli-sandbox contract --agents` needs of this CLI.
 pub const DRIVING: Driving = Driving {
     tools: ToolNames {
         shell: "bash",
