@@ -22,7 +22,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cli_sandbox_tests::real_clis::{
-    PINNED, REQUIRE, Scratch, clean_env, path_with_real_clis, require,
+    REQUIRE, Scratch, clean_env, path_with_real_clis, pinned, require,
 };
 use cli_sandbox_tests::{cli_sandbox, confinement_available};
 use sandbox_core::{Mode, Shape};
@@ -86,11 +86,11 @@ fn failing(report: &Value) -> Vec<String> {
 
 /// Every pinned CLI installed, or `false` after saying why (a failure under REQUIRE).
 fn all_pinned(test: &str) -> bool {
-    PINNED.iter().all(|cli| require(cli, test).is_some())
+    pinned().iter().all(|cli| require(cli, test).is_some())
 }
 
 fn cli_args() -> Vec<&'static str> {
-    PINNED.iter().flat_map(|c| ["--cli", c]).collect()
+    pinned().into_iter().flat_map(|c| ["--cli", c]).collect()
 }
 
 #[test]
@@ -435,7 +435,7 @@ fn the_scripted_model_drives_each_clis_own_tools_and_records_what_it_sends() {
         ));
     }
     let bin = cli_sandbox_tests::real_clis::bin_dir();
-    for cli in PINNED {
+    for cli in pinned() {
         // Inside the working folder: Gemini's file tools refuse anything outside their
         // workspace on their own.
         let script = |workdir: &Path| Script {
@@ -530,7 +530,7 @@ fn with_retries_off_a_failing_model_fails_each_cli_in_seconds() {
         return;
     }
     let bin = cli_sandbox_tests::real_clis::bin_dir();
-    for cli in PINNED {
+    for cli in pinned() {
         let failing = |_: &Path| Script {
             steps: vec![Step::Shell {
                 command: "true".into(),

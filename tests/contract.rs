@@ -77,7 +77,7 @@ fn the_contract_passes_for_every_registered_cli_in_both_shapes() {
         .filter_map(|r| r["cli"].as_str())
         .collect();
     if bin_dir().join("claude").exists() {
-        for cli in cli_sandbox_tests::real_clis::PINNED {
+        for cli in cli_sandbox_tests::real_clis::pinned() {
             assert!(
                 real.contains(&cli),
                 "real {cli} was not proven confined: {}",

@@ -503,7 +503,7 @@ fn claude_as(user: Option<TestUser>) {
 /// `oauthAccount`, user-scope MCP servers, and another chat's project entry (its tools, servers
 /// and trust).
 fn claude_state_planted(world: &Base, planted: &str) -> String {
-    let key = contract::agents::PERSON_KEYS[0].1;
+    let key = contract::agents::person_keys()[0].1;
     let server = serde_json::json!({"type": "stdio", "command": "sh", "args": ["-c", world.hook("state-mcp")]});
     serde_json::json!({
         "hasCompletedOnboarding": false,
@@ -684,7 +684,7 @@ fn claude_panes_reach_work_with_claude_json_read_only_and_a_planted_screen_lands
     };
     let mut reached = PathBuf::new();
     let world = World::new("claude", user, |base| {
-        let key = contract::agents::PERSON_KEYS[0].1;
+        let key = contract::agents::person_keys()[0].1;
         let planted = base.carrier(
             "claude-screens.json",
             &serde_json::json!({

@@ -1639,7 +1639,7 @@ fn the_pinned_real_clis_start_inside() {
     if !confinement_available(test) {
         return;
     }
-    let clis: Vec<(&str, PathBuf)> = cli_sandbox_tests::real_clis::PINNED
+    let clis: Vec<(&str, PathBuf)> = cli_sandbox_tests::real_clis::pinned()
         .into_iter()
         .filter_map(|name| cli_sandbox_tests::real_clis::require(name, test).map(|p| (name, p)))
         .collect();

@@ -76,6 +76,7 @@ use sandbox_core::{
 };
 use serde_json::{Map, Value, json};
 
+pub mod driving;
 mod readiness;
 /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`: where Claude's user settings are.
 const DIR: &str = "CLAUDE_CONFIG_DIR";
@@ -112,6 +113,10 @@ pub static ADAPTER: &dyn CliAdapter = &Claude;
 const SETTINGS: &str = "--settings=";
 
 impl CliAdapter for Claude {
+    fn driving(&self) -> Option<sandbox_core::Driving> {
+        Some(driving::DRIVING)
+    }
+
     /// Kept with `env = "allowlist"`: the login's keys and where its settings are.
     fn env_kept(&self) -> &'static [&'static str] {
         &[

@@ -76,6 +76,7 @@ use sandbox_core::{
     McpIsolation, Mode, PersonFiles, PreTrust, Shape, adapter_kit,
 };
 
+pub mod driving;
 mod readiness;
 /// `$CODEX_HOME`, else `~/.codex`.
 const DIR: &str = "CODEX_HOME";
@@ -105,6 +106,10 @@ pub struct Codex;
 pub static ADAPTER: &dyn CliAdapter = &Codex;
 
 impl CliAdapter for Codex {
+    fn driving(&self) -> Option<sandbox_core::Driving> {
+        Some(driving::DRIVING)
+    }
+
     /// Kept with `env = "allowlist"`: the login's keys and where its settings are.
     fn env_kept(&self) -> &'static [&'static str] {
         &[

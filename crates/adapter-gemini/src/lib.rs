@@ -83,6 +83,7 @@ use sandbox_core::{
 };
 use serde_json::json;
 
+pub mod driving;
 mod readiness;
 /// `$GEMINI_CLI_HOME` replaces the home for Gemini's own folder.
 const DIR: &str = "GEMINI_CLI_HOME";
@@ -112,6 +113,10 @@ pub struct Gemini;
 pub static ADAPTER: &dyn CliAdapter = &Gemini;
 
 impl CliAdapter for Gemini {
+    fn driving(&self) -> Option<sandbox_core::Driving> {
+        Some(driving::DRIVING)
+    }
+
     /// Kept with `env = "allowlist"`: the login's keys and where its settings are.
     fn env_kept(&self) -> &'static [&'static str] {
         &[

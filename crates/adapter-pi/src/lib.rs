@@ -61,6 +61,7 @@ use sandbox_core::{
     McpIsolation, Mode, PersonFiles, Shape, adapter_kit,
 };
 
+pub mod driving;
 mod readiness;
 
 /// The extension that gives Pi the MCP bridge (`/*BRIDGE*/ null` is replaced by the server).
@@ -101,6 +102,10 @@ pub struct Pi;
 pub static ADAPTER: &dyn CliAdapter = &Pi;
 
 impl CliAdapter for Pi {
+    fn driving(&self) -> Option<sandbox_core::Driving> {
+        Some(driving::DRIVING)
+    }
+
     /// Kept with `env = "allowlist"`: the login's keys and where its settings are.
     fn env_kept(&self) -> &'static [&'static str] {
         &[

@@ -75,7 +75,7 @@ pub fn run(state_root: Option<PathBuf>, args: &ContractArgs) -> Result<ExitCode,
         unsafe { std::env::remove_var(var) };
     }
     if args.agents {
-        for (name, value) in contract::agents::PERSON_KEYS {
+        for (name, value) in contract::agents::person_keys() {
             // The person's keys are stand-ins: the caller's own never reach a CLI.
             // SAFETY: still single-threaded, as above.
             unsafe { std::env::set_var(name, value) };
@@ -737,9 +737,9 @@ mod tests {
                 }
             }
         }
-        let real_clis = ["claude", "codex", "pi", "gemini"]
+        let real_clis = contract::agents::installed()
             .into_iter()
-            .map(|cli| RealCli {
+            .map(|(cli, _)| RealCli {
                 cli: cli.into(),
                 program: format!("/opt/{cli}").into(),
                 version: "1.0.0".into(),

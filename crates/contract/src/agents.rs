@@ -36,8 +36,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use sandbox_core::driving::{
+    FileToolsRefuse, Install, PersonContent, PersonMcp, PersonPlace, ToolNames,
+};
 use sandbox_core::platform::Facts;
-use sandbox_core::{Backend, GrantRequest, McpServer, Mode, Op, Policy, Shape};
+use sandbox_core::{Backend, Driving, GrantRequest, McpServer, Mode, Op, Policy, Shape};
 use scripted_model::{Log, Script, ScriptedModel, Step};
 use serde::Serialize;
 use serde_json::json;
@@ -52,17 +55,42 @@ const STAND_IN_BRIDGE: &str = include_str!("stand_in_bridge.js");
 /// The prompt every launch is given at start (the scripted model ignores it).
 const PROMPT: &str = "Run the scripted steps.";
 
-/// The person's keys for the scripted model: stand-ins, never real keys. The adapters read the
-/// launcher's own environment (the CLI inherits it), so these must be in the environment of the
-/// process that calls [`run`] (the `cli-sandbox` binary sets them before anything else runs);
-/// [`run`] refuses to start otherwise, rather than let a caller's real key reach a CLI.
-pub const PERSON_KEYS: &[(&str, &str)] = &[
-    ("ANTHROPIC_API_KEY", "sk-ant-scripted-model-not-a-key"),
-    ("GEMINI_API_KEY", "scripted-model-not-a-key"),
-];
+/// The person's keys for the scripted model: stand-ins, never real keys, each adapter's
+/// [`Driving::stand_in_keys`], in the registry's order. The adapters read the launcher's own
+/// environment (the CLI inherits it), so these must be in the environment of the process that
+/// calls [`run`] (the `cli-sandbox` binary sets them before anything else runs); [`run`] refuses
+/// to start otherwise, rather than let a caller's real key reach a CLI.
+pub fn person_keys() -> Vec<(&'static str, &'static str)> {
+    registry::ADAPTERS
+        .iter()
+        .filter_map(|a| a.driving())
+        .flat_map(|d| d.stand_in_keys.iter().copied())
+        .collect()
+}
 
-/// The CLIs this layer knows how to point at a local model.
-pub const KNOWN: [&str; 4] = ["codex", "claude", "gemini", "pi"];
+/// The CLIs this layer knows how to point at a local model: those whose adapter describes its
+/// [`Driving`], in the registry's order.
+pub fn known() -> Vec<&'static str> {
+    registry::ADAPTERS
+        .iter()
+        .filter(|a| a.driving().is_some())
+        .map(|a| a.name())
+        .collect()
+}
+
+/// The CLIs the contract installs (a pinned npm package), in the registry's order, with their
+/// package and version: what `tests/package.json` pins.
+pub fn installed() -> Vec<(&'static str, Install)> {
+    registry::ADAPTERS
+        .iter()
+        .filter_map(|a| Some((a.name(), a.driving()?.install?)))
+        .collect()
+}
+
+/// The driving data of a registered CLI, if it has any.
+fn driving(cli: &str) -> Option<Driving> {
+    registry::find(cli).and_then(|a| a.driving())
+}
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -183,19 +211,22 @@ struct Planned {
 }
 
 /// The CLI's own tool names, for the table.
-fn tool_names(cli: &str) -> [&'static str; 4] {
-    match cli {
-        "claude" => ["Bash", "Read", "Write", "Edit"],
-        "codex" => ["exec_command", "-", "apply_patch", "apply_patch"],
-        "gemini" => ["run_shell_command", "read_file", "write_file", "replace"],
-        _ => ["bash", "read", "write", "edit"],
-    }
+fn tool_names(cli: &str) -> ToolNames {
+    driving(cli).map_or(
+        ToolNames {
+            shell: "bash",
+            read: Some("read"),
+            write: "write",
+            edit: "edit",
+        },
+        |d| d.tools,
+    )
 }
 
 /// Runs the layer on a demo layout built under `options.root`.
 pub fn run(options: &AgentOptions, facts: &Facts) -> Result<AgentReport, Error> {
-    for (name, value) in PERSON_KEYS {
-        if std::env::var(name).as_deref() != Ok(*value) {
+    for (name, value) in person_keys() {
+        if std::env::var(name).as_deref() != Ok(value) {
             return Err(Error::Other(format!(
                 "the model-driven layer needs {name}={value} (a stand-in) in its own environment, as the person's key: set it before calling it"
             )));
@@ -271,14 +302,14 @@ pub fn run(options: &AgentOptions, facts: &Facts) -> Result<AgentReport, Error> 
                 known: registry::names().join(", "),
             });
         };
-        if !KNOWN.contains(&cli.as_str()) {
+        let Some(driving) = adapter.driving() else {
             let why = format!(
                 "{cli}: SKIPPED, no local-model setup is known for it (it cannot be installed here)"
             );
             progress(why.clone());
             report.skipped.push(why);
             continue;
-        }
+        };
         if let Some(program) = &options.program_for_testing {
             ctx.config.cli.insert(
                 cli.clone(),
@@ -303,7 +334,7 @@ pub fn run(options: &AgentOptions, facts: &Facts) -> Result<AgentReport, Error> 
                 report.errors.push(format!("{cli} (tmux): {why}"));
                 continue;
             }
-            if cli == "pi" {
+            if !driving.plays.own_tools {
                 progress(format!("{cli} ({shape_name}): the bridge, bridge-only"));
                 world.bridge_launch(&ctx, &mut report, cli, shape, Mode::BridgeOnly)?;
             } else {
@@ -311,7 +342,7 @@ pub fn run(options: &AgentOptions, facts: &Facts) -> Result<AgentReport, Error> 
                 world.actions_launch(&ctx, &mut report, cli, shape)?;
             }
         }
-        if cli == "claude" && options.shapes.contains(&Shape::Structured) {
+        if driving.plays.bridge_in_full_mode && options.shapes.contains(&Shape::Structured) {
             progress(format!("{cli} (structured): the bridge, full mode"));
             world.bridge_launch(&ctx, &mut report, cli, Shape::Structured, Mode::Full)?;
         }
@@ -383,7 +414,7 @@ impl World<'_> {
             &file_token,
         );
         let mut plan = self.file_steps(cli, &file_actions, &file_token);
-        let [shell, ..] = tool_names(cli);
+        let shell = tool_names(cli).shell;
         for a in &shell_actions {
             plan.push(Planned {
                 // Gemini's shell tool points git's global configuration at /dev/null; an agent
@@ -412,7 +443,13 @@ impl World<'_> {
 
     /// The file-tool steps: reads first, then new files and edits.
     fn file_steps(&self, cli: &str, file_actions: &[Action], token: &str) -> Vec<Planned> {
-        let [_, read_tool, write_tool, edit_tool] = tool_names(cli);
+        let ToolNames {
+            read: read_tool,
+            write: write_tool,
+            edit: edit_tool,
+            ..
+        } = tool_names(cli);
+        let refuse = driving(cli).map_or(FileToolsRefuse::Nothing, |d| d.file_tools_refuse);
         let in_workspace = |path: &Path| {
             path.starts_with(self.policy.runtime())
                 || self
@@ -421,16 +458,10 @@ impl World<'_> {
                     .iter()
                     .any(|g| path.starts_with(&g.path))
         };
-        // Where a CLI's own file tool refuses by itself, the attempt would measure the CLI, not
-        // the sandbox: Gemini's outside its workspace, Claude's `Read` of a file it takes for
-        // binary by its extension ("cannot read binary files": `.sqlite`, `.db`), and so its
-        // `Edit` of one, which needs a `Read` first. Those go through the shell tool only.
-        let binary = |path: &Path| path.extension().is_some_and(|e| e == "sqlite" || e == "db");
-        let usable = |path: &Path| match cli {
-            "gemini" => in_workspace(path),
-            "claude" => !binary(path),
-            _ => true,
-        };
+        // Where a CLI's own file tool refuses by itself (its adapter's `file_tools_refuse`),
+        // the attempt would measure the CLI, not the sandbox: those go through the shell tool
+        // only.
+        let usable = |path: &Path| refuse.attempts(path, in_workspace(path));
         let mut reads = Vec::new();
         let mut writes = Vec::new();
         for a in file_actions {
@@ -440,11 +471,11 @@ impl World<'_> {
             }
             let expected = Verdict::from_allowed(a.expected_allowed);
             match target.op {
-                Op::Read if read_tool != "-" => reads.push(Planned {
+                Op::Read if read_tool.is_some() => reads.push(Planned {
                     step: Step::Read {
                         path: target.path.clone(),
                     },
-                    tool: format!("read ({read_tool})"),
+                    tool: format!("read ({})", read_tool.unwrap_or("-")),
                     action: a.id.clone(),
                     what: a.what.clone(),
                     rule: a.rule.clone(),
@@ -783,37 +814,32 @@ impl World<'_> {
                 "CLI_SANDBOX_STARTED_MARKER": marker.display().to_string(),
             },
         });
-        match cli {
-            "claude" => {
-                let path = home.join(".claude.json");
-                let text = std::fs::read_to_string(&path).map_err(io(path.clone()))?;
-                let mut state: serde_json::Value =
-                    serde_json::from_str(&text).unwrap_or_else(|_| json!({}));
-                state["mcpServers"] = json!({ "mine": server });
-                std::fs::write(&path, state.to_string()).map_err(io(path.clone()))?;
-                // A project `.mcp.json` in the working folder, as a cloned repository has.
-                let project = self.policy.runtime().join(".mcp.json");
-                std::fs::write(
-                    &project,
-                    json!({ "mcpServers": { "proj": server } }).to_string(),
-                )
-                .map_err(io(project.clone()))?;
+        let marker = marker.display().to_string();
+        let edits = driving(cli).map_or_else(Vec::new, |d| {
+            (d.person_mcp)(&PersonMcp {
+                server: &server,
+                started_marker: &marker,
+            })
+        });
+        for edit in edits {
+            let path = match edit.place {
+                PersonPlace::Home => home.join(&edit.path),
+                PersonPlace::Runtime => self.policy.runtime().join(&edit.path),
+            };
+            let text = match edit.content {
+                PersonContent::Whole(text) => text,
+                PersonContent::JsonKey { key, value } => {
+                    let text = std::fs::read_to_string(&path).map_err(io(path.clone()))?;
+                    let mut state: serde_json::Value =
+                        serde_json::from_str(&text).unwrap_or_else(|_| json!({}));
+                    state[key.as_str()] = value;
+                    state.to_string()
+                }
+            };
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io(parent.to_owned()))?;
             }
-            "pi" => {
-                // An extension of the person's own, which a bridge-only launch must not load.
-                let path = home.join(".pi/agent/extensions/mine.js");
-                let parent = path.parent().unwrap_or(home).to_owned();
-                std::fs::create_dir_all(&parent).map_err(io(parent))?;
-                std::fs::write(
-                    &path,
-                    format!(
-                        "require(\"node:fs\").writeFileSync({:?}, \"loaded\");\nmodule.exports = function () {{}};\n",
-                        marker.display().to_string()
-                    ),
-                )
-                .map_err(io(path.clone()))?;
-            }
-            _ => {}
+            std::fs::write(&path, text).map_err(io(path.clone()))?;
         }
         Ok(env)
     }
@@ -848,89 +874,25 @@ impl World<'_> {
 
 /// Writes, into `home`, the settings a person would have that point `cli` at a local model at
 /// `base_url` (the scripted model), with the switches that keep it off the network and make a
-/// failing model fail fast; returns the variables the person would set. Nothing for a CLI this
-/// layer does not know.
+/// failing model fail fast; returns the variables the person would set. What is written is the
+/// adapter's [`Driving::point_at_model`]; nothing for a CLI without one.
 pub fn point_at_scripted_model(
     cli: &str,
     home: &Path,
     base_url: &str,
 ) -> std::io::Result<Vec<(String, String)>> {
-    let write = |relative: &str, text: String| -> std::io::Result<()> {
+    let Some(driving) = driving(cli) else {
+        return Ok(Vec::new());
+    };
+    let point = (driving.point_at_model)(base_url);
+    for (relative, text) in point.files {
         let path = home.join(relative);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::write(&path, text)
-    };
-    let var = |k: &str, v: &str| (k.to_owned(), v.to_owned());
-    match cli {
-        "codex" => {
-            // A model Codex has metadata for (with an unknown one its tools lack
-            // `apply_patch`); it has an announced successor the person has not seen, which the
-            // launch marks as seen for the TUI (the adapter's `MODEL_MIGRATIONS`).
-            write(
-                ".codex/config.toml",
-                format!(
-                    "# The demo person's own settings: a local provider (the scripted model).\n\
-                     model_provider = \"scripted\"\nmodel = \"gpt-5.5\"\n\n\
-                     [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{base_url}/v1\"\n\
-                     wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n\
-                     [analytics]\nenabled = false\n\n[otel]\nmetrics_exporter = \"none\"\n\n\
-                     [features]\nplugins = false\n"
-                ),
-            )?;
-            Ok(Vec::new())
-        }
-        "claude" => {
-            // A key in the environment the person was never asked about: the launch approves
-            // it for the TUI (see the Claude adapter's screens).
-            let key = PERSON_KEYS[0].1;
-            let state = json!({ "hasCompletedOnboarding": true });
-            write(".claude.json", state.to_string())?;
-            Ok(vec![
-                var("ANTHROPIC_BASE_URL", base_url),
-                var("ANTHROPIC_API_KEY", key),
-                var("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-                var("CLAUDE_CODE_MAX_RETRIES", "0"),
-            ])
-        }
-        "gemini" => {
-            let settings = json!({
-                "security": {"auth": {"selectedType": "gemini-api-key"}},
-                "privacy": {"usageStatisticsEnabled": false},
-                // A model of its own: "auto" first asks a routing model for a choice.
-                "model": {"name": "gemini-2.5-flash"},
-                // No retries: a failing model fails the launch at once, not after ten tries.
-                "general": {"maxAttempts": 1, "retryFetchErrors": false},
-            });
-            write(".gemini/settings.json", settings.to_string())?;
-            Ok(vec![
-                var("GEMINI_API_KEY", PERSON_KEYS[1].1),
-                var("GOOGLE_GEMINI_BASE_URL", base_url),
-            ])
-        }
-        "pi" => {
-            let models = json!({"providers": {"scripted": {
-                "baseUrl": format!("{base_url}/v1"),
-                "api": "openai-completions",
-                "apiKey": "scripted-model-not-a-key",
-                "models": [{"id": "scripted"}],
-            }}});
-            write(".pi/agent/models.json", models.to_string())?;
-            write(
-                ".pi/agent/settings.json",
-                json!({
-                    "defaultProvider": "scripted",
-                    "defaultModel": "scripted",
-                    // No retries: a failing model fails the launch at once.
-                    "retry": {"enabled": false, "provider": {"maxRetries": 0}},
-                })
-                .to_string(),
-            )?;
-            Ok(Vec::new())
-        }
-        _ => Ok(Vec::new()),
+        std::fs::write(&path, text)?;
     }
+    Ok(point.vars)
 }
 
 fn push(report: &mut AgentReport, row: AgentRow) {

@@ -541,6 +541,12 @@ pub trait CliAdapter: Send + Sync + fmt::Debug {
         )]
     }
 
+    /// How the contract's model-driven layer installs this CLI, points it at the scripted model
+    /// and drives its tools ([`crate::driving`]). `None` by default: a CLI that layer skips.
+    fn driving(&self) -> Option<crate::Driving> {
+        None
+    }
+
     /// Where stdin comes from: `/dev/null` in the headless shape, where every CLI we know would
     /// otherwise wait for EOF on a pipe; the terminal in a tmux pane.
     fn stdin(&self, req: &LaunchRequest) -> Stdin {

@@ -26,6 +26,7 @@
 mod adapter;
 pub mod adapter_kit;
 mod config;
+pub mod driving;
 pub mod egress;
 pub mod environment;
 mod error;
@@ -48,6 +49,7 @@ pub use adapter::{
 pub use config::{
     CliConfig, Config, ConfigError, EnvPolicy, LayoutConfig, Network, PolicyConfig, Secrets,
 };
+pub use driving::Driving;
 pub use environment::{ENV_ALWAYS_KEPT, EnvAllow};
 pub use error::PolicyError;
 pub use guarantee::{Enforcement, Guarantee, Promise};
