@@ -476,11 +476,16 @@ fn a_planted_symlink_never_leads_the_launcher_into_protected_data_or_out_of_the_
                     &w.demo.runtime,
                 );
                 assert!(control.is_ok(), "{label}: the control failed: {control:?}");
-                assert_ne!(
-                    w.protected_snapshot().changed_since(&before),
-                    NOTHING,
-                    "{label}: the control did not write through the link"
-                );
+                // Codex is trusted by `-c` on its argv (issue 27): its pre-trust only prunes
+                // entries earlier versions wrote, so with none planted its control goes on and
+                // writes nothing (the refusal above still holds: the path is checked first).
+                if c.cli != "codex" {
+                    assert_ne!(
+                        w.protected_snapshot().changed_since(&before),
+                        NOTHING,
+                        "{label}: the control did not write through the link"
+                    );
+                }
                 checked += 1;
             }
         }
@@ -596,14 +601,13 @@ fn dotfile_managers_links_keep_working_and_survive_the_edit() {
                 claude["projects"][&runtime]["hasTrustDialogAccepted"], true,
                 "{label}"
             );
+            // Codex's trust goes by `-c` on its argv: its file is left as the person wrote it.
             let codex = fs::read_to_string(dot.join("codex/config.toml")).unwrap();
-            assert!(codex.starts_with(person_toml), "{label}: {codex}");
-            assert!(
-                codex.contains(&format!("[projects.\"{runtime}\"]")),
-                "{label}"
-            );
+            assert_eq!(codex, person_toml, "{label}");
             let gemini = json(dot.join("gemini/trustedFolders.json"));
-            assert_eq!(gemini[&runtime], "TRUST_FOLDER", "{label}");
+            // Gemini's one entry for the runtimes folder serves every chat (issue 27).
+            let runtimes = w.demo.runtime.parent().unwrap().display().to_string();
+            assert_eq!(gemini[&runtimes], "TRUST_FOLDER", "{label}");
             let agy = json(dot.join("agy/settings.json"));
             assert_eq!(agy["trustedWorkspaces"][0], runtime.as_str(), "{label}");
         }
@@ -721,18 +725,6 @@ fn swaps(w: &World) -> Vec<(&'static str, PathBuf, PathBuf, PathBuf)> {
     .unwrap();
     vec![
         // (cli, what is swapped, the protected place it is swapped with, the file it reaches)
-        (
-            "codex",
-            w.home(".codex"),
-            d.state_root.clone(),
-            w.home(".codex/config.toml"),
-        ),
-        (
-            "codex",
-            w.home(".codex/config.toml"),
-            d.state_root.join("config.toml"),
-            w.home(".codex/config.toml"),
-        ),
         (
             "agy",
             w.home(".gemini"),
