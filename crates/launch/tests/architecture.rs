@@ -355,8 +355,8 @@ fn each_planted_drift_is_found() {
     let adapters = adapters();
     let real = real_arrows();
     let planted = md.replacen(
-        "contract -> launch, sandbox-core, scripted-model",
-        "contract -> launch, sandbox-core",
+        "contract -> launch, sandbox-core, sandbox-linux, scripted-model",
+        "contract -> launch, sandbox-core, sandbox-linux",
         1,
     );
     assert_ne!(stated_arrows(&planted, &adapters), real);
