@@ -1,5 +1,5 @@
 //! `cli-sandbox end --chat ID [--remove-runtime]`: a chat ends without a trace (see
-//! [`launch::end`]).
+//! [`launch::end_chat`]).
 
 use std::process::ExitCode;
 

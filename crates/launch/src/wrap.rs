@@ -729,7 +729,7 @@ impl PreparedLaunch {
     /// As [`PreparedLaunch::prepare`], for a launch that [`PreparedLaunch::exec`] runs in this
     /// very process: on Linux the plan is compiled and kept in memory, to be applied by this
     /// process itself (no plan file, no helper: a named helper is still checked, as
-    /// [`check_named_helper`] says), and [`PreparedLaunch::argv`] is the bare command; such a
+    /// `check_named_helper` says), and [`PreparedLaunch::argv`] is the bare command; such a
     /// launch has no `std_command` ([`Error::ExecOnly`]). Elsewhere it is
     /// [`PreparedLaunch::prepare`]. `cli-sandbox step` launches so.
     pub fn prepare_to_exec(

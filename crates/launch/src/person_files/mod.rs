@@ -21,7 +21,7 @@
 //! - **Lock, where no chat reaches.** Launches wait for each other on the launcher's own lock,
 //!   an exclusive `flock` on a file of the state root's `state/cli-sandbox/locks/`
 //!   ([`Policy::person_file_locks`]), one per person's file, named by a hash of the file's real
-//!   path, held from the read to the rename and waited for at most [`LOCK_WAIT`], and removed
+//!   path, held from the read to the rename and waited for at most `LOCK_WAIT`, and removed
 //!   as it is let go (a launch that waited on a removed one takes the name's new one). Every
 //!   chat's sandbox closes the state root ([`Policy::decide`]: the Linux namespace plan masks it, the
 //!   Landlock-only fallback grants nothing in it, the Seatbelt profile denies it), and the guard
@@ -54,7 +54,7 @@
 //!   numbers beyond what an `f64`/`i64`/`u64` holds, and duplicate keys, are the known limits.)
 //! - **Removal.** [`PersonFilesGuard::remove_entries`] (a chat's `end`) and the pruning in every
 //!   [`PersonFilesGuard::apply`] (the entries of chats whose runtime is gone, keys below the
-//!   runtimes folder only: [`entry_container`]) go through the same resolution, checks, lock,
+//!   runtimes folder only: `entry_container`) go through the same resolution, checks, lock,
 //!   compare and swap and atomic write as an edit.
 //! - **Atomic.** The new text goes to a temporary file in the same folder, is fsynced, renamed
 //!   over the old one, and the folder is fsynced. A process killed at any point leaves the old or
@@ -500,7 +500,7 @@ impl PersonFilesGuard {
         }
     }
 
-    /// Waits at most `wait` for the launcher's lock on a file (instead of [`LOCK_WAIT`]).
+    /// Waits at most `wait` for the launcher's lock on a file (instead of `LOCK_WAIT`).
     pub fn with_lock_wait(mut self, wait: Duration) -> PersonFilesGuard {
         self.lock_wait = wait;
         self

@@ -352,7 +352,7 @@ impl SeatbeltProfile {
 
 impl SeatbeltProfile {
     /// Refuses a command (as [`SeatbeltProfile::wrap`] gives it) that, with `env`, would not fit
-    /// in [`ARG_MAX`] less [`ENV_RESERVE`]: `sandbox-exec` would fail with E2BIG, after the
+    /// in [`ARG_MAX`] less `ENV_RESERVE`: `sandbox-exec` would fail with E2BIG, after the
     /// launcher has done its work. Each argument and variable counts its bytes, its terminating
     /// NUL and its pointer. `grants` is only for the message.
     pub fn check_exec_size<'a>(
@@ -452,7 +452,7 @@ pub(crate) fn create_runtime_settings(
 /// same with `close_range`, which macOS lacks.)
 ///
 /// Which descriptors: every one from 3 to the highest open in this process when the command is
-/// built (listed from `/dev/fd`), and [`DESCRIPTOR_MARGIN`] more for those other threads may
+/// built (listed from `/dev/fd`), and `DESCRIPTOR_MARGIN` more for those other threads may
 /// open before the fork (the kernel gives the lowest free number), bounded by the process's
 /// limit when that is lower. Cost: one `fcntl` per number, and `fork` instead of
 /// `posix_spawn`.
